@@ -1,0 +1,69 @@
+//! Transport parameters, with defaults of a datacenter Linux-like stack.
+
+use lbsim_engine::SimTime;
+
+/// Congestion control.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CongestionControl {
+    /// NewReno (RFC 5681 + RFC 6582); with `sack`, loss recovery follows
+    /// RFC 6675 with Proportional Rate Reduction (RFC 6937).
+    NewReno,
+    /// DCTCP (RFC 8257): ECN-fraction window cut, `g` the EWMA gain.
+    Dctcp { g: f64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Maximum segment size: payload bytes per full segment.
+    pub mss: u32,
+    /// Bytes of IP + TCP header (incl. the 12-byte timestamp option) per segment.
+    pub header_bytes: u32,
+    /// Initial congestion window, segments (RFC 6928 uses 10).
+    pub init_cwnd_pkts: u32,
+    /// Selective acknowledgements (RFC 2018) and SACK-based recovery.
+    pub sack: bool,
+    /// Acknowledge every `delack_count` full segments (1 = every segment).
+    pub delack_count: u32,
+    /// Maximum time an ACK is delayed (RFC 5681 §4.2: < 500 ms).
+    pub delack_timeout: SimTime,
+    /// RFC 6298 (2.4) lower bound on the RTO.
+    pub min_rto: SimTime,
+    /// RFC 6298 (2.5) upper bound on the RTO.
+    pub max_rto: SimTime,
+    /// RTO before any RTT sample; also the SYN retransmission timeout (RFC 6298 2.1).
+    pub initial_rto: SimTime,
+    /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2).
+    pub dupack_threshold: u32,
+    /// Receive buffer: the window the receiver advertises, bytes.
+    pub rcv_wnd: u32,
+    pub cc: CongestionControl,
+    /// Classic ECN (RFC 3168) for NewReno; DCTCP always uses ECN.
+    pub ecn: bool,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1448,
+            header_bytes: 52,
+            init_cwnd_pkts: 10,
+            sack: true,
+            delack_count: 2,
+            delack_timeout: SimTime::from_ms(1),
+            min_rto: SimTime::from_ms(10),
+            max_rto: SimTime::from_ms(60_000),
+            initial_rto: SimTime::from_ms(10),
+            dupack_threshold: 3,
+            rcv_wnd: 4 << 20,
+            cc: CongestionControl::NewReno,
+            ecn: false,
+        }
+    }
+}
+
+impl TcpConfig {
+    /// Whether data segments carry ECT (ECN-capable transport).
+    pub fn ecn_capable(&self) -> bool {
+        self.ecn || matches!(self.cc, CongestionControl::Dctcp { .. })
+    }
+}

@@ -1,0 +1,164 @@
+//! A set of disjoint half-open byte ranges `[start, end)`, kept sorted and
+//! merged. Used for the sender's SACK scoreboard and the receiver's
+//! out-of-order queue. Sets are tiny (a handful of holes), so a sorted `Vec`
+//! beats any tree.
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RangeSet {
+    r: Vec<(u64, u64)>,
+}
+
+impl RangeSet {
+    pub fn new() -> Self {
+        RangeSet { r: Vec::new() }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.r.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.r.len()
+    }
+    pub fn as_slice(&self) -> &[(u64, u64)] {
+        &self.r
+    }
+    pub fn clear(&mut self) {
+        self.r.clear();
+    }
+
+    /// Adds `[a, b)`, merging with neighbours. Returns the number of bytes
+    /// that were not already covered.
+    pub fn insert(&mut self, a: u64, b: u64) -> u64 {
+        if a >= b {
+            return 0;
+        }
+        // First range whose end >= a (could touch or overlap).
+        let i = self.r.partition_point(|&(_, e)| e < a);
+        let mut lo = a;
+        let mut hi = b;
+        let mut covered = 0;
+        let mut j = i;
+        while j < self.r.len() && self.r[j].0 <= hi {
+            let (s, e) = self.r[j];
+            // overlap of [s,e) with [a,b)
+            let os = s.max(a);
+            let oe = e.min(b);
+            if oe > os {
+                covered += oe - os;
+            }
+            lo = lo.min(s);
+            hi = hi.max(e);
+            j += 1;
+        }
+        self.r.splice(i..j, std::iter::once((lo, hi)));
+        (b - a) - covered
+    }
+
+    /// Removes everything below `x`.
+    pub fn remove_below(&mut self, x: u64) {
+        let i = self.r.partition_point(|&(_, e)| e <= x);
+        self.r.drain(..i);
+        if let Some(f) = self.r.first_mut() {
+            if f.0 < x {
+                f.0 = x;
+            }
+        }
+    }
+
+    /// The range containing `x`, if any.
+    pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
+        let i = self.r.partition_point(|&(_, e)| e <= x);
+        self.r.get(i).copied().filter(|&(s, _)| s <= x)
+    }
+
+    /// The first range starting at or after `x`.
+    pub fn next_at_or_after(&self, x: u64) -> Option<(u64, u64)> {
+        let i = self.r.partition_point(|&(s, _)| s < x);
+        self.r.get(i).copied()
+    }
+
+    /// Bytes covered inside `[a, b)`.
+    pub fn covered_in(&self, a: u64, b: u64) -> u64 {
+        let mut n = 0;
+        for &(s, e) in &self.r {
+            if s >= b {
+                break;
+            }
+            let os = s.max(a);
+            let oe = e.min(b);
+            if oe > os {
+                n += oe - os;
+            }
+        }
+        n
+    }
+
+    /// Total bytes covered.
+    pub fn total(&self) -> u64 {
+        self.r.iter().map(|&(s, e)| e - s).sum()
+    }
+
+    /// Highest covered byte + 1, or `None`.
+    pub fn max_end(&self) -> Option<u64> {
+        self.r.last().map(|&(_, e)| e)
+    }
+
+    /// The lowest sequence number `L` such that more than `threshold` bytes are
+    /// covered at or above `L` (RFC 6675 IsLost: every hole byte below `L` is
+    /// deemed lost). `None` if fewer bytes than that are covered in all.
+    pub fn loss_point(&self, threshold: u64) -> Option<u64> {
+        let mut acc = 0;
+        for &(s, e) in self.r.iter().rev() {
+            let len = e - s;
+            if acc + len > threshold {
+                // need (threshold - acc + 1) bytes from the top of this range
+                return Some(e - (threshold - acc + 1));
+            }
+            acc += len;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_merges_and_counts_new_bytes() {
+        let mut s = RangeSet::new();
+        assert_eq!(s.insert(10, 20), 10);
+        assert_eq!(s.insert(30, 40), 10);
+        assert_eq!(s.insert(15, 35), 10); // only 20..30 is new
+        assert_eq!(s.as_slice(), &[(10, 40)]);
+        assert_eq!(s.insert(40, 50), 10); // touching ranges merge
+        assert_eq!(s.as_slice(), &[(10, 50)]);
+        assert_eq!(s.insert(0, 5), 5);
+        assert_eq!(s.as_slice(), &[(0, 5), (10, 50)]);
+    }
+
+    #[test]
+    fn remove_below_trims() {
+        let mut s = RangeSet::new();
+        s.insert(10, 20);
+        s.insert(30, 40);
+        s.remove_below(15);
+        assert_eq!(s.as_slice(), &[(15, 20), (30, 40)]);
+        s.remove_below(20);
+        assert_eq!(s.as_slice(), &[(30, 40)]);
+        assert_eq!(s.containing(35), Some((30, 40)));
+        assert_eq!(s.containing(40), None);
+        assert_eq!(s.covered_in(0, 35), 5);
+    }
+
+    #[test]
+    fn loss_point_counts_from_the_top() {
+        let mut s = RangeSet::new();
+        s.insert(100, 200);
+        s.insert(300, 400);
+        // more than 150 bytes at or above L: 100 from [300,400) + 51 from [100,200)
+        assert_eq!(s.loss_point(150), Some(149));
+        assert_eq!(s.loss_point(99), Some(300));
+        assert_eq!(s.loss_point(200), None);
+    }
+}

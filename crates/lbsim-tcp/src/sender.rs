@@ -1,0 +1,681 @@
+//! The sending half of a TCP connection, as an I/O-free state machine
+//! (after smoltcp's `socket/tcp.rs`): the owner feeds it segments and timer
+//! expiries and collects the segments it emits.
+//!
+//! States (RFC 793 §3.2 names): `Closed` → `SynSent` → `Established`. The
+//! closing handshake is not modelled: a flow is complete when its last byte
+//! arrives in order at the receiver, which a FIN does not change.
+//!
+//! Loss recovery states (the RFC text names them; Linux calls them
+//! Open/Recovery/Loss):
+//! - `Open`: slow start / congestion avoidance (RFC 5681 §3.1), with
+//!   appropriate byte counting (RFC 3465, L = 2);
+//! - `Fast`: fast retransmit / fast recovery entered on `dupack_threshold`
+//!   duplicate ACKs (RFC 5681 §3.2). Without SACK it is NewReno
+//!   (RFC 6582: window inflation, partial ACKs retransmit the next hole).
+//!   With SACK it is RFC 6675 (scoreboard, `IsLost`, `pipe`, `NextSeg`
+//!   rules 1–3) with the sending rate set by Proportional Rate Reduction
+//!   (RFC 6937), as in Linux and ns-3;
+//! - `Loss`: after a retransmission timeout (RFC 6298 §5): cwnd = 1 MSS,
+//!   go-back-N from `snd_una`, skipping SACKed ranges.
+//!
+//! Congestion control: NewReno, or DCTCP (RFC 8257 §3.3: α ← (1−g)α + gF
+//! once per window of data, cwnd ← cwnd(1−α/2) at most once per window on
+//! ECE). Classic ECN (RFC 3168 §6.1.2) halves cwnd once per window on ECE.
+//! MPTCP subflows replace the congestion-avoidance increase with the coupled
+//! LIA increase (RFC 6356 §3) through [`TcpSender::set_coupling`].
+//!
+//! RTT is measured with timestamps (RFC 7323 §4) on every ACK that
+//! acknowledges new data; the RTO follows RFC 6298 with exponential backoff.
+
+use crate::config::{CongestionControl, TcpConfig};
+use crate::header::{TcpHeader, ACK, CWR, SYN};
+use crate::ranges::RangeSet;
+use crate::rtt::RttEstimator;
+use lbsim_engine::SimTime;
+use std::collections::VecDeque;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderState {
+    Closed,
+    SynSent,
+    Established,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    Open,
+    /// Fast recovery until `snd_una >= recover` (RFC 6582 §3.2 step 2).
+    Fast { recover: u64 },
+    /// After an RTO, until `snd_una >= recover`.
+    Loss { recover: u64 },
+}
+
+/// Counters a sender keeps for the metrics.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SenderStats {
+    pub segments_sent: u64,
+    pub retransmits: u64,
+    pub fast_recoveries: u64,
+    pub timeouts: u64,
+    pub ecn_reductions: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct TcpSender {
+    cfg: TcpConfig,
+    state: SenderState,
+    /// Oldest unacknowledged byte.
+    una: u64,
+    /// Next byte to send (rewound to `una` after an RTO).
+    nxt: u64,
+    /// Highest byte ever sent + 1.
+    max: u64,
+    /// End of the data the application has written.
+    app_end: u64,
+    cwnd: u64,
+    pub(crate) ssthresh: u64,
+    ca_acc: u64,
+    ca_frac: f64,
+    peer_wnd: u64,
+    dupacks: u32,
+    recovery: Recovery,
+    /// RFC 6675 HighRxt: highest byte retransmitted in this recovery + 1.
+    high_rxt: u64,
+    scoreboard: RangeSet,
+    // RFC 6937 state
+    prr_delivered: u64,
+    prr_out: u64,
+    recover_fs: u64,
+    cwnd_limited: bool,
+    rtt: RttEstimator,
+    backoff: u32,
+    rto_deadline: Option<SimTime>,
+    syn_time: SimTime,
+    syn_retx: u32,
+    // ECN / DCTCP
+    alpha: f64,
+    dctcp_acked: u64,
+    dctcp_marked: u64,
+    dctcp_window_end: u64,
+    cwr_until: u64,
+    cwr_pending: bool,
+    /// MPTCP LIA coupling: (alpha, total cwnd of all subflows, bytes).
+    coupling: Option<(f64, u64)>,
+    /// MPTCP: (subflow seq, data seq) at the start of each mapped chunk.
+    dsn_map: VecDeque<(u64, u64)>,
+    pub stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(cfg: TcpConfig) -> Self {
+        let mss = cfg.mss as u64;
+        TcpSender {
+            state: SenderState::Closed,
+            una: 0,
+            nxt: 0,
+            max: 0,
+            app_end: 0,
+            cwnd: cfg.init_cwnd_pkts as u64 * mss,
+            ssthresh: u64::MAX,
+            ca_acc: 0,
+            ca_frac: 0.0,
+            peer_wnd: cfg.rcv_wnd as u64,
+            dupacks: 0,
+            recovery: Recovery::Open,
+            high_rxt: 0,
+            scoreboard: RangeSet::new(),
+            prr_delivered: 0,
+            prr_out: 0,
+            recover_fs: 0,
+            cwnd_limited: false,
+            rtt: RttEstimator::new(cfg.initial_rto, cfg.min_rto, cfg.max_rto),
+            backoff: 0,
+            rto_deadline: None,
+            syn_time: SimTime::ZERO,
+            syn_retx: 0,
+            alpha: 1.0,
+            dctcp_acked: 0,
+            dctcp_marked: 0,
+            dctcp_window_end: 0,
+            cwr_until: 0,
+            cwr_pending: false,
+            coupling: None,
+            dsn_map: VecDeque::new(),
+            stats: SenderStats::default(),
+            cfg,
+        }
+    }
+
+    /// A connection that is already established (persistent connections
+    /// opened before the measurement starts: no handshake).
+    pub fn new_established(cfg: TcpConfig) -> Self {
+        let mut s = TcpSender::new(cfg);
+        s.state = SenderState::Established;
+        s
+    }
+
+    // ----------------------------------------------------------- accessors
+    pub fn state(&self) -> SenderState {
+        self.state
+    }
+    pub fn recovery(&self) -> Recovery {
+        self.recovery
+    }
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+    pub fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+    pub fn snd_una(&self) -> u64 {
+        self.una
+    }
+    pub fn snd_max(&self) -> u64 {
+        self.max
+    }
+    pub fn app_end(&self) -> u64 {
+        self.app_end
+    }
+    pub fn srtt(&self) -> Option<SimTime> {
+        self.rtt.srtt()
+    }
+    pub fn rto(&self) -> SimTime {
+        self.current_rto()
+    }
+    pub fn dctcp_alpha(&self) -> f64 {
+        self.alpha
+    }
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+    /// Everything written has been acknowledged.
+    pub fn all_acked(&self) -> bool {
+        self.una >= self.app_end
+    }
+    /// Bytes the window would let this sender put out now (MPTCP scheduler).
+    pub fn window_space(&self) -> u64 {
+        if self.state != SenderState::Established {
+            return 0;
+        }
+        let wnd = self.cwnd.min(self.peer_wnd.max(self.cfg.mss as u64));
+        wnd.saturating_sub(self.pipe())
+    }
+    /// Bytes written but not yet sent for the first time.
+    pub fn unsent(&self) -> u64 {
+        self.app_end - self.max.min(self.app_end)
+    }
+    /// The earliest time `on_timer` has work to do.
+    pub fn next_wakeup(&self) -> Option<SimTime> {
+        self.rto_deadline
+    }
+
+    // ----------------------------------------------------------- app side
+    /// Opens the connection: sends a SYN (RFC 793 §3.4).
+    pub fn connect(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+        debug_assert_eq!(self.state, SenderState::Closed);
+        self.state = SenderState::SynSent;
+        self.syn_time = now;
+        self.send_syn(now, out);
+    }
+
+    /// Appends `bytes` to the send buffer.
+    pub fn write(&mut self, bytes: u64) {
+        self.app_end += bytes;
+    }
+
+    /// Appends `bytes` whose MPTCP data sequence starts at `dsn`.
+    pub fn write_mapped(&mut self, bytes: u64, dsn: u64) {
+        self.dsn_map.push_back((self.app_end, dsn));
+        self.app_end += bytes;
+    }
+
+    /// MPTCP LIA (RFC 6356 §3): in congestion avoidance, increase by
+    /// min(alpha·acked·MSS/cwnd_total, acked·MSS/cwnd) per ACK.
+    pub fn set_coupling(&mut self, alpha: f64, cwnd_total: u64) {
+        self.coupling = Some((alpha, cwnd_total.max(1)));
+    }
+
+    /// Sends whatever the windows allow.
+    pub fn poll(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+        if self.state != SenderState::Established {
+            return;
+        }
+        self.cwnd_limited = false;
+        while let Some((seq, len, retx)) = self.next_segment() {
+            let pipe = self.pipe();
+            if pipe + len as u64 > self.cwnd {
+                self.cwnd_limited = true;
+                break;
+            }
+            let new_data = seq >= self.max;
+            if new_data && seq + len as u64 > self.una + self.peer_wnd && self.una < self.max {
+                break; // receiver window (a lone segment always goes: persist behaviour)
+            }
+            self.emit(seq, len, retx, now, out);
+        }
+    }
+
+    // ----------------------------------------------------------- input
+    /// Processes a segment from the receiver.
+    pub fn on_segment(&mut self, h: &TcpHeader, now: SimTime, out: &mut Vec<TcpHeader>) {
+        match self.state {
+            SenderState::Closed => return,
+            SenderState::SynSent => {
+                if h.has(SYN) && h.has(ACK) {
+                    self.state = SenderState::Established;
+                    if self.syn_retx == 0 {
+                        // RFC 6298 §2: the SYN exchange gives the first sample
+                        self.rtt.sample(now - self.syn_time);
+                    }
+                    self.backoff = 0;
+                    self.rto_deadline = None;
+                    self.peer_wnd = h.wnd as u64;
+                    self.poll(now, out);
+                }
+                return;
+            }
+            SenderState::Established => {}
+        }
+        if !h.has(ACK) || h.has(SYN) {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        let ack = h.ack.min(self.max);
+        self.peer_wnd = h.wnd as u64;
+        let mut newly_sacked = 0;
+        if self.cfg.sack {
+            for &(a, b) in h.sack_blocks() {
+                let (a, b) = (a.max(ack), b.min(self.max));
+                if a < b {
+                    newly_sacked += self.scoreboard.insert(a, b);
+                }
+            }
+        }
+        let ece = h.has(crate::header::ECE);
+        if ack > self.una {
+            let acked = ack - self.una;
+            // RFC 7323 §4.1: RTT from the echoed timestamp of the segment that
+            // caused this ACK; valid for retransmissions too.
+            if h.ts_ecr > SimTime::ZERO && now >= h.ts_ecr {
+                self.rtt.sample(now - h.ts_ecr);
+            }
+            self.una = ack;
+            self.scoreboard.remove_below(ack);
+            if self.nxt < ack {
+                self.nxt = ack;
+            }
+            if self.high_rxt < ack {
+                self.high_rxt = ack;
+            }
+            while self.dsn_map.len() > 1 && self.dsn_map[1].0 <= ack {
+                self.dsn_map.pop_front();
+            }
+            self.backoff = 0;
+            self.dctcp_account(acked, ece);
+            match self.recovery {
+                Recovery::Fast { recover } => {
+                    if ack >= recover {
+                        // RFC 6582 §3.2 step 3 / RFC 6937: leave with cwnd = ssthresh
+                        self.cwnd = self.ssthresh.max(mss);
+                        self.recovery = Recovery::Open;
+                        self.dupacks = 0;
+                    } else if self.cfg.sack {
+                        self.prr_update(acked + newly_sacked);
+                    } else {
+                        // RFC 6582 §3.2 step 4: partial ACK — retransmit the first
+                        // unacknowledged segment, deflate by the amount acked.
+                        let len = mss.min(self.max - self.una) as u32;
+                        self.emit(self.una, len, true, now, out);
+                        self.cwnd = self.cwnd.saturating_sub(acked) + mss;
+                        self.cwnd = self.cwnd.max(mss);
+                    }
+                }
+                Recovery::Loss { recover } => {
+                    self.grow(acked);
+                    if ack >= recover {
+                        self.recovery = Recovery::Open;
+                    }
+                    self.dupacks = 0;
+                }
+                Recovery::Open => {
+                    self.grow(acked);
+                    self.dupacks = 0;
+                }
+            }
+            // RFC 6298 (5.2)/(5.3)
+            self.rto_deadline = if self.una < self.max { Some(now + self.current_rto()) } else { None };
+        } else if h.len == 0 && ack == self.una && self.una < self.max {
+            // A duplicate ACK (RFC 5681 §2).
+            self.dupacks += 1;
+            match self.recovery {
+                Recovery::Open => {
+                    let lost = self.cfg.sack && self.is_lost(self.una);
+                    if self.dupacks >= self.cfg.dupack_threshold || lost {
+                        self.enter_fast_recovery(now, out);
+                    }
+                }
+                Recovery::Fast { .. } => {
+                    if self.cfg.sack {
+                        self.prr_update(newly_sacked);
+                    } else {
+                        self.cwnd += mss; // RFC 6582 §3.2 step 3 (inflation)
+                    }
+                }
+                // RFC 6582 §4.1: no new fast retransmit for losses of the
+                // window that timed out.
+                Recovery::Loss { .. } => {}
+            }
+        }
+        if ece {
+            self.on_ece();
+        }
+        self.poll(now, out);
+    }
+
+    /// Handles the retransmission timer.
+    pub fn on_timer(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+        match self.rto_deadline {
+            Some(d) if now >= d => {}
+            _ => return,
+        }
+        self.rto_deadline = None;
+        match self.state {
+            SenderState::Closed => {}
+            SenderState::SynSent => {
+                self.syn_retx += 1;
+                self.backoff += 1;
+                self.stats.timeouts += 1;
+                self.send_syn(now, out);
+            }
+            SenderState::Established => {
+                if self.una >= self.max {
+                    return;
+                }
+                let mss = self.cfg.mss as u64;
+                self.stats.timeouts += 1;
+                // RFC 5681 §3.1 eq. (4), once per loss episode; cwnd = LW = 1 MSS.
+                if !matches!(self.recovery, Recovery::Loss { .. }) {
+                    self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
+                }
+                self.cwnd = mss;
+                self.ca_acc = 0;
+                self.recovery = Recovery::Loss { recover: self.max };
+                self.nxt = self.una;
+                self.high_rxt = self.una;
+                self.dupacks = 0;
+                // RFC 6298 (5.5): back off the timer
+                self.backoff = (self.backoff + 1).min(30);
+                self.poll(now, out);
+            }
+        }
+    }
+
+    // ----------------------------------------------------------- internals
+    fn current_rto(&self) -> SimTime {
+        let base = self.rtt.rto();
+        let shifted = base.0.checked_shl(self.backoff).unwrap_or(u64::MAX);
+        SimTime(shifted.min(self.rtt.max_rto().0.max(base.0)))
+    }
+
+    fn send_syn(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+        out.push(TcpHeader {
+            flags: SYN,
+            wnd: self.cfg.rcv_wnd,
+            ts_val: now,
+            ..Default::default()
+        });
+        self.rto_deadline = Some(now + self.current_rto());
+    }
+
+    fn is_lost(&self, seq: u64) -> bool {
+        let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
+        matches!(self.scoreboard.loss_point(thr), Some(l) if seq < l)
+    }
+
+    /// Bytes in flight. In SACK fast recovery this is RFC 6675 `SetPipe`:
+    /// every un-SACKed byte not deemed lost, plus every retransmitted byte.
+    /// Otherwise: bytes sent since `snd_una` (or since the RTO rewound
+    /// `snd_nxt`) that are not SACKed.
+    fn pipe(&self) -> u64 {
+        if self.cfg.sack {
+            if let Recovery::Fast { .. } = self.recovery {
+                let sacked = self.scoreboard.covered_in(self.una, self.max);
+                let holes = (self.max - self.una) - sacked;
+                let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
+                let l = self.scoreboard.loss_point(thr).unwrap_or(self.una).clamp(self.una, self.max);
+                let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
+                let hr = self.high_rxt.clamp(self.una, self.max);
+                let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
+                return holes - lost + rtx;
+            }
+        }
+        (self.nxt - self.una) - self.scoreboard.covered_in(self.una, self.nxt)
+    }
+
+    /// The first un-SACKed range at or after `x` and below `limit`.
+    fn hole_at_or_after(&self, x: u64, limit: u64) -> Option<(u64, u64)> {
+        let mut s = x;
+        if let Some((_, e)) = self.scoreboard.containing(s) {
+            s = e;
+        }
+        if s >= limit {
+            return None;
+        }
+        let e = match self.scoreboard.next_at_or_after(s) {
+            Some((ns, _)) => ns.min(limit),
+            None => limit,
+        };
+        Some((s, e))
+    }
+
+    /// Chooses the next segment to send: (seq, len, is_retransmission).
+    fn next_segment(&self) -> Option<(u64, u32, bool)> {
+        let mss = self.cfg.mss as u64;
+        let seg = |s: u64, e: u64| (s, (e - s).min(mss) as u32);
+        if let (Recovery::Fast { .. }, true) = (self.recovery, self.cfg.sack) {
+            // RFC 6675 NextSeg (rule 1): the first lost hole at or after HighRxt.
+            let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * mss;
+            let from = self.high_rxt.max(self.una);
+            if let Some(l) = self.scoreboard.loss_point(thr) {
+                if let Some((s, e)) = self.hole_at_or_after(from, l.min(self.max)) {
+                    let (s, n) = seg(s, e);
+                    return Some((s, n, true));
+                }
+            }
+            // (rule 2): new data
+            if self.nxt < self.app_end {
+                let (s, n) = seg(self.nxt, self.app_end);
+                return Some((s, n, false));
+            }
+            // (rule 3): any hole at or after HighRxt
+            if let Some((s, e)) = self.hole_at_or_after(from, self.max) {
+                let (s, n) = seg(s, e);
+                return Some((s, n, true));
+            }
+            return None;
+        }
+        if self.nxt < self.max {
+            // go-back-N after an RTO, skipping what the receiver has SACKed
+            if let Some((s, e)) = self.hole_at_or_after(self.nxt, self.max) {
+                let (s, n) = seg(s, e);
+                return Some((s, n, true));
+            }
+        }
+        let from = self.nxt.max(self.max);
+        if from < self.app_end {
+            let (s, n) = seg(from, self.app_end);
+            return Some((s, n, false));
+        }
+        None
+    }
+
+    fn emit(&mut self, seq: u64, len: u32, retx: bool, now: SimTime, out: &mut Vec<TcpHeader>) {
+        let end = seq + len as u64;
+        match self.recovery {
+            Recovery::Fast { .. } => {
+                if seq >= self.nxt {
+                    self.nxt = end;
+                } else if end > self.high_rxt {
+                    self.high_rxt = end;
+                }
+                if self.cfg.sack {
+                    self.prr_out += len as u64;
+                }
+            }
+            _ => {
+                if end > self.nxt {
+                    self.nxt = end;
+                }
+            }
+        }
+        if self.nxt > self.max {
+            self.max = self.nxt;
+        }
+        if self.dctcp_window_end == 0 {
+            self.dctcp_window_end = self.max;
+        }
+        let mut flags = ACK;
+        if self.cwr_pending {
+            flags |= CWR;
+            self.cwr_pending = false;
+        }
+        self.stats.segments_sent += 1;
+        if retx {
+            self.stats.retransmits += 1;
+        }
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now + self.current_rto());
+        }
+        out.push(TcpHeader {
+            seq,
+            len,
+            flags,
+            wnd: self.cfg.rcv_wnd,
+            ts_val: now,
+            dsn: self.dsn_of(seq),
+            ..Default::default()
+        });
+    }
+
+    fn dsn_of(&self, seq: u64) -> u64 {
+        if self.dsn_map.is_empty() {
+            return seq;
+        }
+        let i = self.dsn_map.partition_point(|&(s, _)| s <= seq);
+        let (s, d) = self.dsn_map[i.max(1) - 1];
+        d + (seq - s)
+    }
+
+    fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+        let mss = self.cfg.mss as u64;
+        let flight = self.max - self.una;
+        // RFC 5681 eq. (4)
+        self.ssthresh = (flight / 2).max(2 * mss);
+        self.recovery = Recovery::Fast { recover: self.max };
+        self.stats.fast_recoveries += 1;
+        self.high_rxt = self.una;
+        if self.cfg.sack {
+            // RFC 6937 initialisation
+            self.prr_delivered = 0;
+            self.prr_out = 0;
+            self.recover_fs = flight;
+        } else {
+            self.cwnd = self.ssthresh + 3 * mss;
+        }
+        // Retransmit the first unacknowledged segment now (RFC 6675 §5 step 4.3,
+        // RFC 6582 §3.2 step 2), whatever the window says.
+        let (s, e) = self.hole_at_or_after(self.una, self.max).unwrap_or((self.una, self.max));
+        let len = (e - s).min(mss) as u32;
+        self.emit(s, len, true, now, out);
+        if self.cfg.sack {
+            self.cwnd = self.pipe();
+        }
+    }
+
+    /// RFC 6937 §3: on each ACK in recovery, send `sndcnt` more bytes.
+    fn prr_update(&mut self, delivered: u64) {
+        let mss = self.cfg.mss as u64;
+        self.prr_delivered += delivered;
+        let pipe = self.pipe();
+        let sndcnt = if pipe > self.ssthresh {
+            // proportional part
+            let target = (self.prr_delivered as u128 * self.ssthresh as u128).div_ceil(self.recover_fs.max(1) as u128) as u64;
+            target.saturating_sub(self.prr_out)
+        } else {
+            // slow-start reduction bound (PRR-SSRB)
+            let limit = (self.prr_delivered.saturating_sub(self.prr_out)).max(delivered) + mss;
+            (self.ssthresh - pipe).min(limit)
+        };
+        self.cwnd = pipe + sndcnt;
+    }
+
+    fn grow(&mut self, acked: u64) {
+        if !self.cwnd_limited {
+            return; // RFC 7661: no growth while application- or rwnd-limited
+        }
+        let mss = self.cfg.mss as u64;
+        if self.cwnd < self.ssthresh {
+            // RFC 3465 slow start with L = 2
+            self.cwnd = (self.cwnd + acked.min(2 * mss)).min(self.ssthresh.max(self.cwnd));
+            return;
+        }
+        match self.coupling {
+            None => {
+                // RFC 3465 congestion avoidance: one MSS per cwnd of bytes acked
+                self.ca_acc += acked;
+                if self.ca_acc >= self.cwnd {
+                    self.ca_acc -= self.cwnd;
+                    self.cwnd += mss;
+                }
+            }
+            Some((alpha, total)) => {
+                let a = acked as f64 * mss as f64;
+                let inc = (alpha * a / total as f64).min(a / self.cwnd as f64);
+                self.ca_frac += inc;
+                let whole = self.ca_frac.floor();
+                self.cwnd += whole as u64;
+                self.ca_frac -= whole;
+            }
+        }
+    }
+
+    fn dctcp_account(&mut self, acked: u64, ece: bool) {
+        let CongestionControl::Dctcp { g } = self.cfg.cc else { return };
+        self.dctcp_acked += acked;
+        if ece {
+            self.dctcp_marked += acked;
+        }
+        if self.una >= self.dctcp_window_end {
+            // RFC 8257 §3.3: once per window of data
+            let f = if self.dctcp_acked > 0 { self.dctcp_marked as f64 / self.dctcp_acked as f64 } else { 0.0 };
+            self.alpha = (1.0 - g) * self.alpha + g * f;
+            self.dctcp_acked = 0;
+            self.dctcp_marked = 0;
+            self.dctcp_window_end = self.max.max(self.una + 1);
+        }
+    }
+
+    fn on_ece(&mut self) {
+        if self.una < self.cwr_until || self.recovery != Recovery::Open {
+            return; // at most one reduction per window of data
+        }
+        let mss = self.cfg.mss as u64;
+        match self.cfg.cc {
+            CongestionControl::Dctcp { .. } => {
+                self.cwnd = ((self.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64).max(mss);
+                self.ssthresh = self.cwnd.max(2 * mss);
+            }
+            CongestionControl::NewReno => {
+                if !self.cfg.ecn {
+                    return;
+                }
+                self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
+                self.cwnd = self.ssthresh;
+            }
+        }
+        self.stats.ecn_reductions += 1;
+        self.cwr_until = self.max;
+        self.cwr_pending = true;
+    }
+}

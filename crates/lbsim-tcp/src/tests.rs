@@ -1,0 +1,323 @@
+//! Behaviour tests of the state machines over a tiny loopback "wire": a
+//! sender→receiver pipe serialising at a fixed rate with a fixed delay, a
+//! receiver→sender pipe with the same delay, and a per-segment drop/mark
+//! rule. No network model involved.
+
+use crate::header::{ECE, SYN};
+use crate::*;
+use lbsim_engine::{BitsPerSec, Bytes, SimTime};
+use std::collections::BTreeMap;
+
+struct Wire {
+    s: TcpSender,
+    r: TcpReceiver,
+    /// (time, seq) -> (to_receiver, header, ce)
+    q: BTreeMap<(SimTime, u64), (bool, TcpHeader, bool)>,
+    seq: u64,
+    now: SimTime,
+    link_free: SimTime,
+    rate: BitsPerSec,
+    delay: SimTime,
+    delivered: u64,
+    data_sent: Vec<(u64, u32)>,
+    acks: u64,
+    /// decides (drop, mark) for the k-th data segment sent
+    rule: Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)>,
+}
+
+impl Wire {
+    fn new(cfg: TcpConfig, rule: Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)>) -> Wire {
+        Wire {
+            s: TcpSender::new(cfg.clone()),
+            r: TcpReceiver::new(&cfg),
+            q: BTreeMap::new(),
+            seq: 0,
+            now: SimTime::ZERO,
+            link_free: SimTime::ZERO,
+            rate: BitsPerSec::gbps(10),
+            delay: SimTime::from_us(10),
+            delivered: 0,
+            data_sent: vec![],
+            acks: 0,
+            rule,
+        }
+    }
+
+    fn push_out(&mut self, to_rcv: bool, out: Vec<TcpHeader>) {
+        for h in out {
+            let (t, ce) = if to_rcv {
+                let size = Bytes(52 + h.len as u64);
+                let start = self.link_free.max(self.now);
+                self.link_free = start + self.rate.tx_time(size);
+                let k = self.data_sent.len();
+                self.data_sent.push((h.seq, h.len));
+                let (drop, mark) = if h.len > 0 { (self.rule)(k, &h) } else { (false, false) };
+                if drop {
+                    continue;
+                }
+                (self.link_free + self.delay, mark)
+            } else {
+                self.acks += 1;
+                (self.now + self.delay, false)
+            };
+            self.seq += 1;
+            self.q.insert((t, self.seq), (to_rcv, h, ce));
+        }
+    }
+
+    fn run(&mut self, bytes: u64, limit: SimTime) -> SimTime {
+        let mut out = vec![];
+        self.s.write(bytes);
+        self.s.connect(self.now, &mut out);
+        self.push_out(true, std::mem::take(&mut out));
+        while self.delivered < bytes {
+            // next event: a segment or a timer
+            let next_pkt = self.q.keys().next().map(|k| k.0);
+            let next_t = [next_pkt, self.s.next_wakeup(), self.r.next_wakeup()].into_iter().flatten().min();
+            let Some(t) = next_t else { panic!("stalled at {} with {} delivered", self.now, self.delivered) };
+            assert!(t <= limit, "did not finish by {limit}");
+            self.now = t;
+            if next_pkt == Some(t) {
+                let (&k, _) = self.q.iter().next().unwrap();
+                let (to_rcv, h, ce) = self.q.remove(&k).unwrap();
+                if to_rcv {
+                    self.delivered += self.r.on_segment(&h, ce, t, &mut out);
+                    self.push_out(false, std::mem::take(&mut out));
+                } else {
+                    self.s.on_segment(&h, t, &mut out);
+                    self.push_out(true, std::mem::take(&mut out));
+                }
+            } else if self.s.next_wakeup() == Some(t) {
+                self.s.on_timer(t, &mut out);
+                self.push_out(true, std::mem::take(&mut out));
+            } else {
+                self.r.on_timer(t, &mut out);
+                self.push_out(false, std::mem::take(&mut out));
+            }
+        }
+        self.now
+    }
+}
+
+fn no_loss() -> Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)> {
+    Box::new(|_, _| (false, false))
+}
+
+#[test]
+fn clean_transfer_completes_at_line_rate_without_retransmissions() {
+    let mut w = Wire::new(TcpConfig::default(), no_loss());
+    let bytes = 10_000_000;
+    let t = w.run(bytes, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.retransmits, 0);
+    assert_eq!(w.s.stats.timeouts, 0);
+    // 10 MB of payload in 1500-byte packets at 10 Gb/s takes 8.29 ms; the
+    // handshake and slow start add well under a millisecond.
+    let ideal = BitsPerSec::gbps(10).tx_time(Bytes(bytes * 1500 / 1448));
+    assert!(t < ideal + SimTime::from_us(500), "took {t}, ideal {ideal}");
+    assert!(w.s.srtt().unwrap() >= SimTime::from_us(20));
+}
+
+#[test]
+fn delayed_acks_halve_the_ack_count() {
+    let mut w = Wire::new(TcpConfig::default(), no_loss());
+    w.run(1448 * 1000, SimTime::from_ms(100));
+    let segs = w.s.stats.segments_sent;
+    // one SYN-ACK + one ACK per two segments (+ a few timer-driven ones)
+    assert!(w.acks <= segs / 2 + 20 && w.acks >= segs / 2, "acks {} segs {}", w.acks, segs);
+    let mut cfg = TcpConfig::default();
+    cfg.delack_count = 1;
+    let mut w = Wire::new(cfg, no_loss());
+    w.run(1448 * 1000, SimTime::from_ms(100));
+    assert_eq!(w.acks, w.s.stats.segments_sent + 1);
+}
+
+fn single_drop(at: usize) -> Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)> {
+    Box::new(move |k, _| (k == at, false))
+}
+
+#[test]
+fn one_loss_is_repaired_by_fast_retransmit_with_sack() {
+    let mut w = Wire::new(TcpConfig::default(), single_drop(30));
+    w.run(1448 * 200, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.fast_recoveries, 1);
+    assert_eq!(w.s.stats.retransmits, 1, "only the lost segment is resent");
+    assert_eq!(w.s.stats.timeouts, 0);
+    assert!(w.r.stats.out_of_order >= 3);
+}
+
+#[test]
+fn one_loss_is_repaired_by_fast_retransmit_newreno() {
+    let mut cfg = TcpConfig::default();
+    cfg.sack = false;
+    let mut w = Wire::new(cfg, single_drop(30));
+    w.run(1448 * 200, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.fast_recoveries, 1);
+    assert_eq!(w.s.stats.retransmits, 1);
+    assert_eq!(w.s.stats.timeouts, 0);
+}
+
+#[test]
+fn several_losses_in_one_window_need_one_recovery_with_sack() {
+    let drops = [40usize, 43, 47, 52];
+    let mut w = Wire::new(TcpConfig::default(), Box::new(move |k, _| (drops.contains(&k), false)));
+    w.run(1448 * 300, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 0);
+    assert_eq!(w.s.stats.fast_recoveries, 1);
+    assert_eq!(w.s.stats.retransmits, 4);
+}
+
+#[test]
+fn tail_loss_needs_a_timeout_and_rto_respects_the_minimum() {
+    // 5 segments, the last one lost: no dupacks can follow it.
+    let mut w = Wire::new(TcpConfig::default(), single_drop(4));
+    let t = w.run(1448 * 5, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 1);
+    assert_eq!(w.s.stats.retransmits, 1);
+    // min RTO 10 ms dominates the tiny RTT
+    assert!(t >= SimTime::from_ms(10) && t < SimTime::from_ms(11), "{t}");
+}
+
+#[test]
+fn lost_syn_is_retransmitted_after_the_initial_rto() {
+    let mut w = Wire::new(TcpConfig::default(), no_loss());
+    // drop the SYN by hand: do the connect ourselves
+    let mut out = vec![];
+    w.s.write(1448);
+    w.s.connect(SimTime::ZERO, &mut out);
+    assert!(out[0].has(SYN));
+    assert_eq!(w.s.next_wakeup(), Some(SimTime::from_ms(10)));
+    out.clear();
+    w.s.on_timer(SimTime::from_ms(10), &mut out);
+    assert!(out[0].has(SYN));
+    // backed off: next SYN after 20 ms more
+    assert_eq!(w.s.next_wakeup(), Some(SimTime::from_ms(30)));
+}
+
+#[test]
+fn rto_backs_off_exponentially() {
+    let mut s = TcpSender::new_established(TcpConfig::default());
+    let mut out = vec![];
+    s.write(1448);
+    s.poll(SimTime::ZERO, &mut out);
+    assert_eq!(out.len(), 1);
+    let mut t = SimTime::ZERO;
+    for k in 0..4 {
+        let d = s.next_wakeup().unwrap();
+        assert_eq!(d - t, SimTime::from_ms(10 << k), "timeout {k}");
+        t = d;
+        out.clear();
+        s.on_timer(t, &mut out);
+        assert_eq!(out.len(), 1, "one retransmission per timeout");
+    }
+    assert_eq!(s.stats.timeouts, 4);
+}
+
+#[test]
+fn receiver_sends_sack_blocks_newest_first() {
+    let cfg = TcpConfig::default();
+    let mut r = TcpReceiver::new_established(&cfg);
+    let mut out = vec![];
+    let seg = |seq: u64| TcpHeader { seq, len: 100, flags: crate::header::ACK, ..Default::default() };
+    r.on_segment(&seg(0), false, SimTime(1), &mut out);
+    r.on_segment(&seg(200), false, SimTime(2), &mut out);
+    r.on_segment(&seg(400), false, SimTime(3), &mut out);
+    let last = out.last().unwrap();
+    assert_eq!(last.ack, 100);
+    assert_eq!(last.sack_blocks(), &[(400, 500), (200, 300)]);
+    // filling the first hole is acknowledged at once and merges
+    out.clear();
+    let d = r.on_segment(&seg(100), false, SimTime(4), &mut out);
+    assert_eq!(d, 200);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, 300);
+    assert_eq!(out[0].sack_blocks(), &[(400, 500)]);
+}
+
+#[test]
+fn dctcp_alpha_tracks_the_marked_fraction() {
+    let mut cfg = TcpConfig::default();
+    cfg.cc = CongestionControl::Dctcp { g: 1.0 / 16.0 };
+    // ACK every segment: with cwnd cut to one segment a delayed ACK would
+    // wait for its timer each round trip
+    cfg.delack_count = 1;
+    // every data segment marked: alpha stays at 1 and cwnd is cut every window
+    let mut w = Wire::new(cfg.clone(), Box::new(|_, _| (false, true)));
+    w.run(1448 * 2000, SimTime::from_ms(200));
+    assert!(w.s.dctcp_alpha() > 0.99, "{}", w.s.dctcp_alpha());
+    assert!(w.s.stats.ecn_reductions > 10);
+    assert_eq!(w.s.stats.retransmits, 0);
+    // no marks: alpha decays geometrically from its initial 1, by (1 - g)
+    // per window; a 10-segment receive window makes ~200 windows
+    let mut cfg = cfg;
+    cfg.rcv_wnd = 10 * 1448;
+    let mut w = Wire::new(cfg, no_loss());
+    w.run(1448 * 2000, SimTime::from_ms(200));
+    assert!(w.s.dctcp_alpha() < 1e-3, "{}", w.s.dctcp_alpha());
+    assert_eq!(w.s.stats.ecn_reductions, 0);
+}
+
+#[test]
+fn dctcp_receiver_acks_immediately_when_ce_state_changes() {
+    let mut cfg = TcpConfig::default();
+    cfg.cc = CongestionControl::Dctcp { g: 1.0 / 16.0 };
+    let mut r = TcpReceiver::new_established(&cfg);
+    let mut out = vec![];
+    let seg = |seq: u64| TcpHeader { seq, len: 1000, flags: crate::header::ACK, ..Default::default() };
+    r.on_segment(&seg(0), false, SimTime(1), &mut out);
+    assert!(out.is_empty(), "first segment is delayed");
+    r.on_segment(&seg(1000), true, SimTime(2), &mut out);
+    // the CE change flushes an ACK for byte 1000 without ECE; the marked
+    // segment starts a new delayed ACK, which carries ECE
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, 1000);
+    assert!(!out[0].has(ECE));
+    let d = r.next_wakeup().unwrap();
+    r.on_timer(d, &mut out);
+    assert_eq!(out.len(), 2);
+    assert_eq!(out[1].ack, 2000);
+    assert!(out[1].has(ECE));
+}
+
+#[test]
+fn sender_honours_the_advertised_window() {
+    let mut cfg = TcpConfig::default();
+    cfg.rcv_wnd = 3 * 1448;
+    let mut s = TcpSender::new_established(cfg);
+    let mut out = vec![];
+    s.write(1448 * 10);
+    s.poll(SimTime::ZERO, &mut out);
+    assert_eq!(out.len(), 3, "IW is 10 but the peer allows 3");
+}
+
+#[test]
+fn lia_coupling_limits_the_increase() {
+    // Congestion avoidance from w0 segments after N one-segment ACKs gives
+    // w^2 - w0^2 ~= 2N for Reno. With alpha = 1 and cwnd_total = 4 cwnd the
+    // LIA increase is a quarter of Reno's per ACK, so w^2 - w0^2 ~= N/2.
+    let mut cfg = TcpConfig::default();
+    cfg.init_cwnd_pkts = 10;
+    let run = |coupled: bool| {
+        let mut s = TcpSender::new_established(cfg.clone());
+        s.ssthresh = 0; // congestion avoidance from the start
+        let mut out = vec![];
+        s.write(1 << 40);
+        let mut t = SimTime::ZERO;
+        s.poll(t, &mut out);
+        for _ in 0..4000 {
+            if coupled {
+                let c = s.cwnd();
+                s.set_coupling(1.0, 4 * c);
+            }
+            t += SimTime::from_us(1);
+            let h = TcpHeader { ack: s.snd_una() + 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+            out.clear();
+            s.on_segment(&h, t, &mut out);
+        }
+        let w = s.cwnd() as f64 / 1448.0;
+        w * w - 100.0
+    };
+    let (plain, coupled) = (run(false), run(true));
+    let ratio = coupled / plain;
+    assert!((ratio - 0.25).abs() < 0.02, "plain {plain} coupled {coupled}");
+    assert!((plain - 8000.0).abs() < 400.0, "{plain}");
+}
