@@ -60,7 +60,9 @@ impl Rng {
 
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        let r = (self.s[0].wrapping_add(self.s[3])).rotate_left(23).wrapping_add(self.s[0]);
+        let r = (self.s[0].wrapping_add(self.s[3]))
+            .rotate_left(23)
+            .wrapping_add(self.s[0]);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
         self.s[3] ^= self.s[1];
@@ -114,21 +116,30 @@ mod tests {
 
     #[test]
     fn streams_are_reproducible_and_distinct() {
-        let a: Vec<u64> = (0..4).map({
-            let mut r = Rng::stream(7, "traffic");
-            move |_| r.next_u64()
-        }).collect();
-        let b: Vec<u64> = (0..4).map({
-            let mut r = Rng::stream(7, "traffic");
-            move |_| r.next_u64()
-        }).collect();
-        let c: Vec<u64> = (0..4).map({
-            let mut r = Rng::stream(7, "scheme");
-            move |_| r.next_u64()
-        }).collect();
+        let a: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(7, "traffic");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let b: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(7, "traffic");
+                move |_| r.next_u64()
+            })
+            .collect();
+        let c: Vec<u64> = (0..4)
+            .map({
+                let mut r = Rng::stream(7, "scheme");
+                move |_| r.next_u64()
+            })
+            .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert_ne!(Rng::substream(7, "x", 0).next_u64(), Rng::substream(7, "x", 1).next_u64());
+        assert_ne!(
+            Rng::substream(7, "x", 0).next_u64(),
+            Rng::substream(7, "x", 1).next_u64()
+        );
     }
 
     #[test]

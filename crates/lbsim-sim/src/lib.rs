@@ -1,1 +1,752 @@
+//! # lbsim-sim
+//!
+//! The simulator proper: reads a [`Scenario`], builds the topology, ports,
+//! scheme and workload, runs the event loop ([`world`]) and returns the
+//! per-flow records, samples and a summary ([`RunOutput`]).
+//!
+//! ```no_run
+//! let text = std::fs::read_to_string("examples/small.toml").unwrap();
+//! let sc = lbsim_sim::Scenario::from_toml(&text, &[]).unwrap();
+//! let out = lbsim_sim::run(&sc, None, &mut |_| true).unwrap();
+//! println!("{}", out.summary["fct_us"]["mean"]);
+//! ```
 
+pub mod metrics;
+pub mod scenario;
+mod world;
+
+pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
+pub use scenario::{Scenario, ScenarioError};
+
+use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
+use lbsim_lb::{Scheme, SchemeEnv};
+use lbsim_net::{NodeKind, PortId, PortQueue, Routing, Threshold, Topology};
+use lbsim_workload::{
+    poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern,
+};
+use scenario::bad;
+use serde_json::{json, Value};
+use std::path::Path;
+use world::{Incast, LinkEvent, UdpSource, World};
+
+/// What a run produces.
+pub struct RunOutput {
+    pub flows: Vec<FlowRecord>,
+    pub link_samples: Vec<LinkSample>,
+    pub queue_samples: Vec<QueueSample>,
+    /// Every egress port's totals, indexed by `PortId`.
+    pub ports: Vec<PortReport>,
+    pub summary: Value,
+}
+
+/// One egress port at the end of a run.
+#[derive(Clone, Debug)]
+pub struct PortReport {
+    /// "A->B#k"
+    pub name: String,
+    pub rate_bps: u64,
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    pub drops: u64,
+    pub ecn_marks: u64,
+    pub max_qlen_pkts: u32,
+    pub up: bool,
+}
+
+/// Progress reported during a run.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub sim_time: SimTime,
+    pub flows_done: usize,
+    pub flows_total: usize,
+    pub events: u64,
+    pub wall_s: f64,
+}
+
+/// Why a run did not produce output.
+#[derive(Debug)]
+pub enum SimError {
+    Scenario(ScenarioError),
+    /// The progress callback asked to stop.
+    Interrupted,
+}
+
+impl std::fmt::Display for SimError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SimError::Scenario(e) => e.fmt(f),
+            SimError::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+impl std::error::Error for SimError {}
+impl From<ScenarioError> for SimError {
+    fn from(e: ScenarioError) -> Self {
+        SimError::Scenario(e)
+    }
+}
+
+/// Everything derived from a scenario before the run.
+pub struct Prepared {
+    pub topo: Topology,
+    pub flows: Vec<FlowSpec>,
+    pub workload_info: Value,
+    base_dir: Option<std::path::PathBuf>,
+}
+
+fn layout(topo: &Topology) -> HostLayout {
+    HostLayout {
+        rack: topo.host_rack.clone(),
+        pod: topo
+            .hosts
+            .iter()
+            .map(|&h| topo.nodes[h.idx()].pod)
+            .collect(),
+    }
+}
+
+fn resolve(base: Option<&Path>, p: &str) -> std::path::PathBuf {
+    let pb = std::path::PathBuf::from(p);
+    match base {
+        Some(b) if pb.is_relative() => b.join(pb),
+        _ => pb,
+    }
+}
+
+/// The capacity a load refers to, bits/s, and its description.
+fn capacity(
+    sc: &Scenario,
+    topo: &Topology,
+    pairs: &PairSampler,
+) -> Result<(f64, String), ScenarioError> {
+    let w = &sc.workload;
+    if let Some(c) = w.capacity_gbps {
+        return Ok((c * 1e9, format!("capacity_gbps override ({c} Gb/s)")));
+    }
+    let srcs = pairs.sources();
+    let racks: std::collections::BTreeSet<u32> =
+        srcs.iter().map(|&h| topo.host_rack[h as usize]).collect();
+    Ok(match w.load_of.as_str() {
+        "host_links" => {
+            let c: u64 = srcs
+                .iter()
+                .map(|&h| topo.ports[topo.nic(topo.host(h)).idx()].rate.0)
+                .sum();
+            (
+                c as f64,
+                format!(
+                    "sum of the access-link rates of the {} sending hosts",
+                    srcs.len()
+                ),
+            )
+        }
+        "leaf_uplinks" => {
+            let mut c = 0u64;
+            for &r in &racks {
+                let leaf = topo.racks[r as usize];
+                for &p in &topo.nodes[leaf.idx()].ports {
+                    if topo.is_uplink(p) {
+                        c += topo.ports[p.idx()].rate.0;
+                    }
+                }
+            }
+            if c == 0 {
+                return Err(bad("workload.load_of", "leaf_uplinks: the sending racks' leaves have no uplinks; use host_links or capacity_gbps"));
+            }
+            (
+                c as f64,
+                format!(
+                    "sum of the uplink rates of the {} leaves with sending hosts (intact topology)",
+                    racks.len()
+                ),
+            )
+        }
+        "bisection" => {
+            // the smallest tier cut: per tier, the sum of upward link rates, halved
+            let mut tiers: std::collections::BTreeMap<u8, u64> = Default::default();
+            for (i, p) in topo.ports.iter().enumerate() {
+                let from = &topo.nodes[p.node.idx()];
+                if from.kind == NodeKind::Switch && topo.is_uplink(PortId(i as u32)) {
+                    *tiers.entry(from.tier as u8).or_default() += p.rate.0;
+                }
+            }
+            let c = tiers.values().copied().min().ok_or_else(|| bad("workload.load_of", "bisection: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
+            (
+                c as f64 / 2.0,
+                "half the smallest per-tier sum of switch uplink rates".to_string(),
+            )
+        }
+        other => {
+            return Err(bad(
+                "workload.load_of",
+                format!("unknown capacity {other:?}"),
+            ))
+        }
+    })
+}
+
+/// Builds the topology and the open-loop flow list of a scenario (no run).
+/// `base_dir` resolves relative file paths (the scenario file's folder).
+pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
+    let topo = sc.build_topology()?;
+    let w = &sc.workload;
+    let mss = sc.transport.mss_bytes as u64;
+    let mut rng = Rng::stream(sc.seed, "traffic");
+    let start = SimTime::from_us_f64(w.start_us);
+    let (flows, info) = match w.kind.as_str() {
+        "poisson" => {
+            let cdf = if let Some(sz) = w.size_bytes {
+                Cdf::fixed(sz)
+            } else if let Some(f) = &w.cdf_file {
+                let path = resolve(base_dir, f);
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| bad("workload.cdf_file", format!("{}: {e}", path.display())))?;
+                let fmt = match w.cdf_unit_bytes {
+                    Some(u) => CdfFormat::Packets { unit: u },
+                    None => CdfFormat::Bytes,
+                };
+                Cdf::parse(f, &text, fmt).map_err(|e| bad("workload.cdf_file", e.0))?
+            } else {
+                Cdf::builtin(&w.cdf, w.cdf_unit_bytes).map_err(|e| bad("workload.cdf", e.0))?
+            };
+            let pattern = match w.pattern.as_str() {
+                "inter_rack" => Pattern::InterRack {
+                    src_racks: w.src_racks.clone(),
+                    dst_racks: w.dst_racks.clone(),
+                },
+                "all_to_all" => Pattern::AllToAll,
+                "stride" => Pattern::Stride { stride: w.stride },
+                "bijection" => Pattern::Bijection,
+                "random_inter_pod" => Pattern::RandomInterPod,
+                p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
+            };
+            for (f, racks) in [
+                ("workload.src_racks", &w.src_racks),
+                ("workload.dst_racks", &w.dst_racks),
+            ] {
+                if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
+                    return Err(bad(
+                        f,
+                        format!(
+                            "rack {r} does not exist (the topology has {} racks)",
+                            topo.racks.len()
+                        ),
+                    ));
+                }
+            }
+            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
+                .map_err(|e| bad("workload.pattern", e.0))?;
+            let mean = cdf.mean(mss);
+            let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
+            let offered = w.load * cap;
+            let rate = offered / (8.0 * mean);
+            let flows = poisson_flows(w.flows, rate, start, &cdf, mss, &pairs, &mut rng);
+            let info = json!({
+                "kind": "poisson",
+                "cdf": cdf.name,
+                "size_sampling": "linear interpolation between CDF points, first point a point mass, clamped to >= 1 MSS",
+                "mean_flow_bytes": mean,
+                "pattern": w.pattern,
+                "load": w.load,
+                "load_of": w.load_of,
+                "capacity_gbps": cap / 1e9,
+                "capacity_definition": cap_desc,
+                "offered_gbps": offered / 1e9,
+                "arrival_rate_per_s": rate,
+                "flows": flows.len(),
+            });
+            (flows, info)
+        }
+        "flow_list" => {
+            let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
+            let flows = read_flow_list(&text, topo.num_hosts() as u32)
+                .map_err(|e| bad("workload.flow_list", e))?;
+            let bytes: u64 = flows.iter().map(|f| f.size).sum();
+            let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
+            (flows, info)
+        }
+        "incast" => {
+            let i = &w.incast;
+            let info = json!({"kind": "incast", "client": i.client, "fan_in": i.fan_in, "request_bytes": i.request_bytes, "requests": i.requests});
+            (vec![], info)
+        }
+        _ => (vec![], json!({"kind": "none"})),
+    };
+    Ok(Prepared {
+        topo,
+        flows,
+        workload_info: info,
+        base_dir: base_dir.map(|p| p.to_path_buf()),
+    })
+}
+
+/// The flow list a scenario generates (`lbsim flows`).
+pub fn flow_list(sc: &Scenario, base_dir: Option<&Path>) -> Result<Vec<FlowSpec>, ScenarioError> {
+    if sc.workload.kind == "incast" {
+        return Err(bad("workload.kind", "incast traffic is closed-loop (each request waits for the last): it has no flow list to export"));
+    }
+    Ok(prepare(sc, base_dir)?.flows)
+}
+
+/// Longest round trip between host 0 and any other host in the idle network
+/// (one full-size data packet out, one ACK back, per hop store-and-forward).
+fn base_rtt(topo: &Topology, routing: &Routing, mss: u32, hb: u32) -> SimTime {
+    let mut best = SimTime::ZERO;
+    for d in 1..topo.num_hosts() as u32 {
+        let mut t = SimTime::ZERO;
+        let mut port = topo.nic(topo.host(0));
+        for _ in 0..64 {
+            let p = &topo.ports[port.idx()];
+            t += p.delay
+                + p.rate.tx_time(Bytes((mss + hb) as u64))
+                + p.delay
+                + p.rate.tx_time(Bytes(hb as u64));
+            let next = topo.ports[p.peer.idx()].node;
+            if next == topo.host(d) {
+                break;
+            }
+            match routing.next_hops(next, d).first() {
+                Some(&n) => port = n,
+                None => break,
+            }
+        }
+        best = best.max(t);
+    }
+    best
+}
+
+/// Runs a scenario. `progress` is called about every 0.25 s of wall time;
+/// returning false stops the run with [`SimError::Interrupted`].
+pub fn run(
+    sc: &Scenario,
+    base_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<RunOutput, SimError> {
+    let wall0 = std::time::Instant::now();
+    let prep = prepare(sc, base_dir)?;
+    let Prepared {
+        topo,
+        flows,
+        workload_info,
+        ..
+    } = prep;
+    let _ = &prep.base_dir;
+    let n = &sc.network;
+    let tcp = sc.tcp_config();
+
+    // failures at t = 0 shape the initial routes; later ones are events
+    let mut link_events = vec![];
+    let mut down0 = vec![];
+    for (i, f) in sc.failures.iter().enumerate() {
+        let links = topo.match_links(&f.link);
+        if links.is_empty() {
+            return Err(bad(
+                format!("failures[{i}].link"),
+                format!(
+                    "no link matches {:?} (links are named like \"L0-S1#0\")",
+                    f.link
+                ),
+            )
+            .into());
+        }
+        let at = SimTime::from_us_f64(f.at_ms * 1e3);
+        if at == SimTime::ZERO {
+            down0.extend(links.iter().copied());
+        } else {
+            link_events.push(LinkEvent {
+                at,
+                links: links.clone(),
+                up: false,
+            });
+        }
+        if let Some(r) = f.restore_ms {
+            link_events.push(LinkEvent {
+                at: SimTime::from_us_f64(r * 1e3),
+                links,
+                up: true,
+            });
+        }
+    }
+    let mut up = vec![true; topo.links.len()];
+    for l in &down0 {
+        up[l.idx()] = false;
+    }
+    let routing0 = Routing::compute(&topo, &up);
+    if let Some((s, d)) = routing0.first_unreachable_pair(&topo) {
+        return Err(bad(
+            "topology",
+            format!(
+                "host {s} cannot reach host {d}{}",
+                if down0.is_empty() {
+                    ""
+                } else {
+                    " once the links failed at t = 0 are down"
+                }
+            ),
+        )
+        .into());
+    }
+
+    // ports
+    let sw_limit = match (n.buffer_pkts, n.buffer_bytes) {
+        (_, Some(b)) => Threshold::Bytes(b),
+        (Some(p), _) => Threshold::Packets(p),
+        _ => Threshold::Packets(250),
+    };
+    let host_limit = n
+        .host_buffer_pkts
+        .map(Threshold::Packets)
+        .unwrap_or(sw_limit);
+    let ecn = match (n.ecn_k_pkts, n.ecn_k_bytes) {
+        (Some(k), _) => Some(Threshold::Packets(k)),
+        (_, Some(b)) => Some(Threshold::Bytes(b)),
+        _ => None,
+    };
+    let backpressure = n.host_nic.as_deref() != Some("drop_tail");
+    let host_nic_limit = match host_limit {
+        Threshold::Packets(p) => p,
+        Threshold::Bytes(b) => {
+            (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32
+        }
+    };
+    let ports: Vec<PortQueue> = topo
+        .ports
+        .iter()
+        .map(|p| {
+            let limit = match (topo.is_host(p.node), backpressure) {
+                (true, true) => Threshold::Packets(u32::MAX),
+                (true, false) => host_limit,
+                (false, _) => sw_limit,
+            };
+            PortQueue::new(p.rate, p.delay, limit, ecn)
+        })
+        .collect();
+    let salts: Vec<u64> = (0..topo.nodes.len())
+        .map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64())
+        .collect();
+
+    // scheme
+    let params = sc.lb_params()?;
+    let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
+    let env = SchemeEnv {
+        topo: &topo,
+        mss: tcp.mss,
+        base_rtt: rtt,
+    };
+    let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
+        if e.key == "scheme" {
+            bad("lb.scheme", e.msg)
+        } else {
+            bad(format!("lb.params.{}", e.key), e.msg)
+        }
+    })?;
+
+    let persistent =
+        (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
+    let mut w = World::new(
+        topo,
+        ports,
+        salts,
+        scheme,
+        Rng::stream(sc.seed, "scheme"),
+        tcp,
+        persistent,
+    );
+    for l in &down0 {
+        w.link_up[l.idx()] = false;
+        for p in w.topo.links[l.idx()].ports {
+            w.ports[p.idx()].fail(SimTime::ZERO);
+        }
+    }
+    w.routing = routing0;
+    w.host_nic_limit = backpressure.then_some(host_nic_limit);
+    w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
+    w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
+    w.link_events = link_events;
+    let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
+    w.arrivals = flows;
+
+    // incast
+    let wl = &sc.workload;
+    if wl.kind == "incast" {
+        let i = &wl.incast;
+        let h = w.topo.num_hosts() as u32;
+        if i.client >= h {
+            return Err(bad(
+                "workload.incast.client",
+                format!("host {} does not exist ({} hosts)", i.client, h),
+            )
+            .into());
+        }
+        let servers: Vec<u32> = if i.servers.is_empty() {
+            (0..h).filter(|&x| x != i.client).collect()
+        } else {
+            i.servers.clone()
+        };
+        if let Some(&s) = servers.iter().find(|&&s| s >= h || s == i.client) {
+            return Err(bad(
+                "workload.incast.servers",
+                format!("server {s} is not a host other than the client"),
+            )
+            .into());
+        }
+        if (i.fan_in as usize) > servers.len() {
+            return Err(bad(
+                "workload.incast.fan_in",
+                format!(
+                    "{} exceeds the {} candidate servers",
+                    i.fan_in,
+                    servers.len()
+                ),
+            )
+            .into());
+        }
+        w.incast = Some(Incast {
+            client: i.client,
+            servers,
+            fan_in: i.fan_in,
+            request_bytes: i.request_bytes,
+            requests: i.requests,
+            issued: 0,
+            outstanding: 0,
+            req_start: SimTime::ZERO,
+            completed: vec![],
+            rng: Rng::stream(sc.seed, "traffic"),
+        });
+    }
+
+    // UDP background
+    for (k, u) in sc.udp.iter().enumerate() {
+        let h = w.topo.num_hosts() as u32;
+        for (f, v) in [("src", u.src), ("dst", u.dst)] {
+            if v >= h {
+                return Err(bad(
+                    format!("udp[{k}].{f}"),
+                    format!("host {v} does not exist ({h} hosts)"),
+                )
+                .into());
+            }
+        }
+        let stop = u
+            .stop_ms
+            .map(|s| SimTime::from_us_f64(s * 1e3))
+            .unwrap_or(SimTime::MAX);
+        if stop != SimTime::MAX {
+            w.udp_until = w.udp_until.max(stop);
+        }
+        w.udp.push(UdpSource {
+            src: w.topo.host(u.src),
+            dst: w.topo.host(u.dst),
+            rate: BitsPerSec::from_gbps_f64(u.rate_gbps),
+            size: u.packet_bytes,
+            stop,
+            sent_pkts: 0,
+            recv_pkts: 0,
+            recv_bytes: 0,
+        });
+        w.schedule_udp(k as u32, SimTime::from_us_f64(u.start_ms * 1e3));
+    }
+
+    // samplers
+    let m = &sc.metrics;
+    for (i, pat) in m.link_samplers.iter().enumerate() {
+        let ps = w.topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(
+                format!("metrics.link_samplers[{i}]"),
+                format!("no port matches {pat:?}"),
+            )
+            .into());
+        }
+        w.link_sample_ports.extend(ps);
+    }
+    for (i, pat) in m.queue_samplers.iter().enumerate() {
+        let ps = w.topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(
+                format!("metrics.queue_samplers[{i}]"),
+                format!("no port matches {pat:?}"),
+            )
+            .into());
+        }
+        w.queue_sample_ports.extend(ps);
+    }
+    w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
+    w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
+
+    let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
+        (Some(s), _) => SimTime::from_us_f64(s * 1e3),
+        (None, "poisson" | "flow_list") => {
+            last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3)
+        }
+        (None, "incast") => SimTime::from_ms(3_600_000),
+        (None, _) => {
+            return Err(bad(
+                "run.stop_ms",
+                "required when the workload has no flows (kind = \"none\")",
+            )
+            .into())
+        }
+    };
+
+    // run
+    w.start(SimTime::from_us_f64(wl.start_us));
+    let total = if w.incast.is_some() {
+        (wl.incast.requests * wl.incast.fan_in) as usize
+    } else {
+        w.arrivals.len()
+    };
+    let setup_s = wall0.elapsed().as_secs_f64();
+    let t_run = std::time::Instant::now();
+    let mut last_report = t_run;
+    let mut steps: u64 = 0;
+    loop {
+        if !w.step(hard_stop) {
+            break;
+        }
+        if w.finished() {
+            break;
+        }
+        steps += 1;
+        if steps & 0xFFFF == 0 && last_report.elapsed().as_secs_f64() >= 0.25 {
+            last_report = std::time::Instant::now();
+            let p = Progress {
+                sim_time: w.now(),
+                flows_done: w.done,
+                flows_total: total,
+                events: w.q.events_processed(),
+                wall_s: t_run.elapsed().as_secs_f64(),
+            };
+            if !progress(&p) {
+                return Err(SimError::Interrupted);
+            }
+        }
+    }
+    let run_s = t_run.elapsed().as_secs_f64();
+    w.finalize_unfinished();
+    let summary = summarize(sc, &w, workload_info, rtt, setup_s, run_s);
+    Ok(RunOutput {
+        ports: w
+            .topo
+            .ports
+            .iter()
+            .zip(&w.ports)
+            .map(|(t, q)| PortReport {
+                name: t.name.clone(),
+                rate_bps: q.rate.0,
+                tx_pkts: q.stats.tx_pkts,
+                tx_bytes: q.stats.tx_bytes,
+                drops: q.stats.drops,
+                ecn_marks: q.stats.ecn_marks,
+                max_qlen_pkts: q.stats.max_qlen_pkts,
+                up: q.up,
+            })
+            .collect(),
+        flows: std::mem::take(&mut w.flows),
+        link_samples: std::mem::take(&mut w.link_samples),
+        queue_samples: std::mem::take(&mut w.queue_samples),
+        summary,
+    })
+}
+
+fn summarize(
+    sc: &Scenario,
+    w: &World,
+    workload: Value,
+    rtt: SimTime,
+    setup_s: f64,
+    run_s: f64,
+) -> Value {
+    let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes);
+    let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
+    let (retx, tos) = w.tcp_totals();
+    let c = &w.c;
+    let (live, live_bytes) = w.in_flight();
+    let ok = c.sent == c.delivered + c.dropped + live
+        && c.sent_bytes == c.delivered_bytes + c.dropped_bytes + live_bytes;
+    let marks: u64 = w.ports.iter().map(|p| p.stats.ecn_marks).sum();
+    let events = w.q.events_processed();
+    let failed: Vec<&str> = w
+        .link_up
+        .iter()
+        .enumerate()
+        .filter(|(_, u)| !**u)
+        .map(|(i, _)| w.topo.links[i].name.as_str())
+        .collect();
+    let mut s = json!({
+        "lbsim_version": env!("CARGO_PKG_VERSION"),
+        "scenario": sc.name,
+        "seed": sc.seed,
+        "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
+        "topology": {
+            "kind": w.topo.kind,
+            "hosts": w.topo.num_hosts(),
+            "switches": w.topo.nodes.len() - w.topo.num_hosts(),
+            "links": w.topo.links.len(),
+            "links_down_at_end": failed,
+            "base_rtt_us": rtt.as_us_f64(),
+        },
+        "transport": {
+            "cc": sc.transport.cc,
+            "connections": sc.transport.connections,
+            "host_nic": if w.host_nic_limit.is_some() { "backpressure" } else { "drop_tail" },
+            "mss_bytes": sc.transport.mss_bytes,
+            "min_rto_ms": sc.transport.min_rto_ms,
+            "connections_opened": w.connections_opened(),
+            "retransmits": retx,
+            "timeouts": tos,
+        },
+        "workload": workload,
+        "flows": {"total": w.flows.len(), "completed": completed, "unfinished": w.flows.len() - completed},
+        "fct_us": fct,
+        "slowdown": slow,
+        "buckets": buckets,
+        "network": {
+            "packets_sent": c.sent,
+            "bytes_sent": c.sent_bytes,
+            "drops": {"total": c.dropped, "queue": c.drop_queue, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl},
+            "ecn_marks": marks,
+        },
+        "conservation": {
+            "sent": c.sent,
+            "delivered": c.delivered,
+            "dropped": c.dropped,
+            "in_flight": live,
+            "sent_bytes": c.sent_bytes,
+            "delivered_bytes": c.delivered_bytes,
+            "dropped_bytes": c.dropped_bytes,
+            "in_flight_bytes": live_bytes,
+            "ok": ok,
+        },
+        "sim_time_s": w.now().as_secs_f64(),
+        "events": events,
+        "setup_wall_s": setup_s,
+        "wall_s": run_s,
+        "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
+    });
+    if !w.udp.is_empty() {
+        s["udp"] = w.udp.iter().map(|u| json!({"sent_pkts": u.sent_pkts, "recv_pkts": u.recv_pkts, "recv_bytes": u.recv_bytes})).collect();
+    }
+    if let Some(i) = &w.incast {
+        let durs: Vec<f64> = i
+            .completed
+            .iter()
+            .map(|(a, b)| (*b - *a).as_secs_f64())
+            .collect();
+        let total: f64 = durs.iter().sum();
+        let bytes = i.request_bytes as f64 * durs.len() as f64;
+        s["incast"] = json!({
+            "requests_completed": i.completed.len(),
+            "requests": i.requests,
+            "fan_in": i.fan_in,
+            "goodput_gbps": if total > 0.0 { bytes * 8.0 / total / 1e9 } else { 0.0 },
+            "mean_request_ms": if durs.is_empty() { Value::Null } else { json!(total / durs.len() as f64 * 1e3) },
+        });
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -100,7 +100,13 @@ impl TcpReceiver {
 
     /// Processes a segment from the sender; `ce` is the IP CE mark it arrived
     /// with. Returns the number of bytes newly delivered in order.
-    pub fn on_segment(&mut self, h: &TcpHeader, ce: bool, now: SimTime, out: &mut Vec<TcpHeader>) -> u64 {
+    pub fn on_segment(
+        &mut self,
+        h: &TcpHeader,
+        ce: bool,
+        now: SimTime,
+        out: &mut Vec<TcpHeader>,
+    ) -> u64 {
         if h.has(SYN) {
             if self.state == ReceiverState::Listen {
                 self.state = ReceiverState::SynReceived;
@@ -188,7 +194,11 @@ impl TcpReceiver {
             ts_ecr: self.ts_recent,
             ..Default::default()
         };
-        let ece = if self.dctcp { self.ce_state } else { self.ece_latched };
+        let ece = if self.dctcp {
+            self.ce_state
+        } else {
+            self.ece_latched
+        };
         if ece {
             h.flags |= ECE;
         }

@@ -46,9 +46,13 @@ pub enum SenderState {
 pub enum Recovery {
     Open,
     /// Fast recovery until `snd_una >= recover` (RFC 6582 §3.2 step 2).
-    Fast { recover: u64 },
+    Fast {
+        recover: u64,
+    },
     /// After an RTO, until `snd_una >= recover`.
-    Loss { recover: u64 },
+    Loss {
+        recover: u64,
+    },
 }
 
 /// Counters a sender keeps for the metrics.
@@ -104,6 +108,12 @@ pub struct TcpSender {
     coupling: Option<(f64, u64)>,
     /// MPTCP: (subflow seq, data seq) at the start of each mapped chunk.
     dsn_map: VecDeque<(u64, u64)>,
+    /// A retransmission that goes out regardless of cwnd (fast retransmit,
+    /// NewReno partial ACK): (seq, len).
+    force: Option<(u64, u32)>,
+    /// Segments the host's NIC can take now (u32::MAX: unlimited).
+    tx_budget: u32,
+    nic_blocked: bool,
     pub stats: SenderStats,
 }
 
@@ -142,6 +152,9 @@ impl TcpSender {
             cwr_pending: false,
             coupling: None,
             dsn_map: VecDeque::new(),
+            force: None,
+            tx_budget: u32::MAX,
+            nic_blocked: false,
             stats: SenderStats::default(),
             cfg,
         }
@@ -236,13 +249,43 @@ impl TcpSender {
         self.coupling = Some((alpha, cwnd_total.max(1)));
     }
 
+    /// Local back-pressure (Linux: a full qdisc makes `tcp_transmit_skb`
+    /// fail, the segment stays unsent; TSQ): the number of segments the
+    /// host's NIC queue accepts now. Unlimited unless set.
+    pub fn set_tx_budget(&mut self, segments: u32) {
+        self.tx_budget = segments;
+        self.nic_blocked = false;
+    }
+
+    /// Whether the last `poll` stopped because the NIC budget ran out.
+    pub fn nic_blocked(&self) -> bool {
+        self.nic_blocked
+    }
+
     /// Sends whatever the windows allow.
     pub fn poll(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
         if self.state != SenderState::Established {
             return;
         }
         self.cwnd_limited = false;
+        if let Some((seq, len)) = self.force {
+            if self.tx_budget == 0 {
+                self.nic_blocked = true;
+                return;
+            }
+            self.force = None;
+            if seq >= self.una {
+                let len = (len as u64).min(self.max - seq) as u32;
+                if len > 0 {
+                    self.emit(seq, len, true, now, out);
+                }
+            }
+        }
         while let Some((seq, len, retx)) = self.next_segment() {
+            if self.tx_budget == 0 {
+                self.nic_blocked = true;
+                break;
+            }
             let pipe = self.pipe();
             if pipe + len as u64 > self.cwnd {
                 self.cwnd_limited = true;
@@ -326,7 +369,7 @@ impl TcpSender {
                         // RFC 6582 §3.2 step 4: partial ACK — retransmit the first
                         // unacknowledged segment, deflate by the amount acked.
                         let len = mss.min(self.max - self.una) as u32;
-                        self.emit(self.una, len, true, now, out);
+                        self.force = Some((self.una, len));
                         self.cwnd = self.cwnd.saturating_sub(acked) + mss;
                         self.cwnd = self.cwnd.max(mss);
                     }
@@ -344,7 +387,11 @@ impl TcpSender {
                 }
             }
             // RFC 6298 (5.2)/(5.3)
-            self.rto_deadline = if self.una < self.max { Some(now + self.current_rto()) } else { None };
+            self.rto_deadline = if self.una < self.max {
+                Some(now + self.current_rto())
+            } else {
+                None
+            };
         } else if h.len == 0 && ack == self.una && self.una < self.max {
             // A duplicate ACK (RFC 5681 §2).
             self.dupacks += 1;
@@ -352,7 +399,7 @@ impl TcpSender {
                 Recovery::Open => {
                     let lost = self.cfg.sack && self.is_lost(self.una);
                     if self.dupacks >= self.cfg.dupack_threshold || lost {
-                        self.enter_fast_recovery(now, out);
+                        self.enter_fast_recovery();
                     }
                 }
                 Recovery::Fast { .. } => {
@@ -442,8 +489,13 @@ impl TcpSender {
             if let Recovery::Fast { .. } = self.recovery {
                 let sacked = self.scoreboard.covered_in(self.una, self.max);
                 let holes = (self.max - self.una) - sacked;
-                let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
-                let l = self.scoreboard.loss_point(thr).unwrap_or(self.una).clamp(self.una, self.max);
+                let thr =
+                    (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
+                let l = self
+                    .scoreboard
+                    .loss_point(thr)
+                    .unwrap_or(self.una)
+                    .clamp(self.una, self.max);
                 let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
                 let hr = self.high_rxt.clamp(self.una, self.max);
                 let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
@@ -541,6 +593,9 @@ impl TcpSender {
             self.cwr_pending = false;
         }
         self.stats.segments_sent += 1;
+        if self.tx_budget != u32::MAX {
+            self.tx_budget -= 1;
+        }
         if retx {
             self.stats.retransmits += 1;
         }
@@ -567,7 +622,7 @@ impl TcpSender {
         d + (seq - s)
     }
 
-    fn enter_fast_recovery(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+    fn enter_fast_recovery(&mut self) {
         let mss = self.cfg.mss as u64;
         let flight = self.max - self.una;
         // RFC 5681 eq. (4)
@@ -584,11 +639,15 @@ impl TcpSender {
             self.cwnd = self.ssthresh + 3 * mss;
         }
         // Retransmit the first unacknowledged segment now (RFC 6675 §5 step 4.3,
-        // RFC 6582 §3.2 step 2), whatever the window says.
-        let (s, e) = self.hole_at_or_after(self.una, self.max).unwrap_or((self.una, self.max));
+        // RFC 6582 §3.2 step 2), whatever the window says; `poll` sends it.
+        let (s, e) = self
+            .hole_at_or_after(self.una, self.max)
+            .unwrap_or((self.una, self.max));
         let len = (e - s).min(mss) as u32;
-        self.emit(s, len, true, now, out);
+        self.force = Some((s, len));
+        self.high_rxt = s + len as u64;
         if self.cfg.sack {
+            // PRR starts from what is in flight once that segment is resent
             self.cwnd = self.pipe();
         }
     }
@@ -600,7 +659,8 @@ impl TcpSender {
         let pipe = self.pipe();
         let sndcnt = if pipe > self.ssthresh {
             // proportional part
-            let target = (self.prr_delivered as u128 * self.ssthresh as u128).div_ceil(self.recover_fs.max(1) as u128) as u64;
+            let target = (self.prr_delivered as u128 * self.ssthresh as u128)
+                .div_ceil(self.recover_fs.max(1) as u128) as u64;
             target.saturating_sub(self.prr_out)
         } else {
             // slow-start reduction bound (PRR-SSRB)
@@ -641,14 +701,20 @@ impl TcpSender {
     }
 
     fn dctcp_account(&mut self, acked: u64, ece: bool) {
-        let CongestionControl::Dctcp { g } = self.cfg.cc else { return };
+        let CongestionControl::Dctcp { g } = self.cfg.cc else {
+            return;
+        };
         self.dctcp_acked += acked;
         if ece {
             self.dctcp_marked += acked;
         }
         if self.una >= self.dctcp_window_end {
             // RFC 8257 §3.3: once per window of data
-            let f = if self.dctcp_acked > 0 { self.dctcp_marked as f64 / self.dctcp_acked as f64 } else { 0.0 };
+            let f = if self.dctcp_acked > 0 {
+                self.dctcp_marked as f64 / self.dctcp_acked as f64
+            } else {
+                0.0
+            };
             self.alpha = (1.0 - g) * self.alpha + g * f;
             self.dctcp_acked = 0;
             self.dctcp_marked = 0;

@@ -1,1 +1,20 @@
+//! # lbsim-workload
+//!
+//! Traffic generation, independent of the network model:
+//! - [`cdf`]: the standard empirical flow-size CDFs of the load-balancing
+//!   literature (web search, data mining, enterprise, ...), shipped with their
+//!   provenance, sampled with linear interpolation;
+//! - [`traffic`]: Poisson arrivals, traffic patterns (inter-rack,
+//!   all-to-all, stride, bijection, random inter-pod) and flow-list CSV files
+//!   that let different schemes — and other simulators — replay identical
+//!   traffic.
+//!
+//! Closed-loop traffic (incast) is driven by the simulator itself.
 
+pub mod cdf;
+pub mod traffic;
+
+pub use cdf::{Cdf, CdfFormat};
+pub use traffic::{
+    poisson_flows, read_flow_list, write_flow_list, FlowSpec, HostLayout, PairSampler, Pattern,
+};

@@ -1,0 +1,14 @@
+//! ECMP: every switch hashes the packet's 5-tuple (the outer header when a
+//! host encapsulates) with its own salt and takes that member of the
+//! equal-cost group (GUIDE §4; the baseline of every paper). This is the
+//! trait's default behaviour; the type exists so the scheme has a name.
+
+use crate::params::ParamDef;
+use lbsim_net::LoadBalancer;
+
+pub const PARAMS: &[ParamDef] = &[];
+
+#[derive(Debug, Default)]
+pub struct Ecmp;
+
+impl LoadBalancer for Ecmp {}

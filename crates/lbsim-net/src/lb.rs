@@ -1,0 +1,172 @@
+//! The load-balancing plug point: one trait, hooks with do-nothing (ECMP)
+//! defaults, called at the three places schemes live (GUIDE §4):
+//!
+//! - the sending host's edge ([`LoadBalancer::on_host_send`]): choose the
+//!   outer source port / path, stamp header fields, read feedback carried
+//!   by reverse packets (Clove, Presto, Edge-Flowlet, VMS);
+//! - every switch ([`LoadBalancer::on_switch`]): pick an egress port among
+//!   the equal-cost candidates, update header fields, or consume the packet
+//!   (CONGA at leaves, LetFlow, DRILL, HULA, Expeditus);
+//!   [`LoadBalancer::on_enqueue`] sees every packet admitted to an egress
+//!   port (rate estimators, CE / INT updates);
+//! - the receiving host's edge ([`LoadBalancer::on_host_receive`]): hold
+//!   packets for reordering and release them later, relay feedback.
+//!
+//! Hooks act through a [`Ctx`]: read-only views of the topology, routes and
+//! port queues, the packet slab, the scheme's RNG stream, and an outbox of
+//! [`Action`]s (timers, releases, new packets) that the simulator carries
+//! out when the hook returns. Schemes are dispatched statically (an enum in
+//! `lbsim-lb`), so no hook call is virtual.
+
+use crate::ids::{LinkId, NodeId, PktId, PortId};
+use crate::packet::Packet;
+use crate::port::PortQueue;
+use crate::routing::Routing;
+use crate::topology::Topology;
+use lbsim_engine::{mix64, Rng, SimTime, Slab};
+
+/// What a switch does with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Forward {
+    Port(PortId),
+    /// The scheme absorbed it (a probe reaching its end, say).
+    Consume,
+}
+
+/// What a receiving host's edge does with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostRx {
+    /// Pass it to the transport now.
+    Deliver,
+    /// The scheme keeps it: it will `deliver` or `consume` it later.
+    Held,
+    /// The scheme absorbed it (feedback-only or probe packets).
+    Consume,
+}
+
+/// Work a hook asks the simulator to do once it returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Call `on_timer(token)` at `at`.
+    Timer { at: SimTime, token: u64 },
+    /// Hand a held packet to `host`'s transport.
+    Deliver { host: NodeId, pkt: PktId },
+    /// Discard a held packet the scheme is done with (counted as delivered
+    /// to the edge, not as a network drop).
+    Consume { pkt: PktId },
+    /// Put a packet the scheme created on `host`'s NIC (no `on_host_send`).
+    SendFromHost { host: NodeId, pkt: PktId },
+    /// Send a packet from switch `sw`: out of `port`, or routed if `None`.
+    SendFromSwitch {
+        sw: NodeId,
+        pkt: PktId,
+        port: Option<PortId>,
+    },
+}
+
+/// A hook's view of the simulation.
+pub struct Ctx<'a> {
+    pub now: SimTime,
+    pub topo: &'a Topology,
+    pub routing: &'a Routing,
+    pub ports: &'a [PortQueue],
+    /// Per-node ECMP salt.
+    pub salts: &'a [u64],
+    pub pkts: &'a mut Slab<Packet>,
+    /// The scheme's own random stream.
+    pub rng: &'a mut Rng,
+    pub actions: &'a mut Vec<Action>,
+}
+
+impl<'a> Ctx<'a> {
+    #[inline]
+    pub fn pkt(&self, p: PktId) -> &Packet {
+        self.pkts.get(p.0)
+    }
+    #[inline]
+    pub fn pkt_mut(&mut self, p: PktId) -> &mut Packet {
+        self.pkts.get_mut(p.0)
+    }
+    /// The ECMP choice of switch `node` for `pkt` among `candidates`: the
+    /// packet's 5-tuple hash mixed with the switch's salt, modulo the group size.
+    #[inline]
+    pub fn ecmp(&self, node: NodeId, pkt: PktId, candidates: &[PortId]) -> PortId {
+        ecmp_pick(
+            self.salts[node.idx()],
+            self.pkts.get(pkt.0).hash,
+            candidates,
+        )
+    }
+    pub fn schedule(&mut self, at: SimTime, token: u64) {
+        self.actions.push(Action::Timer { at, token });
+    }
+    pub fn deliver(&mut self, host: NodeId, pkt: PktId) {
+        self.actions.push(Action::Deliver { host, pkt });
+    }
+    pub fn consume(&mut self, pkt: PktId) {
+        self.actions.push(Action::Consume { pkt });
+    }
+    /// Allocates a new packet (count it as sent: the simulator does when
+    /// the send action runs).
+    pub fn new_packet(&mut self, p: Packet) -> PktId {
+        PktId(self.pkts.insert(p))
+    }
+    pub fn send_from_host(&mut self, host: NodeId, pkt: PktId) {
+        self.actions.push(Action::SendFromHost { host, pkt });
+    }
+    pub fn send_from_switch(&mut self, sw: NodeId, pkt: PktId, port: Option<PortId>) {
+        self.actions.push(Action::SendFromSwitch { sw, pkt, port });
+    }
+}
+
+/// ECMP: `mix(hash ⊕ salt) mod n`.
+#[inline]
+pub fn ecmp_pick(salt: u64, hash: u64, candidates: &[PortId]) -> PortId {
+    debug_assert!(!candidates.is_empty());
+    if candidates.len() == 1 {
+        return candidates[0];
+    }
+    candidates[(mix64(hash ^ salt) % candidates.len() as u64) as usize]
+}
+
+/// A load-balancing scheme. Every hook has a default that behaves like
+/// plain ECMP with no edge logic.
+pub trait LoadBalancer {
+    /// Called once at time 0 (schedule periodic timers here).
+    fn start(&mut self, _ctx: &mut Ctx) {}
+
+    /// A packet from `host`'s transport (data, ACK or UDP) before its NIC.
+    fn on_host_send(&mut self, _ctx: &mut Ctx, _host: NodeId, _pkt: PktId) {}
+
+    /// A packet arriving at `host` before its transport sees it.
+    fn on_host_receive(&mut self, _ctx: &mut Ctx, _host: NodeId, _pkt: PktId) -> HostRx {
+        HostRx::Deliver
+    }
+
+    /// A packet at switch `sw`, arrived on `in_port`, bound for a host that
+    /// `candidates` (the equal-cost next hops, never empty) lead to.
+    fn on_switch(
+        &mut self,
+        ctx: &mut Ctx,
+        sw: NodeId,
+        _in_port: PortId,
+        pkt: PktId,
+        candidates: &[PortId],
+    ) -> Forward {
+        Forward::Port(ctx.ecmp(sw, pkt, candidates))
+    }
+
+    /// Whether [`LoadBalancer::on_enqueue`] does anything (skipped otherwise).
+    fn wants_enqueue(&self) -> bool {
+        false
+    }
+
+    /// A packet admitted to egress `port` (of a switch or a host NIC).
+    fn on_enqueue(&mut self, _ctx: &mut Ctx, _port: PortId, _pkt: PktId) {}
+
+    /// A timer the scheme scheduled.
+    fn on_timer(&mut self, _ctx: &mut Ctx, _token: u64) {}
+
+    /// A link failed (`up == false`) or came back; routes are already recomputed.
+    fn on_link_change(&mut self, _ctx: &mut Ctx, _link: LinkId, _up: bool) {}
+}

@@ -1,0 +1,165 @@
+//! Packets: a lean, typed record (htsim's `Route`-carrying packet rather
+//! than a catch-all). Addressing is by host index; the transport header and
+//! each load-balancing scheme's header extension are typed.
+
+use crate::ids::NodeId;
+use lbsim_engine::{mix64, SimTime};
+use lbsim_tcp::TcpHeader;
+
+/// UDP destination port of the encapsulation (the STT/VXLAN outer header);
+/// fixed, so only the outer source port varies.
+pub const ENCAP_DPORT: u16 = 4789;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proto {
+    Tcp = 6,
+    Udp = 17,
+}
+
+/// What the packet carries.
+#[derive(Clone, Copy, Debug)]
+pub enum Payload {
+    /// A TCP segment of connection `conn`; `to_receiver` is true for data
+    /// and SYN (sender→receiver), false for ACKs and SYN-ACKs.
+    Tcp {
+        conn: u32,
+        to_receiver: bool,
+        hdr: TcpHeader,
+    },
+    /// A UDP datagram of constant-rate source `source`.
+    Udp { source: u32 },
+    /// A packet a load-balancing scheme created (probes, feedback).
+    Control { tag: u32 },
+    /// ICMP time-exceeded (RFC 792): sent back to the source by switch
+    /// `from` when a packet's TTL runs out there; `tag` copies the expired
+    /// packet's control tag, `in_port` is where it entered `from`.
+    TimeExceeded {
+        tag: u32,
+        from: NodeId,
+        in_port: crate::ids::PortId,
+    },
+}
+
+/// A load-balancing scheme's header extension (the overlay header fields
+/// it reads and writes). One variant per scheme that needs one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LbHeader {
+    #[default]
+    None,
+    /// CONGA (§3.1): LBTag, CE, FB_LBTag, FB_Metric.
+    Conga {
+        lbtag: u8,
+        ce: u8,
+        fb_valid: bool,
+        fb_lbtag: u8,
+        fb_metric: u8,
+    },
+    /// Clove (§3.2, §4): the path-state relay in the encapsulation header:
+    /// a source port the receiver reports on, with its ECN bit or the max
+    /// utilisation seen; `int_util` is the INT path-max field switches update.
+    Clove {
+        fb_valid: bool,
+        fb_port: u16,
+        fb_ce: bool,
+        fb_util: u16,
+        int_util: u16,
+    },
+    /// Presto (Clove §5 adaptation): flowcell id and the flow's hash.
+    Presto { flowcell: u32 },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    /// Source and destination hosts (node ids).
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: Proto,
+    /// Encapsulation: the outer source port chosen by the sending host's
+    /// edge; `None` for an unencapsulated packet.
+    pub outer_sport: Option<u16>,
+    /// The key switches hash for ECMP: the outer 5-tuple when encapsulated,
+    /// the inner one otherwise.
+    pub hash: u64,
+    /// Bytes on the wire.
+    pub size: u32,
+    pub ttl: u8,
+    /// ECN-capable transport and congestion experienced (RFC 3168).
+    pub ect: bool,
+    pub ce: bool,
+    pub payload: Payload,
+    pub lb: LbHeader,
+    /// When the sending host created it.
+    pub created: SimTime,
+    /// Switch hops taken so far.
+    pub hops: u8,
+    /// Caught in a queue or on the wire when its link failed: it is dropped
+    /// when it would have arrived.
+    pub on_failed_link: bool,
+}
+
+/// Hash of a 5-tuple (the ECMP key before a switch's salt is mixed in).
+#[inline]
+pub fn tuple_hash(src: NodeId, dst: NodeId, sport: u16, dport: u16, proto: Proto) -> u64 {
+    let a = ((src.0 as u64) << 32) | dst.0 as u64;
+    let b = ((sport as u64) << 24) | ((dport as u64) << 8) | proto as u64;
+    mix64(mix64(a) ^ b)
+}
+
+impl Packet {
+    pub fn new(
+        src: NodeId,
+        dst: NodeId,
+        sport: u16,
+        dport: u16,
+        proto: Proto,
+        size: u32,
+        payload: Payload,
+        now: SimTime,
+    ) -> Self {
+        Packet {
+            src,
+            dst,
+            sport,
+            dport,
+            proto,
+            outer_sport: None,
+            hash: tuple_hash(src, dst, sport, dport, proto),
+            size,
+            ttl: 64,
+            ect: false,
+            ce: false,
+            payload,
+            lb: LbHeader::None,
+            created: now,
+            hops: 0,
+            on_failed_link: false,
+        }
+    }
+
+    /// Encapsulates with outer source port `p` (UDP to [`ENCAP_DPORT`]):
+    /// switches now hash the outer header.
+    pub fn set_outer_sport(&mut self, p: u16) {
+        self.outer_sport = Some(p);
+        self.hash = tuple_hash(self.src, self.dst, p, ENCAP_DPORT, Proto::Udp);
+    }
+
+    /// The inner 5-tuple hash (what an edge uses to pick a default outer port).
+    pub fn inner_hash(&self) -> u64 {
+        tuple_hash(self.src, self.dst, self.sport, self.dport, self.proto)
+    }
+
+    pub fn tcp(&self) -> Option<&TcpHeader> {
+        match &self.payload {
+            Payload::Tcp { hdr, .. } => Some(hdr),
+            _ => None,
+        }
+    }
+
+    /// True for TCP segments carrying payload.
+    pub fn is_data(&self) -> bool {
+        matches!(&self.payload, Payload::Tcp { hdr, .. } if hdr.len > 0)
+            || matches!(self.payload, Payload::Udp { .. })
+    }
+}

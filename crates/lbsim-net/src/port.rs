@@ -1,0 +1,325 @@
+//! Egress ports: a drop-tail FIFO with optional ECN marking, feeding one
+//! direction of a link.
+//!
+//! A work-conserving FIFO's schedule is fixed the moment a packet is
+//! admitted: it starts when the previous packet has finished (or at once if
+//! the port is idle) and takes `size / rate`. So admission computes the
+//! packet's transmit-end time and the caller schedules a single *arrival*
+//! event at the far end (transmit end + propagation delay). A packet costs
+//! one event per hop, and the queue length at any instant is the number of
+//! admitted packets whose last bit has not yet left — which is what
+//! drop-tail and ECN marking look at (instantaneous occupancy, DCTCP-style,
+//! not an average).
+
+use crate::ids::PktId;
+use lbsim_engine::{BitsPerSec, Bytes, SimTime};
+use std::collections::VecDeque;
+
+/// Buffer limit or ECN threshold of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threshold {
+    Packets(u32),
+    Bytes(u64),
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortStats {
+    /// Packets and bytes admitted (they will leave on the wire).
+    pub tx_pkts: u64,
+    pub tx_bytes: u64,
+    /// Packets refused by drop-tail.
+    pub drops: u64,
+    pub ecn_marks: u64,
+    pub max_qlen_pkts: u32,
+}
+
+/// Result of offering a packet to a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admit {
+    Dropped,
+    /// Admitted; the last bit leaves at `tx_end`; `mark` if ECN says CE
+    /// (the caller applies it only to ECN-capable packets).
+    Queued {
+        tx_end: SimTime,
+        mark: bool,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    tx_end: SimTime,
+    /// Bytes admitted before this packet (cumulative).
+    cum_before: u64,
+    pkt: PktId,
+}
+
+#[derive(Clone, Debug)]
+pub struct PortQueue {
+    pub up: bool,
+    pub rate: BitsPerSec,
+    pub delay: SimTime,
+    limit: Threshold,
+    ecn: Option<Threshold>,
+    /// Admitted packets until they *arrive* at the far end (so a failure
+    /// can find the ones still on the wire).
+    fifo: VecDeque<Entry>,
+    admitted_bytes: u64,
+    busy_until: SimTime,
+    pub stats: PortStats,
+}
+
+impl PortQueue {
+    pub fn new(rate: BitsPerSec, delay: SimTime, limit: Threshold, ecn: Option<Threshold>) -> Self {
+        PortQueue {
+            up: true,
+            rate,
+            delay,
+            limit,
+            ecn,
+            fifo: VecDeque::new(),
+            admitted_bytes: 0,
+            busy_until: SimTime::ZERO,
+            stats: PortStats::default(),
+        }
+    }
+
+    #[inline]
+    fn first_queued(&self, now: SimTime) -> usize {
+        self.fifo.partition_point(|e| e.tx_end <= now)
+    }
+
+    /// Packets in the buffer at `now` (waiting or being transmitted).
+    #[inline]
+    pub fn qlen_pkts(&self, now: SimTime) -> u32 {
+        (self.fifo.len() - self.first_queued(now)) as u32
+    }
+
+    /// Bytes in the buffer at `now`.
+    #[inline]
+    pub fn qlen_bytes(&self, now: SimTime) -> u64 {
+        let i = self.first_queued(now);
+        match self.fifo.get(i) {
+            Some(e) => self.admitted_bytes - e.cum_before,
+            None => 0,
+        }
+    }
+
+    /// Bytes whose last bit has left the port by `now` (for utilisation).
+    pub fn transmitted_bytes(&self, now: SimTime) -> u64 {
+        self.admitted_bytes - self.qlen_bytes(now)
+    }
+
+    /// The earliest time at which at most `target` packets remain queued
+    /// (given what has been admitted so far).
+    pub fn drain_time(&self, now: SimTime, target: u32) -> SimTime {
+        let i = self.first_queued(now);
+        let q = (self.fifo.len() - i) as u32;
+        if q <= target {
+            return now;
+        }
+        self.fifo[i + (q - target) as usize - 1].tx_end
+    }
+
+    /// Time at which the port is idle again.
+    pub fn busy_until(&self) -> SimTime {
+        self.busy_until
+    }
+
+    fn forget_arrived(&mut self, now: SimTime) {
+        while let Some(e) = self.fifo.front() {
+            if e.tx_end + self.delay <= now {
+                self.fifo.pop_front();
+            } else {
+                break;
+            }
+        }
+    }
+
+    /// Offers a packet of `size` bytes at `now`.
+    #[inline]
+    pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes) -> Admit {
+        self.forget_arrived(now);
+        let qp = self.qlen_pkts(now);
+        let qb = if matches!(self.limit, Threshold::Bytes(_))
+            || matches!(self.ecn, Some(Threshold::Bytes(_)))
+        {
+            self.qlen_bytes(now)
+        } else {
+            0
+        };
+        let full = match self.limit {
+            Threshold::Packets(n) => qp >= n,
+            Threshold::Bytes(b) => qb + size.0 > b,
+        };
+        if full {
+            self.stats.drops += 1;
+            return Admit::Dropped;
+        }
+        // Mark when the arriving packet finds more than K packets (bytes) queued.
+        let mark = match self.ecn {
+            Some(Threshold::Packets(k)) => qp > k,
+            Some(Threshold::Bytes(k)) => qb > k,
+            None => false,
+        };
+        let start = self.busy_until.max(now);
+        let tx_end = start + self.rate.tx_time(size);
+        self.busy_until = tx_end;
+        self.fifo.push_back(Entry {
+            tx_end,
+            cum_before: self.admitted_bytes,
+            pkt,
+        });
+        self.admitted_bytes += size.0;
+        self.stats.tx_pkts += 1;
+        self.stats.tx_bytes += size.0;
+        if qp + 1 > self.stats.max_qlen_pkts {
+            self.stats.max_qlen_pkts = qp + 1;
+        }
+        Admit::Queued { tx_end, mark }
+    }
+
+    /// Takes the port down: returns the packets still queued or on the wire
+    /// (they will be lost) and resets the schedule.
+    pub fn fail(&mut self, now: SimTime) -> Vec<PktId> {
+        self.forget_arrived(now);
+        self.up = false;
+        let lost = self.fifo.drain(..).map(|e| e.pkt).collect();
+        self.busy_until = now;
+        lost
+    }
+
+    pub fn restore(&mut self) {
+        self.up = true;
+    }
+
+    pub fn ecn_threshold(&self) -> Option<Threshold> {
+        self.ecn
+    }
+    pub fn limit(&self) -> Threshold {
+        self.limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port(limit: u32, k: Option<u32>) -> PortQueue {
+        PortQueue::new(
+            BitsPerSec::gbps(10),
+            SimTime::from_us(1),
+            Threshold::Packets(limit),
+            k.map(Threshold::Packets),
+        )
+    }
+
+    #[test]
+    fn back_to_back_packets_serialise_in_order() {
+        let mut p = port(10, None);
+        let t0 = SimTime::ZERO;
+        let a = p.offer(t0, PktId(0), Bytes(1500));
+        let b = p.offer(t0, PktId(1), Bytes(1500));
+        assert_eq!(
+            a,
+            Admit::Queued {
+                tx_end: SimTime::from_ns(1200),
+                mark: false
+            }
+        );
+        assert_eq!(
+            b,
+            Admit::Queued {
+                tx_end: SimTime::from_ns(2400),
+                mark: false
+            }
+        );
+        assert_eq!(p.qlen_pkts(t0), 2);
+        assert_eq!(p.qlen_bytes(SimTime::from_ns(1200)), 1500);
+        assert_eq!(p.qlen_pkts(SimTime::from_ns(2400)), 0);
+        assert_eq!(p.transmitted_bytes(SimTime::from_ns(2400)), 3000);
+        assert_eq!(p.drain_time(t0, 1), SimTime::from_ns(1200));
+        assert_eq!(p.drain_time(t0, 0), SimTime::from_ns(2400));
+        assert_eq!(p.drain_time(t0, 2), t0);
+        // an idle port starts a new packet at once
+        let c = p.offer(SimTime::from_us(10), PktId(2), Bytes(1500));
+        assert_eq!(
+            c,
+            Admit::Queued {
+                tx_end: SimTime::from_ns(11_200),
+                mark: false
+            }
+        );
+    }
+
+    #[test]
+    fn drop_tail_at_the_limit() {
+        let mut p = port(3, None);
+        for i in 0..3 {
+            assert!(matches!(
+                p.offer(SimTime::ZERO, PktId(i), Bytes(1500)),
+                Admit::Queued { .. }
+            ));
+        }
+        assert_eq!(
+            p.offer(SimTime::ZERO, PktId(9), Bytes(1500)),
+            Admit::Dropped
+        );
+        assert_eq!(p.stats.drops, 1);
+        // once the first has left there is room again
+        assert!(matches!(
+            p.offer(SimTime::from_ns(1200), PktId(10), Bytes(1500)),
+            Admit::Queued { .. }
+        ));
+    }
+
+    #[test]
+    fn ecn_marks_on_instantaneous_occupancy_above_k() {
+        let mut p = port(100, Some(2));
+        let marks: Vec<bool> = (0..5)
+            .map(|i| match p.offer(SimTime::ZERO, PktId(i), Bytes(1500)) {
+                Admit::Queued { mark, .. } => mark,
+                Admit::Dropped => panic!(),
+            })
+            .collect();
+        // arrivals find 0,1,2,3,4 packets queued: > 2 marks the last two
+        assert_eq!(marks, vec![false, false, false, true, true]);
+        // after the queue drains, no mark
+        let later = SimTime::from_us(100);
+        assert_eq!(
+            p.offer(later, PktId(7), Bytes(1500)),
+            Admit::Queued {
+                tx_end: later + SimTime::from_ns(1200),
+                mark: false
+            }
+        );
+    }
+
+    #[test]
+    fn byte_limit() {
+        let mut p = PortQueue::new(
+            BitsPerSec::gbps(10),
+            SimTime::ZERO,
+            Threshold::Bytes(3000),
+            None,
+        );
+        assert!(matches!(
+            p.offer(SimTime::ZERO, PktId(0), Bytes(1500)),
+            Admit::Queued { .. }
+        ));
+        assert!(matches!(
+            p.offer(SimTime::ZERO, PktId(1), Bytes(1500)),
+            Admit::Queued { .. }
+        ));
+        assert_eq!(p.offer(SimTime::ZERO, PktId(2), Bytes(64)), Admit::Dropped);
+    }
+
+    #[test]
+    fn failure_returns_queued_and_in_flight_packets() {
+        let mut p = port(10, None);
+        p.offer(SimTime::ZERO, PktId(0), Bytes(1500)); // arrives at 2.2 us
+        p.offer(SimTime::ZERO, PktId(1), Bytes(1500)); // arrives at 3.4 us
+        let lost = p.fail(SimTime::from_ns(2500));
+        assert_eq!(lost, vec![PktId(1)]);
+        assert!(!p.up);
+    }
+}

@@ -1,0 +1,228 @@
+//! Metrics: per-flow records, the ideal (empty-network) FCT, samplers and
+//! the run summary (GUIDE §4 "Metrics").
+//!
+//! Percentiles are nearest-rank: the value at rank ⌈q·n⌉ of the sorted sample.
+//! Unfinished flows are counted, never silently dropped: they appear in
+//! the flow table with no finish time and in the summary's `unfinished`.
+
+use lbsim_engine::{Bytes, SimTime};
+use lbsim_net::{PortId, Routing, Topology};
+use lbsim_tcp::TcpConfig;
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug)]
+pub struct FlowRecord {
+    pub src: u32,
+    pub dst: u32,
+    pub size: u64,
+    pub start: SimTime,
+    pub finish: Option<SimTime>,
+    /// FCT of this flow alone in an empty network.
+    pub ideal: SimTime,
+    pub retransmits: u64,
+    pub timeouts: u64,
+    /// Data segments the receiver got above its next expected byte.
+    pub reorder: u64,
+    pub incast_request: Option<u32>,
+}
+
+impl FlowRecord {
+    pub fn fct(&self) -> Option<SimTime> {
+        self.finish.map(|f| f - self.start)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LinkSample {
+    /// End of the window.
+    pub t: SimTime,
+    pub port: PortId,
+    /// Bytes transmitted in the window.
+    pub bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct QueueSample {
+    pub t: SimTime,
+    pub port: PortId,
+    pub pkts: u32,
+    pub bytes: u64,
+}
+
+/// Packet accounting for the conservation check: every packet handed to a
+/// port (`sent`) is, at the end, delivered (to a transport or absorbed by a
+/// scheme), dropped, or still in flight.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Counters {
+    pub sent: u64,
+    pub sent_bytes: u64,
+    pub delivered: u64,
+    pub delivered_bytes: u64,
+    pub dropped: u64,
+    pub dropped_bytes: u64,
+    pub drop_queue: u64,
+    pub drop_link: u64,
+    pub drop_noroute: u64,
+    pub drop_ttl: u64,
+    pub consumed_by_lb: u64,
+    pub control_delivered: u64,
+    pub stale_segments: u64,
+}
+
+/// The FCT of `size` bytes from host `src` to `dst` alone in the idle
+/// network: (with a handshake: one SYN/SYN-ACK round trip, then) the first
+/// packet's store-and-forward latency over the path plus the remaining
+/// packets back to back at the path's bottleneck rate. No slow start: this
+/// is the line-rate lower bound pFabric/CONGA normalise by.
+pub fn ideal_fct(
+    topo: &Topology,
+    routing: &Routing,
+    tcp: &TcpConfig,
+    src: u32,
+    dst: u32,
+    size: u64,
+    handshake: bool,
+) -> SimTime {
+    let mut hops = vec![];
+    let mut port = topo.nic(topo.host(src));
+    let dst_node = topo.host(dst);
+    for _ in 0..64 {
+        let p = &topo.ports[port.idx()];
+        hops.push((p.rate, p.delay));
+        let next = topo.ports[p.peer.idx()].node;
+        if next == dst_node {
+            break;
+        }
+        match routing.next_hops(next, dst).first() {
+            Some(&n) => port = n,
+            None => return SimTime::ZERO,
+        }
+    }
+    let mss = tcp.mss as u64;
+    let hb = tcp.header_bytes as u64;
+    let n = size.div_ceil(mss).max(1);
+    let first = size.min(mss) + hb;
+    let mut t = SimTime::ZERO;
+    for &(r, d) in &hops {
+        t += d + r.tx_time(Bytes(first));
+    }
+    let bottleneck = hops.iter().map(|h| h.0).min().unwrap();
+    if n > 1 {
+        let rest = size - size.min(mss) + (n - 1) * hb;
+        t += bottleneck.tx_time(Bytes(rest));
+    }
+    if handshake {
+        for &(r, d) in &hops {
+            t += (d + r.tx_time(Bytes(hb))) + (d + r.tx_time(Bytes(hb)));
+        }
+    }
+    t
+}
+
+/// Mean and nearest-rank percentiles of a sample.
+pub fn describe(v: &mut [f64]) -> Value {
+    if v.is_empty() {
+        return json!({"n": 0, "mean": null, "p50": null, "p95": null, "p99": null, "max": null});
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    let pct = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+    let mean = v.iter().sum::<f64>() / n as f64;
+    json!({"n": n, "mean": mean, "p50": pct(0.50), "p95": pct(0.95), "p99": pct(0.99), "max": v[n - 1]})
+}
+
+/// FCT (µs) and slowdown statistics overall and per size bucket.
+pub fn fct_summary(flows: &[FlowRecord], edges: &[u64]) -> (Value, Value, Vec<Value>) {
+    let done: Vec<&FlowRecord> = flows.iter().filter(|f| f.finish.is_some()).collect();
+    let fct = |fs: &[&FlowRecord]| -> Vec<f64> {
+        fs.iter().map(|f| f.fct().unwrap().as_us_f64()).collect()
+    };
+    let slow = |fs: &[&FlowRecord]| -> Vec<f64> {
+        fs.iter()
+            .filter(|f| f.ideal > SimTime::ZERO)
+            .map(|f| f.fct().unwrap().0 as f64 / f.ideal.0 as f64)
+            .collect()
+    };
+    let mut buckets = vec![];
+    let mut lo = 0u64;
+    for i in 0..=edges.len() {
+        let hi = edges.get(i).copied();
+        let name = match (i, hi) {
+            (0, Some(h)) => format!("<{}", human(h)),
+            (_, Some(h)) => format!("{}-{}", human(lo), human(h)),
+            (_, None) => format!(">{}", human(lo)),
+        };
+        let inb = |s: u64| s >= lo && hi.is_none_or(|h| s < h);
+        let all = flows.iter().filter(|f| inb(f.size)).count();
+        let d: Vec<&FlowRecord> = done.iter().copied().filter(|f| inb(f.size)).collect();
+        buckets.push(json!({
+            "bucket": name,
+            "min_bytes": lo,
+            "max_bytes": hi,
+            "flows": all,
+            "completed": d.len(),
+            "unfinished": all - d.len(),
+            "fct_us": describe(&mut fct(&d)),
+            "slowdown": describe(&mut slow(&d)),
+        }));
+        if let Some(h) = hi {
+            lo = h;
+        }
+    }
+    (
+        describe(&mut fct(&done)),
+        describe(&mut slow(&done)),
+        buckets,
+    )
+}
+
+fn human(b: u64) -> String {
+    if b >= 1_000_000 && b % 1_000_000 == 0 {
+        format!("{}MB", b / 1_000_000)
+    } else if b >= 1000 && b % 1000 == 0 {
+        format!("{}KB", b / 1000)
+    } else {
+        format!("{b}B")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let mut v: Vec<f64> = (1..=100).map(|x| x as f64).collect();
+        let d = describe(&mut v);
+        assert_eq!(d["p50"], 50.0);
+        assert_eq!(d["p99"], 99.0);
+        assert_eq!(d["mean"], 50.5);
+        let mut one = vec![7.0];
+        assert_eq!(describe(&mut one)["p99"], 7.0);
+    }
+
+    #[test]
+    fn buckets_split_at_the_edges_and_count_unfinished() {
+        let f = |size, fin: Option<u64>| FlowRecord {
+            src: 0,
+            dst: 1,
+            size,
+            start: SimTime::ZERO,
+            finish: fin.map(SimTime::from_us),
+            ideal: SimTime::from_us(1),
+            retransmits: 0,
+            timeouts: 0,
+            reorder: 0,
+            incast_request: None,
+        };
+        let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
+        let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000]);
+        assert_eq!(all["n"], 2);
+        assert_eq!(b[0]["bucket"], "<100KB");
+        assert_eq!(b[0]["completed"], 1);
+        assert_eq!(b[1]["bucket"], "100KB-10MB");
+        assert_eq!(b[1]["completed"], 1);
+        assert_eq!(b[2]["bucket"], ">10MB");
+        assert_eq!(b[2]["unfinished"], 1);
+    }
+}

@@ -1,0 +1,959 @@
+//! Scenario files (TOML). Every parameter is named with its unit
+//! (`rate_gbps`, `delay_us`, `buffer_pkts`) and has a default; unknown keys
+//! and out-of-range values are errors that name the field.
+//!
+//! ```toml
+//! name = "b1"
+//! seed = 1
+//! [topology]
+//! kind = "leaf_spine"          # leaf_spine | clos3 | fat_tree | explicit
+//! leaves = 2
+//! spines = 2
+//! links_per_pair = 2
+//! hosts_per_leaf = 16          # or a list, one per leaf
+//! host_rate_gbps = 10
+//! fabric_rate_gbps = 40
+//! link_delay_us = 1
+//! [network]
+//! buffer_pkts = 250
+//! [transport]
+//! cc = "newreno"
+//! min_rto_ms = 10
+//! [workload]
+//! kind = "poisson"
+//! cdf = "websearch"
+//! load = 0.6
+//! load_of = "leaf_uplinks"
+//! flows = 5000
+//! [lb]
+//! scheme = "ecmp"
+//! ```
+//! See `examples/` for every section, commented.
+
+use lbsim_engine::{BitsPerSec, SimTime};
+use lbsim_lb::Value;
+use lbsim_net::topology::{self, Clos3, ExplicitLink, ExplicitNode, LeafSpine, LinkSpec};
+use lbsim_net::Topology;
+use lbsim_tcp::{CongestionControl, TcpConfig};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A scenario error: the dotted path of the offending field and what is wrong.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub field: String,
+    pub msg: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "scenario: {}", self.msg)
+        } else {
+            write!(f, "scenario field `{}`: {}", self.field, self.msg)
+        }
+    }
+}
+impl std::error::Error for ScenarioError {}
+
+pub(crate) fn bad(field: impl Into<String>, msg: impl Into<String>) -> ScenarioError {
+    ScenarioError {
+        field: field.into(),
+        msg: msg.into(),
+    }
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default = "one")]
+    pub seed: u64,
+    pub topology: TopologyCfg,
+    #[serde(default)]
+    pub network: NetworkCfg,
+    #[serde(default)]
+    pub transport: TransportCfg,
+    #[serde(default)]
+    pub workload: WorkloadCfg,
+    #[serde(default)]
+    pub lb: LbCfg,
+    #[serde(default)]
+    pub failures: Vec<FailureCfg>,
+    #[serde(default)]
+    pub link_overrides: Vec<LinkOverrideCfg>,
+    #[serde(default)]
+    pub udp: Vec<UdpCfg>,
+    #[serde(default)]
+    pub metrics: MetricsCfg,
+    #[serde(default)]
+    pub run: RunCfg,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum HostsPerLeaf {
+    Same(u32),
+    Each(Vec<u32>),
+}
+
+fn d1() -> f64 {
+    1.0
+}
+fn one_u32() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyCfg {
+    LeafSpine {
+        leaves: u32,
+        spines: u32,
+        #[serde(default = "one_u32")]
+        links_per_pair: u32,
+        hosts_per_leaf: HostsPerLeaf,
+        host_rate_gbps: f64,
+        fabric_rate_gbps: f64,
+        /// Propagation delay of every link, microseconds.
+        #[serde(default = "d1")]
+        link_delay_us: f64,
+    },
+    Clos3 {
+        pods: u32,
+        tors_per_pod: u32,
+        aggs_per_pod: u32,
+        cores: u32,
+        hosts_per_tor: u32,
+        host_rate_gbps: f64,
+        tor_agg_rate_gbps: f64,
+        agg_core_rate_gbps: f64,
+        #[serde(default = "d1")]
+        link_delay_us: f64,
+    },
+    FatTree {
+        k: u32,
+        host_rate_gbps: f64,
+        fabric_rate_gbps: f64,
+        #[serde(default = "d1")]
+        link_delay_us: f64,
+    },
+    Explicit {
+        nodes: Vec<ExplicitNodeCfg>,
+        links: Vec<ExplicitLinkCfg>,
+    },
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitNodeCfg {
+    pub name: String,
+    #[serde(default)]
+    pub host: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitLinkCfg {
+    pub a: String,
+    pub b: String,
+    pub rate_gbps: f64,
+    #[serde(default = "d1")]
+    pub delay_us: f64,
+    #[serde(default = "one_u32")]
+    pub count: u32,
+}
+
+#[derive(Clone, Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkCfg {
+    /// Switch egress buffer per port, packets (default 250 when no limit is given).
+    pub buffer_pkts: Option<u32>,
+    /// Switch egress buffer per port, bytes (instead of packets).
+    pub buffer_bytes: Option<u64>,
+    /// Host NIC buffer, packets (default: the switch buffer).
+    pub host_buffer_pkts: Option<u32>,
+    /// "backpressure" (default): like Linux, a full NIC queue makes TCP wait
+    /// (TSQ / qdisc back-pressure), it never loses its own packets; UDP is
+    /// dropped. "drop_tail": the NIC drops like a switch port (ns-2/ns-3).
+    pub host_nic: Option<String>,
+    /// Host send jitter, ns: each packet a host sends reaches its leaf up to
+    /// this much later (uniform, order kept). Breaks the deterministic
+    /// phase effects of drop-tail queues (Floyd & Jacobson 1992) that make
+    /// identical flows unfair in any exact-time simulator. Default 1000 ns.
+    pub host_jitter_ns: Option<f64>,
+    /// ECN marking threshold on the instantaneous queue, packets (off if absent).
+    pub ecn_k_pkts: Option<u32>,
+    pub ecn_k_bytes: Option<u64>,
+}
+
+fn s(x: &str) -> String {
+    x.to_string()
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TransportCfg {
+    /// "newreno" or "dctcp".
+    pub cc: String,
+    pub dctcp_g: f64,
+    /// Classic ECN (RFC 3168) for NewReno.
+    pub ecn: bool,
+    pub mss_bytes: u32,
+    /// IP + TCP header bytes per segment (52 = 20 + 20 + 12-byte timestamp option).
+    pub header_bytes: u32,
+    pub init_cwnd_pkts: u32,
+    pub sack: bool,
+    /// ACK every N full segments (1 = no delayed ACKs).
+    pub delayed_ack: u32,
+    pub delayed_ack_timeout_us: f64,
+    pub min_rto_ms: f64,
+    /// RTO before the first RTT sample, and the SYN retransmission timeout
+    /// (default: `min_rto_ms`).
+    pub initial_rto_ms: Option<f64>,
+    pub max_rto_ms: f64,
+    pub dupack_threshold: u32,
+    pub rcv_wnd_bytes: u32,
+    /// "per_flow": a new connection (with handshake) per flow;
+    /// "persistent": `connections_per_pair` connections per (src, dst), open
+    /// from the start, flows queued on the least-loaded one.
+    pub connections: String,
+    pub connections_per_pair: u32,
+}
+
+impl Default for TransportCfg {
+    fn default() -> Self {
+        TransportCfg {
+            cc: s("newreno"),
+            dctcp_g: 1.0 / 16.0,
+            ecn: false,
+            mss_bytes: 1448,
+            header_bytes: 52,
+            init_cwnd_pkts: 10,
+            sack: true,
+            delayed_ack: 2,
+            delayed_ack_timeout_us: 1000.0,
+            min_rto_ms: 10.0,
+            initial_rto_ms: None,
+            max_rto_ms: 60_000.0,
+            dupack_threshold: 3,
+            rcv_wnd_bytes: 4 << 20,
+            connections: s("per_flow"),
+            connections_per_pair: 3,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WorkloadCfg {
+    /// "poisson", "flow_list", "incast" or "none".
+    pub kind: String,
+    /// A built-in CDF name (see `lbsim-workload`) ...
+    pub cdf: String,
+    /// ... or a file of `bytes cdf` lines.
+    pub cdf_file: Option<String>,
+    /// Bytes per packet for packet-form CDFs.
+    pub cdf_unit_bytes: Option<f64>,
+    /// Every flow this size instead of a CDF.
+    pub size_bytes: Option<u64>,
+    /// Offered load as a fraction of the capacity named by `load_of`.
+    pub load: f64,
+    /// "leaf_uplinks", "host_links" or "bisection" (see the docs).
+    pub load_of: String,
+    /// Overrides the capacity the load refers to, Gb/s.
+    pub capacity_gbps: Option<f64>,
+    /// Allow load >= 1 of the named capacity.
+    pub allow_overload: bool,
+    pub flows: usize,
+    pub start_us: f64,
+    /// "inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod".
+    pub pattern: String,
+    pub stride: u32,
+    pub src_racks: Vec<u32>,
+    pub dst_racks: Vec<u32>,
+    /// CSV `src,dst,size_bytes,start_us` (kind = "flow_list").
+    pub flow_list: Option<String>,
+    pub incast: IncastCfg,
+}
+
+impl Default for WorkloadCfg {
+    fn default() -> Self {
+        WorkloadCfg {
+            kind: s("poisson"),
+            cdf: s("websearch"),
+            cdf_file: None,
+            cdf_unit_bytes: None,
+            size_bytes: None,
+            load: 0.5,
+            load_of: s("leaf_uplinks"),
+            capacity_gbps: None,
+            allow_overload: false,
+            flows: 1000,
+            start_us: 0.0,
+            pattern: s("inter_rack"),
+            stride: 1,
+            src_racks: vec![],
+            dst_racks: vec![],
+            flow_list: None,
+            incast: IncastCfg::default(),
+        }
+    }
+}
+
+/// Partition-aggregate incast (CONGA §5.3, Clove §5.3): a client requests
+/// `request_bytes` split evenly across `fan_in` servers; all respond at once;
+/// the next request goes out when the last byte of the previous arrives.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IncastCfg {
+    pub client: u32,
+    /// Candidate servers (host indices); default: every other host.
+    pub servers: Vec<u32>,
+    pub fan_in: u32,
+    pub request_bytes: u64,
+    pub requests: u32,
+}
+
+impl Default for IncastCfg {
+    fn default() -> Self {
+        IncastCfg {
+            client: 0,
+            servers: vec![],
+            fan_in: 8,
+            request_bytes: 10_000_000,
+            requests: 10,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LbCfg {
+    pub scheme: String,
+    pub params: toml::Table,
+}
+
+impl Default for LbCfg {
+    fn default() -> Self {
+        LbCfg {
+            scheme: s("ecmp"),
+            params: toml::Table::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailureCfg {
+    /// Link name, e.g. "L1-S1#0" (wildcards allowed; "#k" omitted = all parallel links).
+    pub link: String,
+    #[serde(default)]
+    pub at_ms: f64,
+    /// Bring it back at this time (optional).
+    pub restore_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkOverrideCfg {
+    pub link: String,
+    pub rate_gbps: Option<f64>,
+    pub delay_us: Option<f64>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpCfg {
+    pub src: u32,
+    pub dst: u32,
+    pub rate_gbps: f64,
+    #[serde(default)]
+    pub start_ms: f64,
+    pub stop_ms: Option<f64>,
+    #[serde(default = "d1500")]
+    pub packet_bytes: u32,
+}
+
+fn d1500() -> u32 {
+    1500
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsCfg {
+    /// Bucket edges for the per-size FCT summary, bytes.
+    pub size_buckets_bytes: Vec<u64>,
+    /// Ports (or links, both directions) to sample throughput on.
+    pub link_samplers: Vec<String>,
+    pub utilization_window_ms: f64,
+    /// Ports to sample queue length on.
+    pub queue_samplers: Vec<String>,
+    pub queue_sample_interval_us: f64,
+}
+
+impl Default for MetricsCfg {
+    fn default() -> Self {
+        MetricsCfg {
+            size_buckets_bytes: vec![100_000, 10_000_000],
+            link_samplers: vec![],
+            utilization_window_ms: 10.0,
+            queue_samplers: vec![],
+            queue_sample_interval_us: 100.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunCfg {
+    /// Hard stop, ms of simulated time.
+    pub stop_ms: Option<f64>,
+    /// Stop this long after the last flow started even if flows remain (ms).
+    pub stop_after_last_start_ms: f64,
+}
+
+impl Default for RunCfg {
+    fn default() -> Self {
+        RunCfg {
+            stop_ms: None,
+            stop_after_last_start_ms: 20_000.0,
+        }
+    }
+}
+
+// ------------------------------------------------------------------ parsing
+
+/// Applies `key=value` overrides (TOML value syntax; bare words are strings).
+pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), ScenarioError> {
+    for kv in sets {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| bad(kv.as_str(), "override must be key=value"))?;
+        let (k, v) = (k.trim(), v.trim());
+        let val: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {v}")) {
+            Ok(mut t) => t.remove("v").unwrap(),
+            Err(_) => toml::Value::String(v.to_string()),
+        };
+        let parts: Vec<&str> = k.split('.').collect();
+        let mut t = &mut *doc;
+        for p in &parts[..parts.len() - 1] {
+            let e = t
+                .entry(p.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            t = e
+                .as_table_mut()
+                .ok_or_else(|| bad(k, format!("`{p}` is not a table")))?;
+        }
+        t.insert(parts[parts.len() - 1].to_string(), val);
+    }
+    Ok(())
+}
+
+impl Scenario {
+    /// Parses scenario TOML text with overrides applied, and validates it.
+    pub fn from_toml(text: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
+        let mut doc: toml::Table = toml::from_str(text)
+            .map_err(|e| bad("", format!("not valid TOML: {}", e.message())))?;
+        apply_overrides(&mut doc, sets)?;
+        let sc: Scenario =
+            serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
+                let path = e.path().to_string();
+                let inner = e.into_inner().to_string();
+                bad(
+                    if path == "." { String::new() } else { path },
+                    inner.trim().replace('\n', " "),
+                )
+            })?;
+        sc.validate()?;
+        Ok(sc)
+    }
+
+    fn validate(&self) -> Result<(), ScenarioError> {
+        fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(bad(field, format!("must be > 0, got {x}")));
+            }
+            Ok(())
+        }
+        fn nonneg(field: &str, x: f64) -> Result<(), ScenarioError> {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(bad(field, format!("must be >= 0, got {x}")));
+            }
+            Ok(())
+        }
+        match &self.topology {
+            TopologyCfg::LeafSpine {
+                host_rate_gbps,
+                fabric_rate_gbps,
+                link_delay_us,
+                ..
+            } => {
+                pos("topology.host_rate_gbps", *host_rate_gbps)?;
+                pos("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
+                nonneg("topology.link_delay_us", *link_delay_us)?;
+            }
+            TopologyCfg::Clos3 {
+                host_rate_gbps,
+                tor_agg_rate_gbps,
+                agg_core_rate_gbps,
+                link_delay_us,
+                ..
+            } => {
+                pos("topology.host_rate_gbps", *host_rate_gbps)?;
+                pos("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
+                pos("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
+                nonneg("topology.link_delay_us", *link_delay_us)?;
+            }
+            TopologyCfg::FatTree {
+                host_rate_gbps,
+                fabric_rate_gbps,
+                link_delay_us,
+                ..
+            } => {
+                pos("topology.host_rate_gbps", *host_rate_gbps)?;
+                pos("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
+                nonneg("topology.link_delay_us", *link_delay_us)?;
+            }
+            TopologyCfg::Explicit { links, .. } => {
+                for (i, l) in links.iter().enumerate() {
+                    pos(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
+                    nonneg(&format!("topology.links[{i}].delay_us"), l.delay_us)?;
+                }
+            }
+        }
+        let n = &self.network;
+        if n.buffer_pkts.is_some() && n.buffer_bytes.is_some() {
+            return Err(bad(
+                "network.buffer_bytes",
+                "give buffer_pkts or buffer_bytes, not both",
+            ));
+        }
+        if n.ecn_k_pkts.is_some() && n.ecn_k_bytes.is_some() {
+            return Err(bad(
+                "network.ecn_k_bytes",
+                "give ecn_k_pkts or ecn_k_bytes, not both",
+            ));
+        }
+        if let Some(m) = &n.host_nic {
+            if !["backpressure", "drop_tail"].contains(&m.as_str()) {
+                return Err(bad(
+                    "network.host_nic",
+                    format!("must be \"backpressure\" or \"drop_tail\", got {m:?}"),
+                ));
+            }
+        }
+        if let Some(j) = n.host_jitter_ns {
+            nonneg("network.host_jitter_ns", j)?;
+        }
+        if n.buffer_pkts == Some(0) {
+            return Err(bad("network.buffer_pkts", "must be >= 1"));
+        }
+        let t = &self.transport;
+        if !["newreno", "dctcp"].contains(&t.cc.as_str()) {
+            return Err(bad(
+                "transport.cc",
+                format!("must be \"newreno\" or \"dctcp\", got {:?}", t.cc),
+            ));
+        }
+        if t.cc == "dctcp" && n.ecn_k_pkts.is_none() && n.ecn_k_bytes.is_none() {
+            return Err(bad(
+                "network.ecn_k_pkts",
+                "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)",
+            ));
+        }
+        if !(t.dctcp_g > 0.0 && t.dctcp_g <= 1.0) {
+            return Err(bad(
+                "transport.dctcp_g",
+                format!("must be in (0, 1], got {}", t.dctcp_g),
+            ));
+        }
+        if t.mss_bytes < 64 {
+            return Err(bad(
+                "transport.mss_bytes",
+                format!("must be >= 64, got {}", t.mss_bytes),
+            ));
+        }
+        if t.init_cwnd_pkts == 0 {
+            return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
+        }
+        if t.dupack_threshold == 0 {
+            return Err(bad("transport.dupack_threshold", "must be >= 1"));
+        }
+        pos("transport.min_rto_ms", t.min_rto_ms)?;
+        pos("transport.max_rto_ms", t.max_rto_ms)?;
+        if let Some(x) = t.initial_rto_ms {
+            pos("transport.initial_rto_ms", x)?;
+        }
+        nonneg("transport.delayed_ack_timeout_us", t.delayed_ack_timeout_us)?;
+        if t.rcv_wnd_bytes < t.mss_bytes {
+            return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
+        }
+        if !["per_flow", "persistent"].contains(&t.connections.as_str()) {
+            return Err(bad(
+                "transport.connections",
+                format!(
+                    "must be \"per_flow\" or \"persistent\", got {:?}",
+                    t.connections
+                ),
+            ));
+        }
+        if t.connections_per_pair == 0 {
+            return Err(bad("transport.connections_per_pair", "must be >= 1"));
+        }
+        let w = &self.workload;
+        if !["poisson", "flow_list", "incast", "none"].contains(&w.kind.as_str()) {
+            return Err(bad(
+                "workload.kind",
+                format!(
+                    "must be poisson, flow_list, incast or none; got {:?}",
+                    w.kind
+                ),
+            ));
+        }
+        if w.kind == "poisson" {
+            pos("workload.load", w.load)?;
+            if !["leaf_uplinks", "host_links", "bisection"].contains(&w.load_of.as_str()) {
+                return Err(bad(
+                    "workload.load_of",
+                    format!(
+                        "must be leaf_uplinks, host_links or bisection; got {:?}",
+                        w.load_of
+                    ),
+                ));
+            }
+            if w.load >= 1.0 && !w.allow_overload {
+                return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", w.load, w.load_of)));
+            }
+            if let Some(c) = w.capacity_gbps {
+                pos("workload.capacity_gbps", c)?;
+            }
+            if w.flows == 0 {
+                return Err(bad("workload.flows", "must be >= 1"));
+            }
+            if ![
+                "inter_rack",
+                "all_to_all",
+                "stride",
+                "bijection",
+                "random_inter_pod",
+            ]
+            .contains(&w.pattern.as_str())
+            {
+                return Err(bad("workload.pattern", format!("must be inter_rack, all_to_all, stride, bijection or random_inter_pod; got {:?}", w.pattern)));
+            }
+        }
+        if w.kind == "flow_list" && w.flow_list.is_none() {
+            return Err(bad(
+                "workload.flow_list",
+                "required when workload.kind = \"flow_list\"",
+            ));
+        }
+        if w.kind == "incast" {
+            if w.incast.fan_in == 0 {
+                return Err(bad("workload.incast.fan_in", "must be >= 1"));
+            }
+            if w.incast.request_bytes == 0 {
+                return Err(bad("workload.incast.request_bytes", "must be >= 1"));
+            }
+        }
+        nonneg("workload.start_us", w.start_us)?;
+        for (i, f) in self.failures.iter().enumerate() {
+            nonneg(&format!("failures[{i}].at_ms"), f.at_ms)?;
+            if let Some(r) = f.restore_ms {
+                if r <= f.at_ms {
+                    return Err(bad(
+                        format!("failures[{i}].restore_ms"),
+                        "must be after at_ms",
+                    ));
+                }
+            }
+        }
+        for (i, o) in self.link_overrides.iter().enumerate() {
+            if let Some(r) = o.rate_gbps {
+                pos(&format!("link_overrides[{i}].rate_gbps"), r)?;
+            }
+            if let Some(d) = o.delay_us {
+                nonneg(&format!("link_overrides[{i}].delay_us"), d)?;
+            }
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            pos(&format!("udp[{i}].rate_gbps"), u.rate_gbps)?;
+            if u.packet_bytes < 64 {
+                return Err(bad(format!("udp[{i}].packet_bytes"), "must be >= 64"));
+            }
+        }
+        pos(
+            "metrics.utilization_window_ms",
+            self.metrics.utilization_window_ms,
+        )?;
+        pos(
+            "metrics.queue_sample_interval_us",
+            self.metrics.queue_sample_interval_us,
+        )?;
+        if self
+            .metrics
+            .size_buckets_bytes
+            .windows(2)
+            .any(|w| w[1] <= w[0])
+        {
+            return Err(bad(
+                "metrics.size_buckets_bytes",
+                "must be strictly increasing",
+            ));
+        }
+        if let Some(s) = self.run.stop_ms {
+            pos("run.stop_ms", s)?;
+        }
+        pos(
+            "run.stop_after_last_start_ms",
+            self.run.stop_after_last_start_ms,
+        )?;
+        Ok(())
+    }
+
+    /// Builds the topology with link overrides applied (failures are events).
+    pub fn build_topology(&self) -> Result<Topology, ScenarioError> {
+        let spec = |g: f64, d: f64| LinkSpec {
+            rate: BitsPerSec::from_gbps_f64(g),
+            delay: SimTime::from_us_f64(d),
+        };
+        let tr = |e: lbsim_net::TopologyError| bad(e.field, e.msg);
+        let mut topo = match &self.topology {
+            TopologyCfg::LeafSpine {
+                leaves,
+                spines,
+                links_per_pair,
+                hosts_per_leaf,
+                host_rate_gbps,
+                fabric_rate_gbps,
+                link_delay_us,
+            } => {
+                let hpl = match hosts_per_leaf {
+                    HostsPerLeaf::Same(n) => vec![*n; *leaves as usize],
+                    HostsPerLeaf::Each(v) => v.clone(),
+                };
+                topology::leaf_spine(&LeafSpine {
+                    leaves: *leaves,
+                    spines: *spines,
+                    links_per_pair: *links_per_pair,
+                    hosts_per_leaf: hpl,
+                    host_link: spec(*host_rate_gbps, *link_delay_us),
+                    fabric_link: spec(*fabric_rate_gbps, *link_delay_us),
+                })
+                .map_err(tr)?
+            }
+            TopologyCfg::Clos3 {
+                pods,
+                tors_per_pod,
+                aggs_per_pod,
+                cores,
+                hosts_per_tor,
+                host_rate_gbps,
+                tor_agg_rate_gbps,
+                agg_core_rate_gbps,
+                link_delay_us,
+            } => topology::clos3(&Clos3 {
+                pods: *pods,
+                tors_per_pod: *tors_per_pod,
+                aggs_per_pod: *aggs_per_pod,
+                cores: *cores,
+                hosts_per_tor: *hosts_per_tor,
+                host_link: spec(*host_rate_gbps, *link_delay_us),
+                tor_agg_link: spec(*tor_agg_rate_gbps, *link_delay_us),
+                agg_core_link: spec(*agg_core_rate_gbps, *link_delay_us),
+            })
+            .map_err(tr)?,
+            TopologyCfg::FatTree {
+                k,
+                host_rate_gbps,
+                fabric_rate_gbps,
+                link_delay_us,
+            } => topology::fat_tree(
+                *k,
+                spec(*host_rate_gbps, *link_delay_us),
+                spec(*fabric_rate_gbps, *link_delay_us),
+            )
+            .map_err(tr)?,
+            TopologyCfg::Explicit { nodes, links } => {
+                let ns: Vec<ExplicitNode> = nodes
+                    .iter()
+                    .map(|n| ExplicitNode {
+                        name: n.name.clone(),
+                        host: n.host,
+                    })
+                    .collect();
+                let ls: Vec<ExplicitLink> = links
+                    .iter()
+                    .map(|l| ExplicitLink {
+                        a: l.a.clone(),
+                        b: l.b.clone(),
+                        spec: spec(l.rate_gbps, l.delay_us),
+                        count: l.count,
+                    })
+                    .collect();
+                Topology::explicit(&ns, &ls).map_err(tr)?
+            }
+        };
+        for (i, o) in self.link_overrides.iter().enumerate() {
+            let ports = topo.match_ports(&o.link);
+            if ports.is_empty() {
+                return Err(bad(
+                    format!("link_overrides[{i}].link"),
+                    format!("no link or port matches {:?}", o.link),
+                ));
+            }
+            for p in ports {
+                if let Some(r) = o.rate_gbps {
+                    topo.ports[p.idx()].rate = BitsPerSec::from_gbps_f64(r);
+                }
+                if let Some(d) = o.delay_us {
+                    topo.ports[p.idx()].delay = SimTime::from_us_f64(d);
+                }
+            }
+        }
+        Ok(topo)
+    }
+
+    pub fn tcp_config(&self) -> TcpConfig {
+        let t = &self.transport;
+        TcpConfig {
+            mss: t.mss_bytes,
+            header_bytes: t.header_bytes,
+            init_cwnd_pkts: t.init_cwnd_pkts,
+            sack: t.sack,
+            delack_count: t.delayed_ack.max(1),
+            delack_timeout: SimTime::from_us_f64(t.delayed_ack_timeout_us),
+            min_rto: SimTime::from_us_f64(t.min_rto_ms * 1e3),
+            max_rto: SimTime::from_us_f64(t.max_rto_ms * 1e3),
+            initial_rto: SimTime::from_us_f64(t.initial_rto_ms.unwrap_or(t.min_rto_ms) * 1e3),
+            dupack_threshold: t.dupack_threshold,
+            rcv_wnd: t.rcv_wnd_bytes,
+            cc: if t.cc == "dctcp" {
+                CongestionControl::Dctcp { g: t.dctcp_g }
+            } else {
+                CongestionControl::NewReno
+            },
+            ecn: t.ecn,
+        }
+    }
+
+    /// The scheme parameters as generic values.
+    pub fn lb_params(&self) -> Result<BTreeMap<String, Value>, ScenarioError> {
+        let mut m = BTreeMap::new();
+        for (k, v) in &self.lb.params {
+            let val = match v {
+                toml::Value::Integer(i) => Value::Num(*i as f64),
+                toml::Value::Float(f) => Value::Num(*f),
+                toml::Value::Boolean(b) => Value::Bool(*b),
+                toml::Value::String(s) => Value::Str(s.clone()),
+                toml::Value::Array(a) => Value::List(
+                    a.iter()
+                        .map(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
+                        .collect::<Option<Vec<f64>>>()
+                        .ok_or_else(|| bad(format!("lb.params.{k}"), "lists must hold numbers"))?,
+                ),
+                _ => return Err(bad(format!("lb.params.{k}"), "unsupported value type")),
+            };
+            m.insert(k.clone(), val);
+        }
+        Ok(m)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: &str = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 4
+host_rate_gbps = 10
+fabric_rate_gbps = 40
+"#;
+
+    fn err_of(text: &str, sets: &[&str]) -> ScenarioError {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scenario::from_toml(text, &sets).unwrap_err()
+    }
+
+    #[test]
+    fn minimal_scenario_gets_defaults() {
+        let s = Scenario::from_toml(MIN, &[]).unwrap();
+        assert_eq!(s.seed, 1);
+        assert_eq!(s.transport.mss_bytes, 1448);
+        assert_eq!(s.lb.scheme, "ecmp");
+        let t = s.build_topology().unwrap();
+        assert_eq!(t.num_hosts(), 8);
+    }
+
+    #[test]
+    fn unknown_key_names_the_key() {
+        let e = err_of(&format!("{MIN}\n[transport]\nmin_rto = 5\n"), &[]);
+        assert!(e.to_string().contains("min_rto"), "{e}");
+        assert!(e.field.starts_with("transport"), "{e:?}");
+        let e = err_of(
+            &MIN.replace("spines = 2", "spines = 2\nspine_rate = 3"),
+            &[],
+        );
+        assert!(e.to_string().contains("spine_rate"), "{e}");
+    }
+
+    #[test]
+    fn negative_rate_names_the_field() {
+        let e = err_of(MIN, &["topology.host_rate_gbps=-1"]);
+        assert_eq!(e.field, "topology.host_rate_gbps");
+        assert!(e.msg.contains("> 0"));
+    }
+
+    #[test]
+    fn overload_is_refused_without_the_override() {
+        let e = err_of(MIN, &["workload.load=1.2"]);
+        assert_eq!(e.field, "workload.load");
+        assert!(Scenario::from_toml(
+            MIN,
+            &[
+                "workload.load=1.2".into(),
+                "workload.allow_overload=true".into()
+            ]
+        )
+        .is_ok());
+    }
+
+    #[test]
+    fn wrong_type_names_the_field() {
+        let e = err_of(MIN, &["transport.sack=\"yes\""]);
+        assert!(e.field.contains("sack"), "{e:?}");
+    }
+
+    #[test]
+    fn overrides_parse_toml_values_and_bare_strings() {
+        let s = Scenario::from_toml(
+            MIN,
+            &[
+                "lb.scheme=spray".into(),
+                "workload.src_racks=[0]".into(),
+                "seed=7".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.lb.scheme, "spray");
+        assert_eq!(s.workload.src_racks, vec![0]);
+        assert_eq!(s.seed, 7);
+    }
+
+    #[test]
+    fn dctcp_requires_a_marking_threshold() {
+        let e = err_of(MIN, &["transport.cc=dctcp"]);
+        assert_eq!(e.field, "network.ecn_k_pkts");
+    }
+}

@@ -1,0 +1,352 @@
+//! Scenario-level tests: analytic checks of the transport over the network
+//! model, routing around failures, conservation, determinism and scenario
+//! validation. Every run goes through `run_ok`, which asserts packet and
+//! byte conservation.
+
+use super::*;
+
+fn scenario(text: &str, sets: &[&str]) -> Scenario {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    Scenario::from_toml(text, &sets).unwrap_or_else(|e| panic!("{e}"))
+}
+
+pub(crate) fn run_ok(text: &str, sets: &[&str]) -> RunOutput {
+    let out = run(&scenario(text, sets), None, &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
+    let c = &out.summary["conservation"];
+    assert_eq!(c["ok"], true, "conservation violated: {c}");
+    out
+}
+
+/// n senders under leaf 0 (10G), receivers under leaf 1, one 10G spine
+/// link: the spine downlink to leaf 1 (or the receiver's access link) is
+/// the single bottleneck.
+/// (8 senders into one 10G uplink make L0->S0#0 the bottleneck.)
+fn dumbbell(n: u32) -> String {
+    format!(
+        r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 1
+links_per_pair = 1
+hosts_per_leaf = {n}
+host_rate_gbps = 10
+fabric_rate_gbps = 10
+link_delay_us = 2
+[network]
+buffer_pkts = 250
+[workload]
+kind = "flow_list"
+"#
+    )
+}
+
+fn flow_file(name: &str, rows: &[(u32, u32, u64, f64)]) -> String {
+    let dir = std::env::temp_dir().join(format!("lbsim-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("flows.csv");
+    let mut s = String::from("src,dst,size_bytes,start_us\n");
+    for r in rows {
+        s.push_str(&format!("{},{},{},{}\n", r.0, r.1, r.2, r.3));
+    }
+    std::fs::write(&path, s).unwrap();
+    path.display().to_string()
+}
+
+fn goodput_gbps(f: &FlowRecord) -> f64 {
+    f.size as f64 * 8.0 / f.fct().unwrap().as_secs_f64() / 1e9
+}
+
+#[test]
+fn single_flow_reaches_line_rate() {
+    let file = flow_file("single", &[(0, 1, 100_000_000, 0.0)]);
+    let out = run_ok(&dumbbell(1), &[&format!("workload.flow_list=\"{file}\"")]);
+    let f = &out.flows[0];
+    assert!(f.finish.is_some());
+    let payload_line_rate = 10.0 * 1448.0 / 1500.0;
+    let g = goodput_gbps(f);
+    assert!(
+        g >= 0.95 * payload_line_rate,
+        "goodput {g:.3} Gb/s of {payload_line_rate:.3}"
+    );
+    assert_eq!(f.retransmits, 0);
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let s2: f64 = x.iter().map(|v| v * v).sum();
+    s * s / (x.len() as f64 * s2)
+}
+
+#[test]
+fn eight_newreno_flows_share_a_bottleneck_fairly() {
+    // 8 senders under leaf 0 to 8 receivers under leaf 1 through one 10G
+    // spine link; equal sizes, same start: fair sharing = equal goodput.
+    let rows: Vec<_> = (0..8).map(|i| (i, 8 + i, 40_000_000u64, 0.0)).collect();
+    let file = flow_file("fair", &rows);
+    let out = run_ok(&dumbbell(8), &[&format!("workload.flow_list=\"{file}\"")]);
+    let g: Vec<f64> = out.flows.iter().map(goodput_gbps).collect();
+    let j = jain(&g);
+    assert!(j >= 0.99, "Jain {j:.4}, goodputs {g:?}");
+    // and the bottleneck is kept busy: 320 MB take little more than 320 MB / 9.65 Gb/s
+    let last = out.flows.iter().map(|f| f.finish.unwrap()).max().unwrap();
+    let util = 320e6 * 8.0 / last.as_secs_f64() / (10e9 * 1448.0 / 1500.0);
+    assert!(util > 0.95, "utilisation {util:.3}");
+}
+
+#[test]
+fn eight_dctcp_flows_hold_the_queue_near_k_at_full_utilisation() {
+    let rows: Vec<_> = (0..8).map(|i| (i, 8 + i, 40_000_000u64, 0.0)).collect();
+    let file = flow_file("dctcp", &rows);
+    let k = 20.0;
+    let out = run_ok(
+        &dumbbell(8),
+        &[
+            &format!("workload.flow_list=\"{file}\""),
+            "transport.cc=dctcp",
+            "network.ecn_k_pkts=20",
+            "metrics.queue_samplers=[\"L0->S0#0\"]",
+            "metrics.queue_sample_interval_us=10",
+            "metrics.link_samplers=[\"L0->S0#0\"]",
+            "metrics.utilization_window_ms=1",
+        ],
+    );
+    // steady state: from 20 ms until the first flow finishes
+    let first_done = out.flows.iter().map(|f| f.finish.unwrap()).min().unwrap();
+    let t0 = SimTime::from_ms(20);
+    let qs: Vec<f64> = out
+        .queue_samples
+        .iter()
+        .filter(|q| q.t >= t0 && q.t < first_done)
+        .map(|q| q.pkts as f64)
+        .collect();
+    assert!(qs.len() > 100);
+    let mean = qs.iter().sum::<f64>() / qs.len() as f64;
+    assert!(
+        mean >= 0.5 * k && mean <= 2.0 * k,
+        "mean queue {mean:.1} pkts, K = {k}"
+    );
+    let ls: Vec<f64> = out
+        .link_samples
+        .iter()
+        .filter(|s| s.t > t0 && s.t <= first_done)
+        .map(|s| s.bytes as f64 * 8.0 / 1e-3 / 10e9)
+        .collect();
+    let util = ls.iter().sum::<f64>() / ls.len() as f64;
+    assert!(util > 0.97, "utilisation {util:.3}");
+    assert_eq!(
+        out.summary["network"]["drops"]["total"], 0,
+        "DCTCP at K = 20 with 250-packet buffers does not drop"
+    );
+    assert!(out.summary["network"]["ecn_marks"].as_u64().unwrap() > 0);
+}
+
+const TESTBED: &str = r#"
+name = "testbed"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+links_per_pair = 2
+hosts_per_leaf = 16
+host_rate_gbps = 10
+fabric_rate_gbps = 40
+[workload]
+kind = "poisson"
+cdf = "websearch"
+load = 0.5
+flows = 400
+src_racks = [0]
+dst_racks = [1]
+"#;
+
+#[test]
+fn failed_link_carries_nothing_and_traffic_uses_the_other_paths() {
+    let out = run_ok(TESTBED, &["failures=[{link=\"L1-S1#0\"}]"]);
+    let port = |n: &str| out.ports.iter().find(|p| p.name == n).unwrap();
+    assert_eq!(port("S1->L1#0").tx_pkts, 0);
+    assert_eq!(port("L1->S1#0").tx_pkts, 0);
+    assert!(!port("S1->L1#0").up);
+    // all four uplinks of L0 and the three surviving spine->L1 links carry data
+    for n in [
+        "L0->S0#0", "L0->S0#1", "L0->S1#0", "L0->S1#1", "S0->L1#0", "S0->L1#1", "S1->L1#1",
+    ] {
+        assert!(port(n).tx_bytes > 10_000_000, "{n}: {}", port(n).tx_bytes);
+    }
+    // ECMP at L0 is oblivious: S1 gets about half, all of it on one downlink
+    let s1 = port("S1->L1#1").tx_bytes as f64;
+    let s0 = (port("S0->L1#0").tx_bytes + port("S0->L1#1").tx_bytes) as f64;
+    assert!(
+        s1 / (s0 + s1) > 0.3 && s1 / (s0 + s1) < 0.7,
+        "S1 share {}",
+        s1 / (s0 + s1)
+    );
+    assert_eq!(out.summary["flows"]["unfinished"], 0);
+}
+
+#[test]
+fn mid_run_failure_reroutes_and_loses_only_packets_on_the_link() {
+    let out = run_ok(TESTBED, &["failures=[{link=\"L0-S0#*\", at_ms=2.0}]"]);
+    let port = |n: &str| out.ports.iter().find(|p| p.name == n).unwrap();
+    assert!(port("L0->S0#0").tx_pkts > 0, "used before the failure");
+    assert_eq!(
+        out.summary["flows"]["unfinished"], 0,
+        "every flow completes over S1"
+    );
+    assert_eq!(
+        out.summary["topology"]["links_down_at_end"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn same_seed_same_results_and_scheme_does_not_change_traffic() {
+    let a = run_ok(
+        TESTBED,
+        &["flows=0"]
+            .iter()
+            .filter(|_| false)
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+    let b = run_ok(TESTBED, &[]);
+    let key = |o: &RunOutput| {
+        o.flows
+            .iter()
+            .map(|f| (f.src, f.dst, f.size, f.start, f.finish, f.retransmits))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(key(&a), key(&b));
+    let sc = scenario(TESTBED, &[]);
+    let sp = scenario(TESTBED, &["lb.scheme=spray"]);
+    assert_eq!(flow_list(&sc, None).unwrap(), flow_list(&sp, None).unwrap());
+    let c = run_ok(TESTBED, &["lb.scheme=spray"]);
+    let spec = |o: &RunOutput| {
+        o.flows
+            .iter()
+            .map(|f| (f.src, f.dst, f.size, f.start))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(spec(&a), spec(&c));
+    assert_ne!(key(&a), key(&c), "spraying changes the outcome");
+    let d = run_ok(TESTBED, &["seed=2"]);
+    assert_ne!(spec(&a), spec(&d));
+}
+
+#[test]
+fn persistent_connections_skip_the_handshake_and_reuse_connections() {
+    let out = run_ok(TESTBED, &["transport.connections=persistent"]);
+    assert_eq!(out.summary["flows"]["unfinished"], 0);
+    let opened = out.summary["transport"]["connections_opened"]
+        .as_u64()
+        .unwrap();
+    let pairs: std::collections::BTreeSet<(u32, u32)> =
+        out.flows.iter().map(|f| (f.src, f.dst)).collect();
+    assert_eq!(
+        opened,
+        3 * pairs.len() as u64,
+        "3 connections per pair, opened on first use"
+    );
+    assert!(
+        pairs.len() < out.flows.len(),
+        "some pair carried several flows"
+    );
+    // no handshake: small flows finish sooner than with a connection each
+    let per_flow = run_ok(TESTBED, &[]);
+    let p50 = |o: &RunOutput| o.summary["buckets"][0]["fct_us"]["p50"].as_f64().unwrap();
+    assert!(
+        p50(&out) < p50(&per_flow),
+        "persistent {} vs per-flow {}",
+        p50(&out),
+        p50(&per_flow)
+    );
+}
+
+#[test]
+fn incast_completes_every_request() {
+    let out = run_ok(
+        TESTBED,
+        &[
+            "workload.kind=incast",
+            "workload.incast.fan_in=8",
+            "workload.incast.requests=5",
+            "workload.incast.request_bytes=1000000",
+            "workload.incast.client=0",
+        ],
+    );
+    let i = &out.summary["incast"];
+    assert_eq!(i["requests_completed"], 5);
+    assert_eq!(out.flows.len(), 40);
+    assert!(out.flows.iter().all(|f| f.dst == 0 && f.size == 125_000));
+    let g8 = i["goodput_gbps"].as_f64().unwrap();
+    // fan-in 1: one 1 MB transfer per request runs near line rate
+    let one = run_ok(
+        TESTBED,
+        &[
+            "workload.kind=incast",
+            "workload.incast.fan_in=1",
+            "workload.incast.requests=5",
+            "workload.incast.request_bytes=1000000",
+            "workload.incast.client=0",
+        ],
+    );
+    let g1 = one.summary["incast"]["goodput_gbps"].as_f64().unwrap();
+    assert!(g1 > 8.0 && g1 <= 10.0, "fan-in 1: {g1}");
+    assert!(g8 <= g1, "fan-in 8 ({g8}) cannot beat fan-in 1 ({g1})");
+}
+
+#[test]
+fn udp_background_is_delivered_at_its_rate() {
+    let out = run_ok(
+        TESTBED,
+        &[
+            "workload.flows=50",
+            "udp=[{src=1, dst=20, rate_gbps=2.0, stop_ms=5.0}]",
+        ],
+    );
+    let u = &out.summary["udp"][0];
+    // 5 ms at 2 Gb/s in 1500-byte packets = 833 packets
+    let sent = u["sent_pkts"].as_u64().unwrap();
+    assert!((832..=834).contains(&sent), "{sent}");
+    assert_eq!(u["recv_pkts"], sent);
+}
+
+#[test]
+fn malformed_scenarios_fail_with_the_field_named() {
+    let e = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        match Scenario::from_toml(TESTBED, &sets)
+            .map_err(SimError::from)
+            .and_then(|sc| run(&sc, None, &mut |_| true))
+        {
+            Err(SimError::Scenario(e)) => e,
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted {sets:?}"),
+        }
+    };
+    assert_eq!(
+        e(&["topology.fabric_rate_gbps=-40"]).field,
+        "topology.fabric_rate_gbps"
+    );
+    assert_eq!(e(&["workload.load=1.0"]).field, "workload.load");
+    assert_eq!(e(&["lb.scheme=nope"]).field, "lb.scheme");
+    assert_eq!(
+        e(&["lb.scheme=spray", "lb.params.mode=sideways"]).field,
+        "lb.params.mode"
+    );
+    assert_eq!(e(&["lb.params.x=1"]).field, "lb.params.x");
+    assert_eq!(
+        e(&["failures=[{link=\"L9-S0\"}]"]).field,
+        "failures[0].link"
+    );
+    assert_eq!(e(&["workload.src_racks=[7]"]).field, "workload.src_racks");
+    // a topology that leaves hosts unreachable
+    let cut = e(&["failures=[{link=\"L1-S*\"}]"]);
+    assert_eq!(cut.field, "topology");
+    assert!(cut.msg.contains("cannot reach"), "{}", cut.msg);
+    let unk = e(&["workload.lod=0.3"]);
+    assert!(unk.to_string().contains("lod"), "{unk}");
+}

@@ -1,0 +1,1022 @@
+//! The event loop: moves packets between hosts, ports and switches, runs
+//! the transport state machines and the load-balancing hooks.
+//!
+//! Events are small `Copy` values dispatched by `match` (no boxing). A
+//! packet costs one event per hop ([`Ev::Arrive`], see `lbsim_net::port`).
+//! TCP timers are lazily scheduled: an endpoint keeps at most one pending
+//! timer event, identified by a generation number; a timer that fires early
+//! (its deadline moved later) just re-arms, so restarting the RTO on every
+//! ACK costs no heap operation.
+
+use crate::metrics::{Counters, FlowRecord, LinkSample, QueueSample};
+use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
+use lbsim_lb::Scheme;
+use lbsim_net::{
+    Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId,
+    PortId, PortQueue, Proto, Routing, Topology,
+};
+use lbsim_tcp::{TcpConfig, TcpHeader, TcpReceiver, TcpSender};
+use lbsim_workload::FlowSpec;
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    /// A packet has crossed the link of egress `port` and reaches its peer.
+    Arrive {
+        pkt: PktId,
+        port: PortId,
+    },
+    /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver).
+    Timer {
+        ep: u32,
+        gen: u32,
+    },
+    /// The next flow of the open-loop workload starts.
+    FlowArrival,
+    /// A load-balancing scheme's timer.
+    Lb {
+        token: u64,
+    },
+    /// Scheduled link failure / restoration (index into `link_events`).
+    Link {
+        idx: u32,
+    },
+    /// A constant-bit-rate UDP source sends its next packet.
+    Udp {
+        src: u32,
+    },
+    /// Next incast request.
+    IncastRequest,
+    SampleLinks,
+    SampleQueues,
+    /// Host `host`'s NIC queue has drained: wake senders waiting for it.
+    NicReady {
+        host: u32,
+    },
+}
+
+/// One TCP connection: its two endpoints live at different hosts, but the
+/// simulator keeps them together (demultiplexing is by connection id).
+pub(crate) struct Conn {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub sport: u16,
+    pub dport: u16,
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    timer_at: [SimTime; 2],
+    timer_gen: [u32; 2],
+    /// (stream offset at which the flow ends, flow id), in order.
+    flow_ends: VecDeque<(u64, u32)>,
+    per_flow: bool,
+    waiting_nic: bool,
+}
+
+pub(crate) struct UdpSource {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub rate: BitsPerSec,
+    pub size: u32,
+    pub stop: SimTime,
+    pub sent_pkts: u64,
+    pub recv_pkts: u64,
+    pub recv_bytes: u64,
+}
+
+pub(crate) struct Incast {
+    pub client: u32,
+    pub servers: Vec<u32>,
+    pub fan_in: u32,
+    pub request_bytes: u64,
+    pub requests: u32,
+    pub issued: u32,
+    pub outstanding: u32,
+    pub req_start: SimTime,
+    /// (start, finish) of every completed request.
+    pub completed: Vec<(SimTime, SimTime)>,
+    pub rng: Rng,
+}
+
+pub(crate) struct LinkEvent {
+    pub at: SimTime,
+    pub links: Vec<LinkId>,
+    pub up: bool,
+}
+
+/// Hook context from disjoint fields of the world.
+macro_rules! ctx {
+    ($w:ident) => {
+        Ctx {
+            now: $w.q.now(),
+            topo: &$w.topo,
+            routing: &$w.routing,
+            ports: &$w.ports,
+            salts: &$w.salts,
+            pkts: &mut $w.pkts,
+            rng: &mut $w.lb_rng,
+            actions: &mut $w.actions,
+        }
+    };
+}
+
+pub(crate) struct World {
+    pub q: EventQueue<Ev>,
+    pub topo: Topology,
+    pub routing: Routing,
+    pub link_up: Vec<bool>,
+    pub ports: Vec<PortQueue>,
+    pub salts: Vec<u64>,
+    pub pkts: Slab<Packet>,
+    pub lb: Scheme,
+    lb_wants_enqueue: bool,
+    pub lb_rng: Rng,
+    actions: Vec<Action>,
+    out: Vec<TcpHeader>,
+    pub tcp: TcpConfig,
+    /// Connections per (src, dst) pair when connections are persistent.
+    pub persistent: Option<u32>,
+    conns: Vec<Option<Box<Conn>>>,
+    pools: BTreeMap<(u32, u32), Vec<u32>>,
+    next_sport: Vec<u16>,
+    pub flows: Vec<FlowRecord>,
+    pub arrivals: Vec<FlowSpec>,
+    next_arrival: usize,
+    pub done: usize,
+    done_incast: Vec<u32>,
+    pub udp: Vec<UdpSource>,
+    pub incast: Option<Incast>,
+    pub link_events: Vec<LinkEvent>,
+    pub link_sample_ports: Vec<PortId>,
+    pub link_window: SimTime,
+    link_last_bytes: Vec<u64>,
+    pub link_samples: Vec<LinkSample>,
+    pub queue_sample_ports: Vec<PortId>,
+    pub queue_interval: SimTime,
+    pub queue_samples: Vec<QueueSample>,
+    pub c: Counters,
+    /// NIC back-pressure: a TCP sender may keep this many packets queued at
+    /// its host's NIC (`None`: the NIC drops instead, drop-tail).
+    pub host_nic_limit: Option<u32>,
+    nic_waiters: Vec<VecDeque<u32>>,
+    nic_wake_at: Vec<SimTime>,
+    /// Host send jitter: each packet leaving a host reaches the next hop
+    /// up to this much later (uniform), never overtaking the previous one.
+    pub jitter: SimTime,
+    pub jitter_rng: Rng,
+    last_arrive: Vec<SimTime>,
+    /// Latest stop time of UDP sources that have one.
+    pub udp_until: SimTime,
+}
+
+impl World {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        topo: Topology,
+        ports: Vec<PortQueue>,
+        salts: Vec<u64>,
+        lb: Scheme,
+        lb_rng: Rng,
+        tcp: TcpConfig,
+        persistent: Option<u32>,
+    ) -> World {
+        let link_up = vec![true; topo.links.len()];
+        let routing = Routing::compute(&topo, &link_up);
+        let hosts = topo.num_hosts();
+        let lb_wants_enqueue = lb.wants_enqueue();
+        World {
+            q: EventQueue::new(),
+            routing,
+            link_up,
+            ports,
+            salts,
+            pkts: Slab::new(),
+            lb,
+            lb_wants_enqueue,
+            lb_rng,
+            actions: Vec::new(),
+            out: Vec::new(),
+            tcp,
+            persistent,
+            conns: Vec::new(),
+            pools: BTreeMap::new(),
+            next_sport: vec![0; hosts],
+            flows: Vec::new(),
+            arrivals: Vec::new(),
+            next_arrival: 0,
+            done: 0,
+            done_incast: Vec::new(),
+            udp: Vec::new(),
+            incast: None,
+            link_events: Vec::new(),
+            link_sample_ports: Vec::new(),
+            link_window: SimTime::from_ms(10),
+            link_last_bytes: Vec::new(),
+            link_samples: Vec::new(),
+            queue_sample_ports: Vec::new(),
+            queue_interval: SimTime::from_us(100),
+            queue_samples: Vec::new(),
+            c: Counters::default(),
+            host_nic_limit: None,
+            nic_waiters: vec![VecDeque::new(); hosts],
+            nic_wake_at: vec![SimTime::MAX; hosts],
+            jitter: SimTime::ZERO,
+            jitter_rng: Rng::stream(0, "jitter"),
+            last_arrive: vec![SimTime::ZERO; topo.ports.len()],
+            udp_until: SimTime::ZERO,
+            topo,
+        }
+    }
+
+    #[inline]
+    pub fn now(&self) -> SimTime {
+        self.q.now()
+    }
+
+    /// Schedules the initial events.
+    pub fn start(&mut self, start_at: SimTime) {
+        if !self.arrivals.is_empty() {
+            self.q.schedule(self.arrivals[0].start, Ev::FlowArrival);
+        }
+        for i in 0..self.link_events.len() {
+            self.q
+                .schedule(self.link_events[i].at, Ev::Link { idx: i as u32 });
+        }
+        if self.incast.is_some() {
+            self.q.schedule(start_at, Ev::IncastRequest);
+        }
+        if !self.link_sample_ports.is_empty() {
+            self.link_last_bytes = vec![0; self.link_sample_ports.len()];
+            self.q.schedule(self.link_window, Ev::SampleLinks);
+        }
+        if !self.queue_sample_ports.is_empty() {
+            self.q.schedule(SimTime::ZERO, Ev::SampleQueues);
+        }
+        self.lb.start(&mut ctx!(self));
+        self.run_actions();
+    }
+
+    pub fn schedule_udp(&mut self, src: u32, at: SimTime) {
+        self.q.schedule(at, Ev::Udp { src });
+    }
+
+    /// Whether the workload is complete.
+    pub fn finished(&self) -> bool {
+        let open_loop_done =
+            self.next_arrival == self.arrivals.len() && self.done == self.flows.len();
+        let incast_done = self
+            .incast
+            .as_ref()
+            .is_none_or(|i| i.issued == i.requests && i.outstanding == 0);
+        open_loop_done
+            && incast_done
+            && (!self.flows.is_empty() || self.incast.is_some())
+            && self.now() >= self.udp_until
+    }
+
+    /// Processes one event; false when the queue is empty.
+    #[inline]
+    pub fn step(&mut self, hard_stop: SimTime) -> bool {
+        let Some(t) = self.q.peek_time() else {
+            return false;
+        };
+        if t > hard_stop {
+            return false;
+        }
+        let (_, ev) = self.q.pop().unwrap();
+        match ev {
+            Ev::Arrive { pkt, port } => self.arrive(pkt, port),
+            Ev::Timer { ep, gen } => self.conn_timer(ep, gen),
+            Ev::FlowArrival => {
+                let spec = self.arrivals[self.next_arrival];
+                self.next_arrival += 1;
+                if self.next_arrival < self.arrivals.len() {
+                    let next = self.arrivals[self.next_arrival].start;
+                    self.q.schedule(next.max(self.now()), Ev::FlowArrival);
+                }
+                self.start_flow(spec, None);
+            }
+            Ev::Lb { token } => {
+                self.lb.on_timer(&mut ctx!(self), token);
+                self.run_actions();
+            }
+            Ev::Link { idx } => self.link_event(idx as usize),
+            Ev::Udp { src } => self.udp_send(src),
+            Ev::IncastRequest => self.incast_request(),
+            Ev::SampleLinks => self.sample_links(),
+            Ev::SampleQueues => self.sample_queues(),
+            Ev::NicReady { host } => self.nic_ready(host),
+        }
+        true
+    }
+
+    // ------------------------------------------------------------ packets
+
+    /// Counts a new packet as sent and offers it to `port`.
+    fn inject(&mut self, pkt: PktId, port: PortId) {
+        self.c.sent += 1;
+        self.c.sent_bytes += self.pkts.get(pkt.0).size as u64;
+        self.enqueue(port, pkt);
+    }
+
+    fn enqueue(&mut self, port: PortId, pkt: PktId) {
+        let now = self.now();
+        let pq = &mut self.ports[port.idx()];
+        if !pq.up {
+            self.drop_pkt(pkt, Drop::LinkDown);
+            return;
+        }
+        let size = self.pkts.get(pkt.0).size;
+        match pq.offer(now, pkt, Bytes(size as u64)) {
+            Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
+            Admit::Queued { tx_end, mark } => {
+                let mut arrive = tx_end + pq.delay;
+                if self.jitter > SimTime::ZERO
+                    && self.topo.is_host(self.topo.ports[port.idx()].node)
+                {
+                    let j = SimTime(self.jitter_rng.below(self.jitter.0 + 1));
+                    arrive = (arrive + j).max(self.last_arrive[port.idx()]);
+                    self.last_arrive[port.idx()] = arrive;
+                }
+                if mark {
+                    let p = self.pkts.get_mut(pkt.0);
+                    if p.ect && !p.ce {
+                        p.ce = true;
+                        self.ports[port.idx()].stats.ecn_marks += 1;
+                    }
+                }
+                if self.lb_wants_enqueue {
+                    self.lb.on_enqueue(&mut ctx!(self), port, pkt);
+                    self.run_actions();
+                }
+                self.q.schedule(arrive, Ev::Arrive { pkt, port });
+            }
+        }
+    }
+
+    fn drop_pkt(&mut self, pkt: PktId, why: Drop) {
+        let p = self.pkts.remove(pkt.0);
+        self.c.dropped += 1;
+        self.c.dropped_bytes += p.size as u64;
+        match why {
+            Drop::Queue => self.c.drop_queue += 1,
+            Drop::LinkDown => self.c.drop_link += 1,
+            Drop::NoRoute => self.c.drop_noroute += 1,
+            Drop::Ttl => self.c.drop_ttl += 1,
+        }
+    }
+
+    fn arrive(&mut self, pkt: PktId, port: PortId) {
+        let in_port = self.topo.ports[port.idx()].peer;
+        let node = self.topo.ports[in_port.idx()].node;
+        if self.pkts.get(pkt.0).on_failed_link
+            || !self.link_up[self.topo.ports[port.idx()].link.idx()]
+        {
+            self.drop_pkt(pkt, Drop::LinkDown);
+            return;
+        }
+        if self.topo.is_host(node) {
+            let rx = self.lb.on_host_receive(&mut ctx!(self), node, pkt);
+            self.run_actions();
+            match rx {
+                HostRx::Deliver => self.deliver(node, pkt),
+                HostRx::Held => {}
+                HostRx::Consume => self.consume(pkt),
+            }
+            return;
+        }
+        // a switch
+        let p = self.pkts.get_mut(pkt.0);
+        p.hops += 1;
+        p.ttl -= 1;
+        if p.ttl == 0 {
+            self.time_exceeded(node, in_port, pkt);
+            return;
+        }
+        let dst = self.topo.host_index(p.dst);
+        let cands = self.routing.next_hops(node, dst);
+        if cands.is_empty() {
+            self.drop_pkt(pkt, Drop::NoRoute);
+            return;
+        }
+        let f = self
+            .lb
+            .on_switch(&mut ctx!(self), node, in_port, pkt, cands);
+        self.run_actions();
+        match f {
+            Forward::Port(p) => self.enqueue(p, pkt),
+            Forward::Consume => self.consume(pkt),
+        }
+    }
+
+    /// RFC 792 time exceeded, sent back toward the expired packet's source.
+    fn time_exceeded(&mut self, sw: NodeId, in_port: PortId, pkt: PktId) {
+        let p = *self.pkts.get(pkt.0);
+        self.drop_pkt(pkt, Drop::Ttl);
+        let tag = match p.payload {
+            Payload::Control { tag } => tag,
+            _ => u32::MAX,
+        };
+        let mut icmp = Packet::new(
+            p.dst,
+            p.src,
+            0,
+            0,
+            Proto::Udp,
+            64,
+            Payload::TimeExceeded {
+                tag,
+                from: sw,
+                in_port,
+            },
+            self.now(),
+        );
+        icmp.outer_sport = p.outer_sport;
+        let id = PktId(self.pkts.insert(icmp));
+        self.send_from_switch(sw, id, None);
+    }
+
+    fn send_from_switch(&mut self, sw: NodeId, pkt: PktId, port: Option<PortId>) {
+        let port = match port {
+            Some(p) => p,
+            None => {
+                let dst = self.topo.host_index(self.pkts.get(pkt.0).dst);
+                let c = self.routing.next_hops(sw, dst);
+                if c.is_empty() {
+                    self.c.sent += 1;
+                    self.c.sent_bytes += self.pkts.get(pkt.0).size as u64;
+                    self.drop_pkt(pkt, Drop::NoRoute);
+                    return;
+                }
+                lbsim_net::ecmp_pick(self.salts[sw.idx()], self.pkts.get(pkt.0).hash, c)
+            }
+        };
+        self.inject(pkt, port);
+    }
+
+    fn consume(&mut self, pkt: PktId) {
+        let p = self.pkts.remove(pkt.0);
+        self.c.delivered += 1;
+        self.c.delivered_bytes += p.size as u64;
+        self.c.consumed_by_lb += 1;
+    }
+
+    fn run_actions(&mut self) {
+        while !self.actions.is_empty() {
+            let acts = std::mem::take(&mut self.actions);
+            for a in &acts {
+                match *a {
+                    Action::Timer { at, token } => {
+                        self.q.schedule(at.max(self.now()), Ev::Lb { token })
+                    }
+                    Action::Deliver { host, pkt } => self.deliver(host, pkt),
+                    Action::Consume { pkt } => self.consume(pkt),
+                    Action::SendFromHost { host, pkt } => {
+                        let nic = self.topo.nic(host);
+                        self.inject(pkt, nic);
+                    }
+                    Action::SendFromSwitch { sw, pkt, port } => {
+                        self.send_from_switch(sw, pkt, port)
+                    }
+                }
+            }
+            if self.actions.is_empty() {
+                let mut acts = acts;
+                acts.clear();
+                self.actions = acts; // keep the allocation
+            }
+        }
+    }
+
+    /// Hands a packet to the transport of `host`.
+    fn deliver(&mut self, _host: NodeId, pkt: PktId) {
+        let p = self.pkts.remove(pkt.0);
+        self.c.delivered += 1;
+        self.c.delivered_bytes += p.size as u64;
+        match p.payload {
+            Payload::Tcp {
+                conn,
+                to_receiver,
+                hdr,
+            } => self.tcp_input(conn, to_receiver, &hdr, p.ce),
+            Payload::Udp { source } => {
+                let u = &mut self.udp[source as usize];
+                u.recv_pkts += 1;
+                u.recv_bytes += p.size as u64;
+            }
+            Payload::Control { .. } | Payload::TimeExceeded { .. } => self.c.control_delivered += 1,
+        }
+    }
+
+    // ------------------------------------------------------------ TCP
+
+    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool) {
+        let now = self.now();
+        let Some(c) = self.conns[conn as usize].as_mut() else {
+            self.c.stale_segments += 1; // the connection finished and was freed
+            return;
+        };
+        let mut out = std::mem::take(&mut self.out);
+        if to_receiver {
+            let got = c.receiver.on_segment(hdr, ce, now, &mut out);
+            if got > 0 {
+                let rcv = c.receiver.rcv_nxt();
+                let (s, r) = (c.sender.stats, c.receiver.stats);
+                while let Some(&(end, f)) = c.flow_ends.front() {
+                    if end > rcv {
+                        break;
+                    }
+                    c.flow_ends.pop_front();
+                    let fr = &mut self.flows[f as usize];
+                    fr.finish = Some(now);
+                    fr.retransmits = s.retransmits - fr.retransmits;
+                    fr.timeouts = s.timeouts - fr.timeouts;
+                    fr.reorder = r.out_of_order - fr.reorder;
+                    self.done += 1;
+                    if fr.incast_request.is_some() {
+                        self.done_incast.push(f);
+                    }
+                }
+            }
+            self.emit(conn, false, &mut out);
+            self.rearm(conn, 1);
+            while let Some(f) = self.done_incast.pop() {
+                self.incast_flow_done(self.flows[f as usize].incast_request.unwrap());
+            }
+        } else {
+            let src = c.src;
+            let budget = self.nic_budget(src);
+            let c = self.conns[conn as usize].as_mut().unwrap();
+            c.sender.set_tx_budget(budget);
+            c.sender.on_segment(hdr, now, &mut out);
+            self.emit(conn, true, &mut out);
+            self.after_send(conn);
+            self.rearm(conn, 0);
+            self.maybe_free(conn);
+        }
+        self.out = out;
+    }
+
+    /// Segments TCP senders at `host` may hand its NIC now: they keep at
+    /// most half the NIC buffer queued (Linux TSQ keeps TCP's share of the
+    /// qdisc small), so other traffic finds room.
+    fn nic_budget(&self, host: NodeId) -> u32 {
+        match self.host_nic_limit {
+            None => u32::MAX,
+            Some(l) => (l / 2)
+                .max(1)
+                .saturating_sub(self.ports[self.topo.nic(host).idx()].qlen_pkts(self.now())),
+        }
+    }
+
+    /// If the sender stopped for want of NIC room, queue it for a wake-up.
+    fn after_send(&mut self, conn: u32) {
+        let Some(c) = self.conns[conn as usize].as_mut() else {
+            return;
+        };
+        if !c.sender.nic_blocked() || c.waiting_nic {
+            return;
+        }
+        c.waiting_nic = true;
+        let h = self.topo.host_index(c.src) as usize;
+        self.nic_waiters[h].push_back(conn);
+        self.schedule_nic_wake(h);
+    }
+
+    /// Wakes waiting senders when the NIC queue is down to a quarter of the limit.
+    fn schedule_nic_wake(&mut self, h: usize) {
+        if self.nic_wake_at[h] != SimTime::MAX {
+            return;
+        }
+        let limit = self.host_nic_limit.unwrap();
+        let nic = self.topo.nic(self.topo.host(h as u32));
+        let at = self.ports[nic.idx()]
+            .drain_time(self.now(), limit / 4)
+            .max(self.now());
+        self.nic_wake_at[h] = at;
+        self.q.schedule(at, Ev::NicReady { host: h as u32 });
+    }
+
+    fn nic_ready(&mut self, h: u32) {
+        let now = self.now();
+        self.nic_wake_at[h as usize] = SimTime::MAX;
+        let host = self.topo.host(h);
+        let mut out = std::mem::take(&mut self.out);
+        // round-robin over the waiting connections while there is room
+        let n = self.nic_waiters[h as usize].len();
+        for _ in 0..n {
+            let budget = self.nic_budget(host);
+            if budget == 0 {
+                break;
+            }
+            let Some(conn) = self.nic_waiters[h as usize].pop_front() else {
+                break;
+            };
+            let Some(c) = self.conns[conn as usize].as_mut() else {
+                continue;
+            };
+            c.waiting_nic = false;
+            c.sender.set_tx_budget(budget);
+            c.sender.poll(now, &mut out);
+            self.emit(conn, true, &mut out);
+            self.after_send(conn);
+            self.rearm(conn, 0);
+        }
+        self.out = out;
+        if !self.nic_waiters[h as usize].is_empty() {
+            self.schedule_nic_wake(h as usize);
+        }
+    }
+
+    /// Turns the segments in `out` into packets from the right end of `conn`.
+    fn emit(&mut self, conn: u32, to_receiver: bool, out: &mut Vec<TcpHeader>) {
+        if out.is_empty() {
+            return;
+        }
+        let now = self.now();
+        let c = self.conns[conn as usize].as_ref().unwrap();
+        let (src, dst, sport, dport) = if to_receiver {
+            (c.src, c.dst, c.sport, c.dport)
+        } else {
+            (c.dst, c.src, c.dport, c.sport)
+        };
+        let ect = self.tcp.ecn_capable();
+        let hb = self.tcp.header_bytes;
+        let nic = self.topo.nic(src);
+        for hdr in out.drain(..) {
+            let size = hb + hdr.len + hdr.sack_option_bytes();
+            let mut p = Packet::new(
+                src,
+                dst,
+                sport,
+                dport,
+                Proto::Tcp,
+                size,
+                Payload::Tcp {
+                    conn,
+                    to_receiver,
+                    hdr,
+                },
+                now,
+            );
+            p.ect = ect && hdr.len > 0; // RFC 3168 §6.1.4: pure ACKs are not ECT
+            let id = PktId(self.pkts.insert(p));
+            self.lb.on_host_send(&mut ctx!(self), src, id);
+            self.run_actions();
+            self.inject(id, nic);
+        }
+    }
+
+    /// Keeps one pending timer event per endpoint (see module docs).
+    fn rearm(&mut self, conn: u32, side: usize) {
+        let Some(c) = self.conns[conn as usize].as_mut() else {
+            return;
+        };
+        let want = if side == 0 {
+            c.sender.next_wakeup()
+        } else {
+            c.receiver.next_wakeup()
+        };
+        if let Some(w) = want {
+            if w < c.timer_at[side] {
+                c.timer_gen[side] = c.timer_gen[side].wrapping_add(1);
+                c.timer_at[side] = w;
+                self.q.schedule(
+                    w.max(self.q.now()),
+                    Ev::Timer {
+                        ep: conn * 2 + side as u32,
+                        gen: c.timer_gen[side],
+                    },
+                );
+            }
+        }
+    }
+
+    fn conn_timer(&mut self, ep: u32, gen: u32) {
+        let (conn, side) = (ep / 2, (ep % 2) as usize);
+        let now = self.now();
+        let Some(c) = self.conns[conn as usize].as_mut() else {
+            return;
+        };
+        if c.timer_gen[side] != gen {
+            return; // superseded
+        }
+        c.timer_at[side] = SimTime::MAX;
+        let mut out = std::mem::take(&mut self.out);
+        if side == 0 {
+            let src = c.src;
+            let budget = self.nic_budget(src);
+            let c = self.conns[conn as usize].as_mut().unwrap();
+            c.sender.set_tx_budget(budget);
+            c.sender.on_timer(now, &mut out);
+        } else {
+            c.receiver.on_timer(now, &mut out);
+        }
+        self.emit(conn, side == 0, &mut out);
+        self.out = out;
+        if side == 0 {
+            self.after_send(conn);
+        }
+        self.rearm(conn, side);
+    }
+
+    /// Frees a per-flow connection once its flow is delivered and acknowledged.
+    fn maybe_free(&mut self, conn: u32) {
+        let c = self.conns[conn as usize].as_ref().unwrap();
+        if c.per_flow
+            && c.flow_ends.is_empty()
+            && c.sender.all_acked()
+            && c.receiver.next_wakeup().is_none()
+        {
+            self.conns[conn as usize] = None;
+        }
+    }
+
+    fn new_conn(
+        &mut self,
+        src: u32,
+        dst: u32,
+        established: bool,
+        per_flow: bool,
+        dport: u16,
+    ) -> u32 {
+        let sp = &mut self.next_sport[src as usize];
+        let sport = 10_000 + (*sp % 50_000);
+        *sp = sp.wrapping_add(1);
+        let (sender, receiver) = if established {
+            (
+                TcpSender::new_established(self.tcp.clone()),
+                TcpReceiver::new_established(&self.tcp),
+            )
+        } else {
+            (
+                TcpSender::new(self.tcp.clone()),
+                TcpReceiver::new(&self.tcp),
+            )
+        };
+        let id = self.conns.len() as u32;
+        self.conns.push(Some(Box::new(Conn {
+            src: self.topo.host(src),
+            dst: self.topo.host(dst),
+            sport,
+            dport,
+            sender,
+            receiver,
+            timer_at: [SimTime::MAX; 2],
+            timer_gen: [0; 2],
+            flow_ends: VecDeque::new(),
+            per_flow,
+            waiting_nic: false,
+        })));
+        id
+    }
+
+    /// Starts a flow: a new connection with a handshake, or the least-loaded
+    /// persistent connection of the pair.
+    pub fn start_flow(&mut self, f: FlowSpec, incast_request: Option<u32>) {
+        let now = self.now();
+        let fid = self.flows.len() as u32;
+        let handshake = self.persistent.is_none();
+        let ideal = crate::metrics::ideal_fct(
+            &self.topo,
+            &self.routing,
+            &self.tcp,
+            f.src,
+            f.dst,
+            f.size,
+            handshake,
+        );
+        let conn = match self.persistent {
+            None => self.new_conn(f.src, f.dst, false, true, 80),
+            Some(n) => {
+                let pool = match self.pools.get(&(f.src, f.dst)) {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p: Vec<u32> = (0..n)
+                            .map(|k| self.new_conn(f.src, f.dst, true, false, 5000 + k as u16))
+                            .collect();
+                        self.pools.insert((f.src, f.dst), p.clone());
+                        p
+                    }
+                };
+                // least outstanding bytes; ties to the lowest index
+                *pool
+                    .iter()
+                    .min_by_key(|&&c| {
+                        let s = &self.conns[c as usize].as_ref().unwrap().sender;
+                        s.app_end() - s.snd_una()
+                    })
+                    .unwrap()
+            }
+        };
+        let c = self.conns[conn as usize].as_mut().unwrap();
+        let end = c.sender.app_end() + f.size;
+        c.flow_ends.push_back((end, fid));
+        self.flows.push(FlowRecord {
+            src: f.src,
+            dst: f.dst,
+            size: f.size,
+            start: f.start.max(now),
+            finish: None,
+            ideal,
+            retransmits: c.sender.stats.retransmits,
+            timeouts: c.sender.stats.timeouts,
+            reorder: c.receiver.stats.out_of_order,
+            incast_request,
+        });
+        c.sender.write(f.size);
+        let src = c.src;
+        let budget = self.nic_budget(src);
+        let c = self.conns[conn as usize].as_mut().unwrap();
+        c.sender.set_tx_budget(budget);
+        let mut out = std::mem::take(&mut self.out);
+        if handshake {
+            c.sender.connect(now, &mut out);
+        } else {
+            c.sender.poll(now, &mut out);
+        }
+        self.emit(conn, true, &mut out);
+        self.out = out;
+        self.after_send(conn);
+        self.rearm(conn, 0);
+    }
+
+    /// Counters of flows still unfinished, read at the end.
+    pub fn finalize_unfinished(&mut self) {
+        for c in self.conns.iter().flatten() {
+            for &(_, f) in &c.flow_ends {
+                let fr = &mut self.flows[f as usize];
+                fr.retransmits = c.sender.stats.retransmits - fr.retransmits;
+                fr.timeouts = c.sender.stats.timeouts - fr.timeouts;
+                fr.reorder = c.receiver.stats.out_of_order - fr.reorder;
+            }
+        }
+    }
+
+    /// Sender-side totals over all connections ever opened (freed ones
+    /// included through the flow records).
+    pub fn tcp_totals(&self) -> (u64, u64) {
+        let r: u64 = self.flows.iter().map(|f| f.retransmits).sum();
+        let t: u64 = self.flows.iter().map(|f| f.timeouts).sum();
+        (r, t)
+    }
+
+    // ------------------------------------------------------------ incast
+
+    fn incast_request(&mut self) {
+        let now = self.now();
+        let inc = self.incast.as_mut().unwrap();
+        if inc.issued >= inc.requests {
+            return;
+        }
+        let r = inc.issued;
+        inc.issued += 1;
+        inc.req_start = now;
+        // fan_in distinct servers, uniformly (partial Fisher–Yates)
+        let mut pool = inc.servers.clone();
+        let n = (inc.fan_in as usize).min(pool.len());
+        for i in 0..n {
+            let j = i + inc.rng.below((pool.len() - i) as u64) as usize;
+            pool.swap(i, j);
+        }
+        let base = inc.request_bytes / n as u64;
+        let extra = inc.request_bytes % n as u64;
+        inc.outstanding = n as u32;
+        let client = inc.client;
+        for (k, &srv) in pool[..n].iter().enumerate() {
+            let size = base + if (k as u64) < extra { 1 } else { 0 };
+            self.start_flow(
+                FlowSpec {
+                    src: srv,
+                    dst: client,
+                    size: size.max(1),
+                    start: now,
+                },
+                Some(r),
+            );
+        }
+    }
+
+    fn incast_flow_done(&mut self, _req: u32) {
+        let now = self.now();
+        let inc = self.incast.as_mut().unwrap();
+        inc.outstanding -= 1;
+        if inc.outstanding == 0 {
+            inc.completed.push((inc.req_start, now));
+            if inc.issued < inc.requests {
+                self.q.schedule(now, Ev::IncastRequest);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ UDP
+
+    fn udp_send(&mut self, src: u32) {
+        let now = self.now();
+        let u = &mut self.udp[src as usize];
+        if now >= u.stop {
+            return;
+        }
+        u.sent_pkts += 1;
+        let (s, d, size, gap) = (u.src, u.dst, u.size, u.rate.tx_time(Bytes(u.size as u64)));
+        let p = Packet::new(
+            s,
+            d,
+            20_000 + src as u16,
+            9,
+            Proto::Udp,
+            size,
+            Payload::Udp { source: src },
+            now,
+        );
+        let id = PktId(self.pkts.insert(p));
+        self.lb.on_host_send(&mut ctx!(self), s, id);
+        self.run_actions();
+        let nic = self.topo.nic(s);
+        match self.host_nic_limit {
+            Some(l) if self.ports[nic.idx()].qlen_pkts(now) >= l => {
+                self.c.sent += 1;
+                self.c.sent_bytes += size as u64;
+                self.drop_pkt(id, Drop::Queue);
+            }
+            _ => self.inject(id, nic),
+        }
+        self.q.schedule(now + gap, Ev::Udp { src });
+    }
+
+    // ------------------------------------------------------------ failures
+
+    fn link_event(&mut self, idx: usize) {
+        let now = self.now();
+        let up = self.link_events[idx].up;
+        let links = self.link_events[idx].links.clone();
+        for &l in &links {
+            self.link_up[l.idx()] = up;
+            for p in self.topo.links[l.idx()].ports {
+                if up {
+                    self.ports[p.idx()].restore();
+                } else {
+                    for pkt in self.ports[p.idx()].fail(now) {
+                        self.pkts.get_mut(pkt.0).on_failed_link = true;
+                    }
+                }
+            }
+        }
+        self.routing = Routing::compute(&self.topo, &self.link_up);
+        for &l in &links {
+            self.lb.on_link_change(&mut ctx!(self), l, up);
+            self.run_actions();
+        }
+    }
+
+    // ------------------------------------------------------------ samplers
+
+    fn sample_links(&mut self) {
+        let now = self.now();
+        for (i, &p) in self.link_sample_ports.iter().enumerate() {
+            let b = self.ports[p.idx()].transmitted_bytes(now);
+            self.link_samples.push(LinkSample {
+                t: now,
+                port: p,
+                bytes: b - self.link_last_bytes[i],
+            });
+            self.link_last_bytes[i] = b;
+        }
+        if !self.finished() {
+            self.q.schedule(now + self.link_window, Ev::SampleLinks);
+        }
+    }
+
+    fn sample_queues(&mut self) {
+        let now = self.now();
+        for &p in &self.queue_sample_ports {
+            let q = &self.ports[p.idx()];
+            self.queue_samples.push(QueueSample {
+                t: now,
+                port: p,
+                pkts: q.qlen_pkts(now),
+                bytes: q.qlen_bytes(now),
+            });
+        }
+        if !self.finished() {
+            self.q.schedule(now + self.queue_interval, Ev::SampleQueues);
+        }
+    }
+
+    /// Packets alive and their bytes (for the conservation check).
+    pub fn in_flight(&self) -> (u64, u64) {
+        let b: u64 = self.pkts.iter().map(|(_, p)| p.size as u64).sum();
+        (self.pkts.live() as u64, b)
+    }
+
+    pub fn connections_opened(&self) -> usize {
+        self.conns.len()
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Drop {
+    Queue,
+    LinkDown,
+    NoRoute,
+    Ttl,
+}

@@ -1,0 +1,374 @@
+//! Open-loop traffic: Poisson flow arrivals with sizes from a CDF and
+//! (source, destination) pairs from a pattern, and flow-list files.
+//!
+//! The arrival rate follows from the offered load: `rate = load × capacity
+//! / (8 × mean flow size)` flows per second, where `capacity` is a named
+//! capacity of the fabric (see `lbsim-sim`'s scenario docs) and the mean is
+//! that of the sampler actually used.
+
+use crate::cdf::Cdf;
+use lbsim_engine::{Rng, SimTime};
+use std::fmt::Write as _;
+
+/// One flow of the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowSpec {
+    pub src: u32,
+    pub dst: u32,
+    pub size: u64,
+    pub start: SimTime,
+}
+
+/// Where hosts sit: rack and pod of each host index.
+#[derive(Clone, Debug)]
+pub struct HostLayout {
+    pub rack: Vec<u32>,
+    pub pod: Vec<u32>,
+}
+
+impl HostLayout {
+    pub fn hosts(&self) -> usize {
+        self.rack.len()
+    }
+}
+
+/// Which (source, destination) pairs flows use.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    /// Source uniform over hosts of `src_racks` (all racks if empty),
+    /// destination uniform over hosts of `dst_racks` (all if empty) in a
+    /// different rack than the source.
+    InterRack {
+        src_racks: Vec<u32>,
+        dst_racks: Vec<u32>,
+    },
+    /// Source and destination uniform over all hosts, distinct.
+    AllToAll,
+    /// Source uniform; destination `(src + stride) mod H`.
+    Stride { stride: u32 },
+    /// A random permutation without fixed points drawn once per run;
+    /// source uniform, destination its image.
+    Bijection,
+    /// Source uniform; destination uniform over hosts in other pods.
+    RandomInterPod,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PatternError(pub String);
+
+/// Draws pairs for a pattern (holds the per-run state, e.g. the bijection).
+pub struct PairSampler {
+    pattern: Pattern,
+    srcs: Vec<u32>,
+    dsts: Vec<u32>,
+    perm: Vec<u32>,
+    layout: HostLayout,
+}
+
+impl PairSampler {
+    pub fn new(
+        pattern: Pattern,
+        layout: &HostLayout,
+        rng: &mut Rng,
+    ) -> Result<PairSampler, PatternError> {
+        let h = layout.hosts() as u32;
+        if h < 2 {
+            return Err(PatternError(
+                "a traffic pattern needs at least 2 hosts".into(),
+            ));
+        }
+        let all: Vec<u32> = (0..h).collect();
+        let in_racks = |racks: &[u32]| -> Vec<u32> {
+            if racks.is_empty() {
+                all.clone()
+            } else {
+                all.iter()
+                    .copied()
+                    .filter(|&x| racks.contains(&layout.rack[x as usize]))
+                    .collect()
+            }
+        };
+        let (mut srcs, dsts) = match &pattern {
+            Pattern::InterRack {
+                src_racks,
+                dst_racks,
+            } => (in_racks(src_racks), in_racks(dst_racks)),
+            _ => (all.clone(), all.clone()),
+        };
+        let mut perm = vec![];
+        match &pattern {
+            Pattern::InterRack { .. } => {
+                // keep only sources that have some destination in another rack
+                srcs.retain(|&s| {
+                    dsts.iter()
+                        .any(|&d| layout.rack[d as usize] != layout.rack[s as usize])
+                });
+                if srcs.is_empty() {
+                    return Err(PatternError("inter_rack: no source has a destination in another rack (check src_racks/dst_racks)".into()));
+                }
+            }
+            Pattern::Stride { stride } => {
+                if stride % h == 0 {
+                    return Err(PatternError(format!(
+                        "stride {stride} maps every host to itself with {h} hosts"
+                    )));
+                }
+            }
+            Pattern::Bijection => {
+                // Sattolo's algorithm: a uniformly random cyclic permutation (no fixed points)
+                perm = all.clone();
+                for i in (1..h as usize).rev() {
+                    let j = rng.below(i as u64) as usize;
+                    perm.swap(i, j);
+                }
+            }
+            Pattern::RandomInterPod => {
+                let p0 = layout.pod[0];
+                if layout.pod.iter().all(|&p| p == p0) {
+                    return Err(PatternError(
+                        "random_inter_pod needs a topology with several pods".into(),
+                    ));
+                }
+            }
+            Pattern::AllToAll => {}
+        }
+        Ok(PairSampler {
+            pattern,
+            srcs,
+            dsts,
+            perm,
+            layout: layout.clone(),
+        })
+    }
+
+    pub fn pattern(&self) -> &Pattern {
+        &self.pattern
+    }
+    /// Hosts that send under this pattern.
+    pub fn sources(&self) -> &[u32] {
+        &self.srcs
+    }
+
+    pub fn draw(&self, rng: &mut Rng) -> (u32, u32) {
+        let h = self.layout.hosts() as u32;
+        let src = self.srcs[rng.below(self.srcs.len() as u64) as usize];
+        let dst = match &self.pattern {
+            Pattern::InterRack { .. } => loop {
+                let d = self.dsts[rng.below(self.dsts.len() as u64) as usize];
+                if self.layout.rack[d as usize] != self.layout.rack[src as usize] {
+                    break d;
+                }
+            },
+            Pattern::AllToAll => loop {
+                let d = rng.below(h as u64) as u32;
+                if d != src {
+                    break d;
+                }
+            },
+            Pattern::Stride { stride } => (src + stride) % h,
+            Pattern::Bijection => self.perm[src as usize],
+            Pattern::RandomInterPod => loop {
+                let d = rng.below(h as u64) as u32;
+                if self.layout.pod[d as usize] != self.layout.pod[src as usize] {
+                    break d;
+                }
+            },
+        };
+        (src, dst)
+    }
+}
+
+/// `n` flows with Poisson arrivals at `rate` flows/s starting at `t0`.
+pub fn poisson_flows(
+    n: usize,
+    rate_per_s: f64,
+    t0: SimTime,
+    cdf: &Cdf,
+    min_bytes: u64,
+    pairs: &PairSampler,
+    rng: &mut Rng,
+) -> Vec<FlowSpec> {
+    let mut t = t0.as_secs_f64();
+    let mean_gap = 1.0 / rate_per_s;
+    (0..n)
+        .map(|_| {
+            t += rng.exp(mean_gap);
+            let (src, dst) = pairs.draw(rng);
+            let size = cdf.sample(rng, min_bytes);
+            FlowSpec {
+                src,
+                dst,
+                size,
+                start: SimTime::from_secs_f64(t),
+            }
+        })
+        .collect()
+}
+
+/// Writes a flow list: header `src,dst,size_bytes,start_us`, the start in
+/// microseconds with 6 decimals (exactly the picosecond start).
+pub fn write_flow_list(flows: &[FlowSpec]) -> String {
+    let mut s = String::with_capacity(flows.len() * 32 + 32);
+    s.push_str("src,dst,size_bytes,start_us\n");
+    for f in flows {
+        let ps = f.start.ps();
+        let _ = writeln!(
+            s,
+            "{},{},{},{}.{:06}",
+            f.src,
+            f.dst,
+            f.size,
+            ps / 1_000_000,
+            ps % 1_000_000
+        );
+    }
+    s
+}
+
+/// Reads a flow list written by [`write_flow_list`] (or by hand). Hosts must
+/// be below `hosts`. Flows are returned sorted by start time (stable).
+pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let (_, header) = lines.next().ok_or("flow list is empty")?;
+    let cols: Vec<&str> = header.split(',').map(|c| c.trim()).collect();
+    let idx = |name: &str| {
+        cols.iter().position(|c| *c == name).ok_or(format!(
+            "flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"
+        ))
+    };
+    let (is, id, iz, it) = (
+        idx("src")?,
+        idx("dst")?,
+        idx("size_bytes")?,
+        idx("start_us")?,
+    );
+    let mut v = vec![];
+    for (ln, l) in lines {
+        let f: Vec<&str> = l.split(',').map(|c| c.trim()).collect();
+        let get = |i: usize, what: &str| {
+            f.get(i)
+                .copied()
+                .ok_or(format!("flow list line {}: missing {what}", ln + 1))
+        };
+        let src: u32 = get(is, "src")?
+            .parse()
+            .map_err(|e| format!("flow list line {}: src: {e}", ln + 1))?;
+        let dst: u32 = get(id, "dst")?
+            .parse()
+            .map_err(|e| format!("flow list line {}: dst: {e}", ln + 1))?;
+        let size: u64 = get(iz, "size_bytes")?
+            .parse()
+            .map_err(|e| format!("flow list line {}: size_bytes: {e}", ln + 1))?;
+        let us: f64 = get(it, "start_us")?
+            .parse()
+            .map_err(|e| format!("flow list line {}: start_us: {e}", ln + 1))?;
+        if src >= hosts || dst >= hosts {
+            return Err(format!(
+                "flow list line {}: host out of range (topology has {hosts} hosts, numbered 0..{})",
+                ln + 1,
+                hosts - 1
+            ));
+        }
+        if src == dst {
+            return Err(format!("flow list line {}: src equals dst ({src})", ln + 1));
+        }
+        if !(us.is_finite() && us >= 0.0) {
+            return Err(format!("flow list line {}: start_us must be >= 0", ln + 1));
+        }
+        if size == 0 {
+            return Err(format!("flow list line {}: size_bytes must be > 0", ln + 1));
+        }
+        v.push(FlowSpec {
+            src,
+            dst,
+            size,
+            start: SimTime::from_us_f64(us),
+        });
+    }
+    v.sort_by_key(|f| f.start);
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> HostLayout {
+        HostLayout {
+            rack: (0..32).map(|h| h / 16).collect(),
+            pod: vec![0; 32],
+        }
+    }
+
+    #[test]
+    fn inter_rack_pairs_cross_racks_and_respect_filters() {
+        let mut rng = Rng::stream(1, "t");
+        let ps = PairSampler::new(
+            Pattern::InterRack {
+                src_racks: vec![0],
+                dst_racks: vec![1],
+            },
+            &layout(),
+            &mut rng,
+        )
+        .unwrap();
+        for _ in 0..1000 {
+            let (s, d) = ps.draw(&mut rng);
+            assert!(s < 16 && d >= 16);
+        }
+        let ps = PairSampler::new(
+            Pattern::InterRack {
+                src_racks: vec![],
+                dst_racks: vec![],
+            },
+            &layout(),
+            &mut rng,
+        )
+        .unwrap();
+        let mut from_rack1 = 0;
+        for _ in 0..1000 {
+            let (s, d) = ps.draw(&mut rng);
+            assert_ne!(s / 16, d / 16);
+            from_rack1 += (s >= 16) as u32;
+        }
+        assert!(from_rack1 > 400 && from_rack1 < 600);
+    }
+
+    #[test]
+    fn bijection_is_a_permutation_without_fixed_points() {
+        let mut rng = Rng::stream(3, "t");
+        let ps = PairSampler::new(Pattern::Bijection, &layout(), &mut rng).unwrap();
+        let mut seen = [false; 32];
+        for s in 0..32 {
+            let d = ps.perm[s];
+            assert_ne!(d as usize, s);
+            assert!(!seen[d as usize]);
+            seen[d as usize] = true;
+        }
+    }
+
+    #[test]
+    fn poisson_rate_and_flow_list_round_trip() {
+        let mut rng = Rng::stream(9, "t");
+        let cdf = Cdf::builtin("websearch", None).unwrap();
+        let ps = PairSampler::new(Pattern::AllToAll, &layout(), &mut rng).unwrap();
+        let flows = poisson_flows(20_000, 1e5, SimTime::ZERO, &cdf, 1448, &ps, &mut rng);
+        let span = flows.last().unwrap().start.as_secs_f64();
+        let rate = flows.len() as f64 / span;
+        assert!((rate - 1e5).abs() / 1e5 < 0.03, "{rate}");
+        let text = write_flow_list(&flows);
+        let back = read_flow_list(&text, 32).unwrap();
+        assert_eq!(back, flows, "exact picosecond round trip");
+    }
+
+    #[test]
+    fn flow_list_errors_name_the_line_and_field() {
+        let e = read_flow_list("src,dst,size_bytes,start_us\n0,40,100,1.0\n", 32).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("out of range"), "{e}");
+        let e = read_flow_list("src,dst,size\n", 32).unwrap_err();
+        assert!(e.contains("start_us") || e.contains("size_bytes"), "{e}");
+    }
+}
