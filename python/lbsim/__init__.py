@@ -1,0 +1,15 @@
+"""lbsim: a fast, deterministic packet-level simulator of datacenter fabrics
+for comparing load-balancing schemes.
+
+    >>> import lbsim
+    >>> res = lbsim.run("examples/small.toml", seed=2, set=["workload.load=0.7"])
+    >>> res.flows.fct_us.mean(), res.summary["fct_us"]["p99"]
+
+The simulator is Rust (``lbsim._lbsim``); this package only loads scenarios,
+calls it, and turns its columns into Arrow / pandas tables.
+"""
+
+from lbsim._api import Result, ScenarioError, flows, load_scenario, run, schemes, validate
+from lbsim._lbsim import __version__
+
+__all__ = ["Result", "ScenarioError", "flows", "load_scenario", "run", "schemes", "validate", "__version__"]

@@ -1,0 +1,185 @@
+"""The Python API: scenarios in, tables out."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lbsim import _lbsim
+from lbsim._lbsim import ScenarioError
+
+ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
+
+
+@dataclass
+class LoadedScenario:
+    """Scenario TOML text and the folder relative file paths refer to."""
+
+    text: str
+    base_dir: Optional[str]
+
+
+def _dumps_toml(d: Mapping[str, Any]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps(dict(d))
+
+
+def load_scenario(scenario: ScenarioLike) -> LoadedScenario:
+    """Accepts a path to a ``.toml`` file, TOML text, or a dict."""
+    if isinstance(scenario, Mapping):
+        return LoadedScenario(_dumps_toml(scenario), None)
+    s = os.fspath(scenario)
+    if "\n" not in s and (s.endswith(".toml") or os.path.exists(s)):
+        p = Path(s)
+        if not p.exists():
+            raise FileNotFoundError(f"scenario file not found: {s}")
+        return LoadedScenario(p.read_text(), str(p.resolve().parent))
+    return LoadedScenario(s, None)
+
+
+def _sets(seed: Optional[int], set: Optional[Sequence[str]]) -> list[str]:
+    out = list(set or [])
+    if seed is not None:
+        out.append(f"seed={int(seed)}")
+    return out
+
+
+@dataclass
+class Result:
+    """One run: per-flow records, samples and the summary.
+
+    ``flows``, ``links``, ``queues``, ``ports`` are pandas DataFrames (the
+    Arrow tables are in ``tables``); ``summary`` is a dict (also written as
+    summary.json).
+    """
+
+    tables: dict[str, pa.Table]
+    summary: dict[str, Any]
+    _df: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def _frame(self, name: str):
+        if name not in self._df:
+            self._df[name] = self.tables[name].to_pandas()
+        return self._df[name]
+
+    @property
+    def flows(self):
+        """One row per flow: flow_id, src, dst, size_bytes, start_us, finish_us,
+        fct_us, ideal_fct_us, slowdown, completed, retransmits, timeouts,
+        reorder_events, incast_request (-1 if none). Unfinished flows have
+        NaN finish/fct and completed = False."""
+        return self._frame("flows")
+
+    @property
+    def links(self):
+        """Throughput samples: t_ms (window end), port, bytes in the window."""
+        return self._frame("links")
+
+    @property
+    def queues(self):
+        """Queue samples: t_us, port, qlen_pkts, qlen_bytes."""
+        return self._frame("queues")
+
+    @property
+    def ports(self):
+        """Every egress port's totals at the end of the run."""
+        return self._frame("ports")
+
+    def write(self, out_dir: Union[str, os.PathLike]) -> Path:
+        """Writes flows.parquet, summary.json and (if sampled) links.parquet,
+        queues.parquet, plus ports.parquet. Same scenario and seed give
+        byte-identical flows.parquet."""
+        d = Path(out_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for name in ("flows", "ports", "links", "queues"):
+            t = self.tables[name]
+            if name in ("links", "queues") and t.num_rows == 0:
+                continue
+            tmp = d / f".{name}.parquet.tmp"
+            pq.write_table(t, tmp, compression="zstd")
+            os.replace(tmp, d / f"{name}.parquet")
+        tmp = d / ".summary.json.tmp"
+        tmp.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, d / "summary.json")
+        return d
+
+
+_SCHEMAS = {
+    "flows": {
+        "flow_id": pa.uint64(), "src": pa.uint32(), "dst": pa.uint32(), "size_bytes": pa.uint64(),
+        "start_us": pa.float64(), "finish_us": pa.float64(), "fct_us": pa.float64(),
+        "ideal_fct_us": pa.float64(), "slowdown": pa.float64(), "completed": pa.bool_(),
+        "retransmits": pa.uint64(), "timeouts": pa.uint64(), "reorder_events": pa.uint64(),
+        "incast_request": pa.int64(),
+    },
+    "ports": {
+        "port": pa.string(), "rate_gbps": pa.float64(), "tx_pkts": pa.uint64(), "tx_bytes": pa.uint64(),
+        "drops": pa.uint64(), "ecn_marks": pa.uint64(), "max_qlen_pkts": pa.uint32(), "up": pa.bool_(),
+    },
+    "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.uint64()},
+    "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.uint32(), "qlen_bytes": pa.uint64()},
+}
+
+
+def _table(name: str, cols: Mapping[str, list]) -> pa.Table:
+    schema = _SCHEMAS[name]
+    return pa.table({k: pa.array(cols[k], type=t) for k, t in schema.items()})
+
+
+def run(
+    scenario: ScenarioLike,
+    *,
+    seed: Optional[int] = None,
+    set: Optional[Sequence[str]] = None,
+    progress: Optional[Callable[[dict], Any]] = None,
+) -> Result:
+    """Runs a scenario (path, TOML text or dict).
+
+    ``set`` takes ``"key=value"`` overrides in TOML syntax, e.g.
+    ``["workload.load=0.7", "lb.scheme=conga"]``; ``seed`` overrides the
+    scenario's seed. ``progress`` is called a few times per second with a
+    dict (sim_time_s, flows_done, flows_total, events, wall_s); returning
+    False stops the run (KeyboardInterrupt).
+    """
+    sc = load_scenario(scenario)
+    raw = _lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress)
+    tables = {name: _table(name, raw[name]) for name in ("flows", "ports", "links", "queues")}
+    return Result(tables=tables, summary=json.loads(raw["summary_json"]))
+
+
+def flows(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None):
+    """The flow list a scenario generates, as a DataFrame (src, dst,
+    size_bytes, start_us); identical whatever the load-balancing scheme."""
+    import pandas as pd
+
+    sc = load_scenario(scenario)
+    text = _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
+    return pd.read_csv(io.StringIO(text))
+
+
+def flows_csv(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
+    sc = load_scenario(scenario)
+    return _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
+
+
+def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> None:
+    """Raises ScenarioError (with ``.field``) if the scenario is invalid."""
+    sc = load_scenario(scenario)
+    _lbsim.validate(sc.text, _sets(seed, set))
+
+
+def schemes() -> list[dict]:
+    """Every load-balancing scheme with its parameters, defaults and the
+    paper section it follows."""
+    return _lbsim.schemes()
+
+
+__all__ = ["Result", "ScenarioError", "flows", "flows_csv", "load_scenario", "run", "schemes", "validate"]

@@ -1,0 +1,183 @@
+"""The ``lbsim`` command line.
+
+    lbsim run SCENARIO.toml --out DIR [--seed N] [--set key=value ...]
+    lbsim flows SCENARIO.toml --out FLOWS.csv [--seed N] [--set ...]
+    lbsim schemes [--json]
+    lbsim validate SCENARIO.toml [--set ...]
+    lbsim sweep FILE [--workers N] [--ray ADDRESS] [--quick]
+    lbsim reproduce NAME | --list
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Optional
+
+from lbsim import _api
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (a plain line every 10 s when
+    stderr is not a terminal)."""
+
+    def __init__(self, label: str, enabled: bool = True):
+        self.label = label
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+        self.shown = False
+
+    def __call__(self, p: dict) -> bool:
+        if not self.enabled:
+            return True
+        done, total = p["flows_done"], max(p["flows_total"], 1)
+        frac = min(done / total, 1.0)
+        wall = p["wall_s"]
+        eta = f"{wall / frac - wall:5.0f}s" if frac > 0.01 else "  ?  "
+        rate = p["events"] / wall / 1e6 if wall > 0 else 0.0
+        text = (f"{self.label} {frac * 100:5.1f}% flows {done}/{total} sim {p['sim_time_s'] * 1e3:9.2f} ms "
+                f"{rate:5.1f} Mev/s ETA {eta}")
+        if self.tty:
+            n = 24
+            bar = "#" * int(frac * n) + "-" * (n - int(frac * n))
+            sys.stderr.write(f"\r[{bar}] {text}")
+            sys.stderr.flush()
+            self.shown = True
+        elif wall - self.last_line >= 10:
+            self.last_line = wall
+            print(text, file=sys.stderr, flush=True)
+        return True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    print(f"lbsim: error: {msg}", file=sys.stderr)
+    sys.exit(code)
+
+
+def cmd_run(a: argparse.Namespace) -> None:
+    bar = ProgressBar("run", enabled=not a.quiet)
+    t0 = time.perf_counter()
+    try:
+        res = _api.run(a.scenario, seed=a.seed, set=a.set, progress=bar)
+    finally:
+        bar.close()
+    out = res.write(a.out)
+    s = res.summary
+    fl = s["flows"]
+    fct = s.get("fct_us") or {}
+    w = s["workload"]
+    if not a.quiet:
+        print(f"scenario {s['scenario'] or a.scenario}  scheme {s['scheme']['name']}  seed {s['seed']}")
+        if w.get("kind") == "poisson":
+            print(f"workload {w['cdf']} (mean {w['mean_flow_bytes'] / 1e3:.1f} KB), load {w['load']} of {w['load_of']} "
+                  f"= {w['offered_gbps']:.1f} Gb/s offered of {w['capacity_gbps']:.1f} Gb/s")
+        print(f"flows {fl['completed']}/{fl['total']} completed ({fl['unfinished']} unfinished)")
+        if fct.get("n"):
+            print(f"FCT mean {fct['mean'] / 1e3:.3f} ms  p50 {fct['p50'] / 1e3:.3f} ms  p99 {fct['p99'] / 1e3:.3f} ms")
+            for b in s["buckets"]:
+                if b["completed"]:
+                    print(f"  {b['bucket']:>12}: n={b['completed']:<6} mean {b['fct_us']['mean'] / 1e3:9.3f} ms  "
+                          f"p99 {b['fct_us']['p99'] / 1e3:9.3f} ms")
+        if "incast" in s:
+            i = s["incast"]
+            print(f"incast: {i['requests_completed']}/{i['requests']} requests, goodput {i['goodput_gbps']:.2f} Gb/s")
+        d = s["network"]["drops"]
+        print(f"drops {d['total']}  ECN marks {s['network']['ecn_marks']}  retransmits {s['transport']['retransmits']}  "
+              f"timeouts {s['transport']['timeouts']}")
+        c = s["conservation"]
+        print(f"conservation {'ok' if c['ok'] else 'VIOLATED'}: sent {c['sent']} = delivered {c['delivered']} + "
+              f"dropped {c['dropped']} + in flight {c['in_flight']}")
+        print(f"simulated {s['sim_time_s'] * 1e3:.2f} ms, {s['events']} events in {s['wall_s']:.2f} s "
+              f"({s['events_per_s'] / 1e6:.2f} M events/s; total {time.perf_counter() - t0:.2f} s)")
+        print(f"wrote {out}/flows.parquet, {out}/summary.json")
+
+
+def cmd_flows(a: argparse.Namespace) -> None:
+    text = _api.flows_csv(a.scenario, seed=a.seed, set=a.set)
+    with open(a.out, "w") as f:
+        f.write(text)
+    print(f"wrote {text.count(chr(10)) - 1} flows to {a.out}")
+
+
+def cmd_schemes(a: argparse.Namespace) -> None:
+    sch = _api.schemes()
+    if a.json:
+        print(json.dumps(sch, indent=2))
+        return
+    for s in sch:
+        print(f"{s['name']}  ({s['acts_at']})")
+        print(f"    {s['summary']}")
+        print(f"    follows: {s['follows']}")
+        for p in s["params"]:
+            unit = f" [{p['unit']}]" if p["unit"] else ""
+            print(f"    - {p['name']}{unit} = {p['default']}: {p['help']}")
+        if not s["params"]:
+            print("    (no parameters)")
+        print()
+
+
+def cmd_validate(a: argparse.Namespace) -> None:
+    _api.validate(a.scenario, seed=a.seed, set=a.set)
+    print(f"{a.scenario}: ok")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lbsim", description="Packet-level simulator of datacenter load balancing.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def scenario_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("scenario", help="scenario file (TOML)")
+        sp.add_argument("--seed", type=int, default=None, help="override the scenario's seed")
+        sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override a scenario key (TOML value syntax), e.g. --set workload.load=0.7")
+
+    r = sub.add_parser("run", help="run a scenario; write DIR/flows.parquet and DIR/summary.json")
+    scenario_args(r)
+    r.add_argument("--out", required=True, help="output folder")
+    r.add_argument("--quiet", action="store_true", help="no progress bar or report")
+    r.set_defaults(fn=cmd_run)
+
+    f = sub.add_parser("flows", help="export the scenario's flow list as CSV (src,dst,size_bytes,start_us)")
+    scenario_args(f)
+    f.add_argument("--out", required=True, help="CSV file to write")
+    f.set_defaults(fn=cmd_flows)
+
+    s = sub.add_parser("schemes", help="list the load-balancing schemes and their parameters")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_schemes)
+
+    v = sub.add_parser("validate", help="check a scenario file")
+    scenario_args(v)
+    v.set_defaults(fn=cmd_validate)
+
+    try:
+        from lbsim import experiments
+
+        experiments.add_commands(sub)
+    except ImportError:  # pragma: no cover - experiments are optional
+        pass
+    return p
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        args.fn(args)
+    except _api.ScenarioError as e:
+        _fail(str(e))
+    except FileNotFoundError as e:
+        _fail(str(e))
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""End-to-end tests of the Python API and the CLI over the Rust core."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import lbsim
+
+FEW = ["workload.flows=300"]
+
+
+def cli(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "lbsim.cli", *map(str, args)], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"lbsim {' '.join(map(str, args))} failed:\n{p.stderr}")
+    return p
+
+
+def test_run_writes_flows_and_summary(tmp_path, small):
+    cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=300", "--quiet")
+    flows = pd.read_parquet(tmp_path / "o" / "flows.parquet")
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert len(flows) == 300
+    assert summary["flows"]["total"] == 300
+    assert summary["flows"]["completed"] + summary["flows"]["unfinished"] == 300
+    assert summary["conservation"]["ok"] is True
+    c = summary["conservation"]
+    assert c["sent"] == c["delivered"] + c["dropped"] + c["in_flight"]
+    # the load is stated against a named capacity
+    assert summary["workload"]["load_of"] == "leaf_uplinks"
+    assert summary["workload"]["capacity_gbps"] == pytest.approx(320.0)
+    done = flows[flows.completed]
+    assert (done.fct_us >= done.ideal_fct_us * 0.999).all(), "no flow beats the empty network"
+    assert (tmp_path / "o" / "links.parquet").exists(), "small.toml samples L0's uplinks"
+
+
+def test_same_seed_gives_byte_identical_flows(tmp_path, small):
+    for d in ("a", "b"):
+        cli("run", small, "--out", tmp_path / d, "--set", "workload.flows=300", "--quiet")
+    a = (tmp_path / "a" / "flows.parquet").read_bytes()
+    b = (tmp_path / "b" / "flows.parquet").read_bytes()
+    assert a == b
+    cli("run", small, "--out", tmp_path / "c", "--seed", "5", "--set", "workload.flows=300", "--quiet")
+    assert (tmp_path / "c" / "flows.parquet").read_bytes() != a
+
+
+def test_scheme_does_not_change_the_flow_list(tmp_path, small):
+    cli("flows", small, "--out", tmp_path / "ecmp.csv", "--set", "workload.flows=300")
+    cli("flows", small, "--out", tmp_path / "spray.csv", "--set", "workload.flows=300", "--set", "lb.scheme=spray")
+    assert (tmp_path / "ecmp.csv").read_text() == (tmp_path / "spray.csv").read_text()
+    df = pd.read_csv(tmp_path / "ecmp.csv")
+    assert list(df.columns) == ["src", "dst", "size_bytes", "start_us"]
+    assert len(df) == 300
+
+
+def test_exported_flow_list_replays_identically(tmp_path, small):
+    cli("flows", small, "--out", tmp_path / "f.csv", "--set", "workload.flows=200")
+    gen = lbsim.run(small, set=["workload.flows=200"])
+    rep = lbsim.run(small, set=["workload.kind=flow_list", f'workload.flow_list="{tmp_path / "f.csv"}"'])
+    cols = ["src", "dst", "size_bytes", "start_us", "fct_us"]
+    pd.testing.assert_frame_equal(gen.flows[cols], rep.flows[cols])
+
+
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ("topology.host_rate_gbps=-10", "topology.host_rate_gbps"),
+        ("workload.load=1.3", "workload.load"),
+        ("transport.min_rto=5", "transport"),
+        ('failures=[{link="L1-S*"}]', "topology"),
+        ("lb.scheme=nosuch", "lb.scheme"),
+    ],
+)
+def test_malformed_scenarios_fail_with_one_line_naming_the_field(small, override, field):
+    p = cli("run", small, "--out", "/tmp/never", "--set", override, check=False)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr
+    assert "Traceback" not in p.stderr and "panicked" not in p.stderr
+    assert field in lines[0], lines[0]
+    with pytest.raises(lbsim.ScenarioError) as e:
+        lbsim.run(small, set=[override])
+    assert e.value.field.startswith(field)
+
+
+def test_api_accepts_dict_scenarios_and_reports_progress():
+    sc = {
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 8,
+                     "host_rate_gbps": 10, "fabric_rate_gbps": 40},
+        "workload": {"kind": "poisson", "load": 0.5, "flows": 3000},
+    }
+    calls = []
+    res = lbsim.run(sc, progress=lambda p: calls.append(p) or True)
+    assert res.summary["flows"]["total"] == 3000
+    assert res.flows.dtypes["fct_us"].kind == "f"
+    assert set(res.ports.columns) >= {"port", "tx_bytes", "drops"}
+    for p in calls:
+        assert 0 <= p["flows_done"] <= p["flows_total"] == 3000
+
+
+def test_progress_callback_can_stop_a_run(small):
+    with pytest.raises(KeyboardInterrupt):
+        lbsim.run(small, set=["workload.flows=20000"], progress=lambda p: False)
+
+
+def test_schemes_lists_every_scheme_with_parameters():
+    p = cli("schemes", "--json")
+    sch = {s["name"]: s for s in json.loads(p.stdout)}
+    assert {"ecmp", "spray"} <= set(sch)
+    for s in sch.values():
+        assert s["follows"] and s["summary"]
+        for par in s["params"]:
+            assert par["default"] != "" and par["help"]
+    text = cli("schemes").stdout
+    assert "mode" in text and "follows" in text
+
+
+def test_b1_example_is_valid(examples):
+    lbsim.validate(examples / "b1.toml")
