@@ -220,6 +220,11 @@ pub struct TransportCfg {
     pub max_rto_ms: f64,
     pub dupack_threshold: u32,
     pub rcv_wnd_bytes: u32,
+    /// Window growth per ACK: "bytes" (RFC 3465 byte counting, Linux-like:
+    /// growth follows the data acknowledged) or "per_ack" (RFC 5681 §3.1 as
+    /// written and as ns-2/ns-3 do: one MSS per ACK in slow start,
+    /// MSS²/cwnd in congestion avoidance, so delayed ACKs halve it).
+    pub cwnd_growth: String,
     /// "per_flow": a new connection (with handshake) per flow;
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the start, flows queued on the least-loaded one.
@@ -244,6 +249,7 @@ impl Default for TransportCfg {
             max_rto_ms: 60_000.0,
             dupack_threshold: 3,
             rcv_wnd_bytes: 4 << 20,
+            cwnd_growth: s("bytes"),
             connections: s("per_flow"),
             connections_per_pair: 3,
         }
@@ -604,6 +610,9 @@ impl Scenario {
                 ),
             ));
         }
+        if !["bytes", "per_ack"].contains(&t.cwnd_growth.as_str()) {
+            return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth)));
+        }
         if t.connections_per_pair == 0 {
             return Err(bad("transport.connections_per_pair", "must be >= 1"));
         }
@@ -835,6 +844,7 @@ impl Scenario {
             initial_rto: SimTime::from_us_f64(t.initial_rto_ms.unwrap_or(t.min_rto_ms) * 1e3),
             dupack_threshold: t.dupack_threshold,
             rcv_wnd: t.rcv_wnd_bytes,
+            byte_counting: t.cwnd_growth == "bytes",
             cc: if t.cc == "dctcp" {
                 CongestionControl::Dctcp { g: t.dctcp_g }
             } else {

@@ -37,6 +37,12 @@ pub struct TcpConfig {
     /// Receive buffer: the window the receiver advertises, bytes.
     pub rcv_wnd: u32,
     pub cc: CongestionControl,
+    /// Window growth. `false` (RFC 5681 §3.1, ns-2/ns-3): per ACK of new
+    /// data, slow start adds at most one MSS and congestion avoidance
+    /// MSS²/cwnd, so delayed ACKs halve the growth. `true` (RFC 3465
+    /// appropriate byte counting, L = 2; Linux counts acked segments
+    /// likewise): growth follows the bytes acknowledged.
+    pub byte_counting: bool,
     /// Classic ECN (RFC 3168) for NewReno; DCTCP always uses ECN.
     pub ecn: bool,
 }
@@ -56,6 +62,7 @@ impl Default for TcpConfig {
             dupack_threshold: 3,
             rcv_wnd: 4 << 20,
             cc: CongestionControl::NewReno,
+            byte_counting: true,
             ecn: false,
         }
     }

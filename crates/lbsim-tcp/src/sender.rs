@@ -676,18 +676,26 @@ impl TcpSender {
         }
         let mss = self.cfg.mss as u64;
         if self.cwnd < self.ssthresh {
-            // RFC 3465 slow start with L = 2
-            self.cwnd = (self.cwnd + acked.min(2 * mss)).min(self.ssthresh.max(self.cwnd));
+            // slow start: RFC 3465 (L = 2) or RFC 5681 (one MSS per ACK)
+            let inc = if self.cfg.byte_counting { acked.min(2 * mss) } else { acked.min(mss) };
+            self.cwnd = (self.cwnd + inc).min(self.ssthresh.max(self.cwnd));
             return;
         }
         match self.coupling {
-            None => {
+            None if self.cfg.byte_counting => {
                 // RFC 3465 congestion avoidance: one MSS per cwnd of bytes acked
                 self.ca_acc += acked;
                 if self.ca_acc >= self.cwnd {
                     self.ca_acc -= self.cwnd;
                     self.cwnd += mss;
                 }
+            }
+            None => {
+                // RFC 5681 eq. (3): MSS*MSS/cwnd per ACK
+                self.ca_frac += (mss * mss) as f64 / self.cwnd as f64;
+                let whole = self.ca_frac.floor();
+                self.cwnd += whole as u64;
+                self.ca_frac -= whole;
             }
             Some((alpha, total)) => {
                 let a = acked as f64 * mss as f64;

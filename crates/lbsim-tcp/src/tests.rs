@@ -385,3 +385,23 @@ fn nic_budget_backpressures_without_loss() {
     assert!(!s.nic_blocked());
     assert_eq!(s.stats.retransmits, 0);
 }
+
+#[test]
+fn slow_start_growth_per_ack_or_per_byte() {
+    // ten ACKs each acknowledging two segments (delayed ACKs)
+    let grow = |byte_counting: bool| {
+        let mut cfg = TcpConfig::default();
+        cfg.byte_counting = byte_counting;
+        let mut s = TcpSender::new_established(cfg);
+        let mut out = vec![];
+        s.write(1 << 30);
+        s.poll(SimTime::ZERO, &mut out);
+        for i in 0..10u64 {
+            let h = TcpHeader { ack: (i + 1) * 2 * 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+            s.on_segment(&h, SimTime(1 + i), &mut out);
+        }
+        (s.cwnd() - 10 * 1448) / 1448
+    };
+    assert_eq!(grow(false), 10, "RFC 5681: one MSS per ACK");
+    assert_eq!(grow(true), 20, "RFC 3465: the bytes acknowledged (L = 2)");
+}
