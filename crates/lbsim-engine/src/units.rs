@@ -45,14 +45,16 @@ impl SimTime {
     pub const fn ps(self) -> u64 {
         self.0
     }
+    // Division (not multiplication by 1e-x) so whole values convert exactly:
+    // 30 ms is 30.0, not 30.000000000000004.
     pub fn as_secs_f64(self) -> f64 {
-        self.0 as f64 * 1e-12
+        self.0 as f64 / 1e12
     }
     pub fn as_us_f64(self) -> f64 {
-        self.0 as f64 * 1e-6
+        self.0 as f64 / 1e6
     }
     pub fn as_ms_f64(self) -> f64 {
-        self.0 as f64 * 1e-9
+        self.0 as f64 / 1e9
     }
     pub fn saturating_sub(self, o: SimTime) -> SimTime {
         SimTime(self.0.saturating_sub(o.0))
@@ -192,5 +194,9 @@ mod tests {
         assert_eq!(SimTime::from_us_f64(1.5), SimTime::from_ns(1500));
         assert_eq!(SimTime::from_secs_f64(0.001), SimTime::from_ms(1));
         assert_eq!(SimTime::from_ms(3).as_ms_f64(), 3.0);
+        for ms in 1..1000 {
+            assert_eq!(SimTime::from_ms(ms).as_ms_f64(), ms as f64);
+            assert_eq!(SimTime::from_us(ms).as_us_f64(), ms as f64);
+        }
     }
 }

@@ -6,9 +6,15 @@
 //! name from scenario parameters, and [`SCHEMES`] describes each (paper,
 //! section, parameters with units and defaults) for `lbsim schemes`.
 
+pub mod conga;
+pub mod dre;
 pub mod ecmp;
+pub mod flowlet;
+pub mod letflow;
 pub mod params;
 pub mod spray;
+#[cfg(test)]
+pub(crate) mod testutil;
 
 pub use params::{DefaultValue, ParamDef, ParamError, Params, Value};
 
@@ -52,12 +58,35 @@ pub const SCHEMES: &[SchemeInfo] = &[
         acts_at: "every switch",
         params: spray::PARAMS,
     },
+    SchemeInfo {
+        name: "letflow",
+        summary: "LetFlow: a random next hop per flowlet at every switch",
+        follows: "Vanini et al., NSDI 2017 (Clove and AG baseline)",
+        acts_at: "every switch",
+        params: letflow::PARAMS,
+    },
+    SchemeInfo {
+        name: "conga",
+        summary: "CONGA: flowlets to the uplink minimising max(local DRE, remote path metric), leaf-to-leaf feedback",
+        follows: "Alizadeh et al., SIGCOMM 2014, §3 (DRE §3.2, feedback §3.3, flowlets §3.4, decision §3.5, defaults §3.6)",
+        acts_at: "leaves (spines: ECMP + CE)",
+        params: conga::PARAMS,
+    },
+    SchemeInfo {
+        name: "conga_flow",
+        summary: "CONGA-Flow: CONGA with T_fl = 13 ms, about one decision per flow",
+        follows: "Alizadeh et al., SIGCOMM 2014, §5 'Schemes compared'",
+        acts_at: "leaves (spines: ECMP + CE)",
+        params: conga::FLOW_PARAMS,
+    },
 ];
 
 /// A load-balancing scheme, dispatched by `match`.
 pub enum Scheme {
     Ecmp(ecmp::Ecmp),
     Spray(spray::Spray),
+    LetFlow(letflow::LetFlow),
+    Conga(Box<conga::Conga>),
 }
 
 impl Scheme {
@@ -85,13 +114,22 @@ impl Scheme {
         Ok(match name {
             "ecmp" => Scheme::Ecmp(ecmp::Ecmp),
             "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo.nodes.len())?),
+            "letflow" => Scheme::LetFlow(letflow::LetFlow::new(&p, env.topo.nodes.len())?),
+            "conga" | "conga_flow" => Scheme::Conga(Box::new(conga::Conga::new(&p, env.topo)?)),
             _ => unreachable!("scheme {name} listed but not constructed"),
         })
     }
 
     /// Scheme counters for the run summary.
     pub fn stats(&self) -> Vec<(&'static str, f64)> {
-        vec![]
+        match self {
+            Scheme::LetFlow(s) => vec![("flowlets", s.flowlets_started as f64)],
+            Scheme::Conga(s) => vec![
+                ("flowlets", s.flowlets_started as f64),
+                ("feedback_metrics_sent", s.feedback_sent as f64),
+            ],
+            _ => vec![],
+        }
     }
 }
 
@@ -100,6 +138,8 @@ macro_rules! dispatch {
         match $self {
             Scheme::Ecmp($s) => $e,
             Scheme::Spray($s) => $e,
+            Scheme::LetFlow($s) => $e,
+            Scheme::Conga($s) => $e,
         }
     };
 }

@@ -611,7 +611,10 @@ impl Scenario {
             ));
         }
         if !["bytes", "per_ack"].contains(&t.cwnd_growth.as_str()) {
-            return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth)));
+            return Err(bad(
+                "transport.cwnd_growth",
+                format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth),
+            ));
         }
         if t.connections_per_pair == 0 {
             return Err(bad("transport.connections_per_pair", "must be >= 1"));

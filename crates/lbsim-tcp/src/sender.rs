@@ -677,7 +677,11 @@ impl TcpSender {
         let mss = self.cfg.mss as u64;
         if self.cwnd < self.ssthresh {
             // slow start: RFC 3465 (L = 2) or RFC 5681 (one MSS per ACK)
-            let inc = if self.cfg.byte_counting { acked.min(2 * mss) } else { acked.min(mss) };
+            let inc = if self.cfg.byte_counting {
+                acked.min(2 * mss)
+            } else {
+                acked.min(mss)
+            };
             self.cwnd = (self.cwnd + inc).min(self.ssthresh.max(self.cwnd));
             return;
         }

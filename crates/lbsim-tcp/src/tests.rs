@@ -397,7 +397,12 @@ fn slow_start_growth_per_ack_or_per_byte() {
         s.write(1 << 30);
         s.poll(SimTime::ZERO, &mut out);
         for i in 0..10u64 {
-            let h = TcpHeader { ack: (i + 1) * 2 * 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+            let h = TcpHeader {
+                ack: (i + 1) * 2 * 1448,
+                flags: crate::header::ACK,
+                wnd: 1 << 30,
+                ..Default::default()
+            };
             s.on_segment(&h, SimTime(1 + i), &mut out);
         }
         (s.cwnd() - 10 * 1448) / 1448

@@ -1,0 +1,126 @@
+//! A hashed flowlet table with a valid bit and one age bit per entry
+//! (CONGA §3.4, also LetFlow's): each packet clears the age bit; a timer
+//! every T_fl expires entries whose age bit is still set and sets it on the
+//! others. A flowlet therefore ends after an idle gap of between T_fl and
+//! 2·T_fl, depending on the timer phase.
+//!
+//! The timer is applied lazily: with ticks at multiples of T_fl, an entry
+//! last touched in tick `a` is still valid at tick `b` iff `b − a ≤ 1`
+//! (the first tick after the touch sets the age bit, the second expires it).
+//! Hash collisions share an entry, as in hardware.
+
+use lbsim_engine::SimTime;
+use lbsim_net::PortId;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Entry {
+    port: u32,
+    /// Tick of the last packet + 1 (0 = never used).
+    tick1: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct FlowletTable {
+    entries: Vec<Entry>,
+    t_fl: SimTime,
+}
+
+/// What a lookup found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// An active flowlet: keep its port.
+    Active(PortId),
+    /// A new flowlet; the port the expired entry last held, if any.
+    New(Option<PortId>),
+}
+
+impl FlowletTable {
+    pub fn new(size: usize, t_fl: SimTime) -> Self {
+        FlowletTable {
+            entries: vec![Entry::default(); size.max(1)],
+            t_fl,
+        }
+    }
+
+    fn idx(&self, hash: u64) -> usize {
+        (hash % self.entries.len() as u64) as usize
+    }
+
+    /// Looks up the flowlet of `hash` at `now` and marks it as seen.
+    pub fn lookup(&mut self, hash: u64, now: SimTime) -> Lookup {
+        let tick = now.0 / self.t_fl.0;
+        let i = self.idx(hash);
+        let e = &mut self.entries[i];
+        let res = if e.tick1 == 0 {
+            Lookup::New(None)
+        } else if tick - (e.tick1 - 1) <= 1 {
+            Lookup::Active(PortId(e.port))
+        } else {
+            Lookup::New(Some(PortId(e.port)))
+        };
+        e.tick1 = tick + 1;
+        res
+    }
+
+    /// Records the port chosen for the flowlet of `hash`.
+    pub fn set(&mut self, hash: u64, port: PortId) {
+        let i = self.idx(hash);
+        self.entries[i].port = port.0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn age_bit_expires_entries_between_t_and_2t() {
+        let t = SimTime::from_us(500);
+        let mut ft = FlowletTable::new(1024, t);
+        assert_eq!(ft.lookup(7, SimTime::from_us(100)), Lookup::New(None));
+        ft.set(7, PortId(3));
+        // a gap shorter than T_fl never splits
+        assert_eq!(
+            ft.lookup(7, SimTime::from_us(550)),
+            Lookup::Active(PortId(3))
+        );
+        // last packet at 550 (tick 1): still valid in tick 2 (up to 1000), expired from tick 3
+        assert_eq!(
+            ft.lookup(7, SimTime::from_us(999)),
+            Lookup::Active(PortId(3))
+        );
+        // last packet at 999 (tick 1): a gap of 1.5 T_fl ends at 1749 (tick 3): expired
+        assert_eq!(
+            ft.lookup(7, SimTime::from_us(1749)),
+            Lookup::New(Some(PortId(3)))
+        );
+        // last packet at 1749 (tick 3): 1 T_fl + 1 us later is tick 4: still active
+        assert_eq!(
+            ft.lookup(7, SimTime::from_us(2250)),
+            Lookup::Active(PortId(3))
+        );
+        // a gap of 2 T_fl always expires
+        assert_eq!(
+            ft.lookup(7, SimTime::from_us(3250)),
+            Lookup::New(Some(PortId(3)))
+        );
+    }
+
+    #[test]
+    fn every_gap_between_t_and_2t_is_phase_dependent_and_never_beyond() {
+        let t = 500u64;
+        for start in (0..1000).step_by(37) {
+            for gap in (0..1200).step_by(13) {
+                let mut ft = FlowletTable::new(1, SimTime::from_us(t));
+                ft.lookup(1, SimTime::from_us(start));
+                let r = ft.lookup(1, SimTime::from_us(start + gap));
+                if gap < t {
+                    assert!(matches!(r, Lookup::Active(_)), "gap {gap} from {start}");
+                }
+                if gap >= 2 * t {
+                    assert!(matches!(r, Lookup::New(_)), "gap {gap} from {start}");
+                }
+            }
+        }
+    }
+}
