@@ -6,12 +6,18 @@
 //! name from scenario parameters, and [`SCHEMES`] describes each (paper,
 //! section, parameters with units and defaults) for `lbsim schemes`.
 
+pub mod clove;
 pub mod conga;
 pub mod dre;
 pub mod ecmp;
+pub mod edge;
+pub mod edge_flowlet;
+pub mod edge_params;
 pub mod flowlet;
 pub mod letflow;
+pub mod mptcp;
 pub mod params;
+pub mod presto;
 pub mod spray;
 #[cfg(test)]
 pub(crate) mod testutil;
@@ -79,7 +85,48 @@ pub const SCHEMES: &[SchemeInfo] = &[
         acts_at: "leaves (spines: ECMP + CE)",
         params: conga::FLOW_PARAMS,
     },
+    SchemeInfo {
+        name: "edge_flowlet",
+        summary: "Edge-Flowlet: the source hypervisor gives each flowlet a new outer source port (random over discovered paths, or hashed)",
+        follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 and §5",
+        acts_at: "host edge (hypervisor)",
+        params: edge_flowlet::PARAMS,
+    },
+    SchemeInfo {
+        name: "clove_ecn",
+        summary: "Clove-ECN: flowlets by weighted round robin over discovered paths; ECN relayed by the receiver cuts a path's weight by 1/3",
+        follows: "Katta et al. (Clove), CoNEXT 2017, §3.1-3.2, §4",
+        acts_at: "host edge (hypervisor); switches mark ECN",
+        params: clove::ECN_PARAMS,
+    },
+    SchemeInfo {
+        name: "clove_int",
+        summary: "Clove-INT: switches stamp max egress utilisation (INT); each flowlet takes the least-utilised discovered path",
+        follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 'Clove-INT'",
+        acts_at: "host edge (hypervisor); switches write INT",
+        params: clove::INT_PARAMS,
+    },
+    SchemeInfo {
+        name: "presto",
+        summary: "Presto: 64 KB flowcells round-robin over discovered paths (optionally weighted); receiver reassembles flowcells in order",
+        follows: "He et al., SIGCOMM 2015, as adapted to L3 ECMP in Clove §5",
+        acts_at: "host edge (both ends)",
+        params: presto::PARAMS,
+    },
+    SchemeInfo {
+        name: "mptcp",
+        summary: "MPTCP: n subflows on distinct ports over ECMP, LIA coupled increase, lowest-RTT scheduler, connection-level reassembly",
+        follows: "RFC 6356 (LIA), Wischik et al. NSDI 2011; CONGA §5 (8 subflows), Clove §5 (4 subflows)",
+        acts_at: "transport (hosts); switches: ECMP",
+        params: mptcp::PARAMS,
+    },
 ];
+
+/// Default switch ECN threshold a scheme needs when the scenario sets none
+/// (Clove-ECN: 20 packets, §3.2).
+pub fn default_ecn_k_pkts(scheme: &str) -> Option<u32> {
+    (scheme == "clove_ecn").then_some(20)
+}
 
 /// A load-balancing scheme, dispatched by `match`.
 pub enum Scheme {
@@ -87,6 +134,10 @@ pub enum Scheme {
     Spray(spray::Spray),
     LetFlow(letflow::LetFlow),
     Conga(Box<conga::Conga>),
+    EdgeFlowlet(Box<edge_flowlet::EdgeFlowlet>),
+    Clove(Box<clove::Clove>),
+    Presto(Box<presto::Presto>),
+    Mptcp(mptcp::Mptcp),
 }
 
 impl Scheme {
@@ -116,6 +167,11 @@ impl Scheme {
             "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo.nodes.len())?),
             "letflow" => Scheme::LetFlow(letflow::LetFlow::new(&p, env.topo.nodes.len())?),
             "conga" | "conga_flow" => Scheme::Conga(Box::new(conga::Conga::new(&p, env.topo)?)),
+            "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
+            "clove_ecn" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, false)?)),
+            "clove_int" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, true)?)),
+            "presto" => Scheme::Presto(Box::new(presto::Presto::new(&p, env, given)?)),
+            "mptcp" => Scheme::Mptcp(mptcp::Mptcp::new(&p)?),
             _ => unreachable!("scheme {name} listed but not constructed"),
         })
     }
@@ -124,13 +180,53 @@ impl Scheme {
     pub fn stats(&self) -> Vec<(&'static str, f64)> {
         match self {
             Scheme::LetFlow(s) => vec![("flowlets", s.flowlets_started as f64)],
-            Scheme::Conga(s) => vec![
-                ("flowlets", s.flowlets_started as f64),
-                ("feedback_metrics_sent", s.feedback_sent as f64),
-            ],
+            Scheme::Conga(s) => vec![("flowlets", s.flowlets_started as f64), ("feedback_metrics_sent", s.feedback_sent as f64)],
+            Scheme::EdgeFlowlet(s) => {
+                let mut v = vec![("flowlets", s.flowlets.count as f64)];
+                if let Some(d) = s.discovery() {
+                    v.extend(discovery_stats(d));
+                }
+                v
+            }
+            Scheme::Clove(s) => {
+                let mut v = vec![("flowlets", s.flowlets.count as f64), ("ecn_reports", s.ecn_reports as f64), ("ece_masked", s.ece_masked as f64)];
+                v.extend(discovery_stats(s.discovery()));
+                v
+            }
+            Scheme::Presto(s) => {
+                let mut v = vec![("flowcells", s.flowcells as f64), ("packets_held", s.held_total as f64), ("reassembly_timeouts", s.timeouts as f64)];
+                v.extend(discovery_stats(s.discovery()));
+                v
+            }
             _ => vec![],
         }
     }
+
+    /// MPTCP subflows per connection, when the transport is MPTCP.
+    pub fn mptcp_subflows(&self) -> Option<u32> {
+        match self {
+            Scheme::Mptcp(m) => Some(m.subflows),
+            _ => None,
+        }
+    }
+
+    /// How paths are discovered, for schemes that discover them.
+    pub fn discovery_mode(&self) -> Option<&'static str> {
+        let d = match self {
+            Scheme::EdgeFlowlet(s) => s.discovery()?,
+            Scheme::Clove(s) => s.discovery(),
+            Scheme::Presto(s) => s.discovery(),
+            _ => return None,
+        };
+        Some(match d.p.mode {
+            edge::DiscoveryMode::Probe => "probe (traceroute packets)",
+            edge::DiscoveryMode::Oracle => "oracle (read from routing state)",
+        })
+    }
+}
+
+fn discovery_stats(d: &edge::Discovery) -> Vec<(&'static str, f64)> {
+    vec![("probe_packets", d.probes_sent as f64), ("discovery_rounds", d.rounds as f64)]
 }
 
 macro_rules! dispatch {
@@ -140,6 +236,10 @@ macro_rules! dispatch {
             Scheme::Spray($s) => $e,
             Scheme::LetFlow($s) => $e,
             Scheme::Conga($s) => $e,
+            Scheme::EdgeFlowlet($s) => $e,
+            Scheme::Clove($s) => $e,
+            Scheme::Presto($s) => $e,
+            Scheme::Mptcp($s) => $e,
         }
     };
 }

@@ -25,7 +25,7 @@ impl fmt::Display for Value {
 }
 
 /// One declared parameter.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ParamDef {
     pub name: &'static str,
     pub unit: &'static str,

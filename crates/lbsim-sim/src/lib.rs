@@ -402,7 +402,8 @@ pub fn run(
     let ecn = match (n.ecn_k_pkts, n.ecn_k_bytes) {
         (Some(k), _) => Some(Threshold::Packets(k)),
         (_, Some(b)) => Some(Threshold::Bytes(b)),
-        _ => None,
+        // a scheme's own default (Clove-ECN: 20 packets)
+        _ => lbsim_lb::default_ecn_k_pkts(&sc.lb.scheme).map(Threshold::Packets),
     };
     let backpressure = n.host_nic.as_deref() != Some("drop_tail");
     let host_nic_limit = match host_limit {
@@ -462,6 +463,12 @@ pub fn run(
     }
     w.routing = routing0;
     w.host_nic_limit = backpressure.then_some(host_nic_limit);
+    w.mptcp_n = w.lb.mptcp_subflows();
+    let ecn_desc = match ecn {
+        Some(Threshold::Packets(k)) => json!({"k_pkts": k}),
+        Some(Threshold::Bytes(b)) => json!({"k_bytes": b}),
+        None => Value::Null,
+    };
     w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
     w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
     w.link_events = link_events;
@@ -626,7 +633,14 @@ pub fn run(
     }
     let run_s = t_run.elapsed().as_secs_f64();
     w.finalize_unfinished();
-    let summary = summarize(sc, &w, workload_info, rtt, setup_s, run_s);
+    let mut summary = summarize(sc, &w, workload_info, rtt, setup_s, run_s);
+    summary["network"]["ecn_threshold"] = ecn_desc;
+    if let Some(d) = w.lb.discovery_mode() {
+        summary["scheme"]["path_discovery"] = json!(d);
+    }
+    if let Some(n) = w.mptcp_n {
+        summary["transport"]["mptcp_subflows"] = json!(n);
+    }
     Ok(RunOutput {
         ports: w
             .topo

@@ -225,6 +225,12 @@ pub struct TransportCfg {
     /// written and as ns-2/ns-3 do: one MSS per ACK in slow start,
     /// MSS²/cwnd in congestion avoidance, so delayed ACKs halve it).
     pub cwnd_growth: String,
+    /// Segmentation offload burst, bytes (0 = off, the default, as in ns-3):
+    /// the sender defers until it can send this much (or cwnd/2) back to
+    /// back, as Linux TSO does. Flowlet schemes need these bursts to find
+    /// flowlets (Clove §4 encapsulates 64 KB TSO segments): the Clove and
+    /// CONGA reproductions set 65536.
+    pub tso_bytes: u32,
     /// "per_flow": a new connection (with handshake) per flow;
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the start, flows queued on the least-loaded one.
@@ -250,6 +256,7 @@ impl Default for TransportCfg {
             dupack_threshold: 3,
             rcv_wnd_bytes: 4 << 20,
             cwnd_growth: s("bytes"),
+            tso_bytes: 0,
             connections: s("per_flow"),
             connections_per_pair: 3,
         }
@@ -848,6 +855,7 @@ impl Scenario {
             dupack_threshold: t.dupack_threshold,
             rcv_wnd: t.rcv_wnd_bytes,
             byte_counting: t.cwnd_growth == "bytes",
+            tso_bytes: t.tso_bytes,
             cc: if t.cc == "dctcp" {
                 CongestionControl::Dctcp { g: t.dctcp_g }
             } else {

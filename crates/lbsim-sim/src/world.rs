@@ -70,6 +70,24 @@ pub(crate) struct Conn {
     flow_ends: VecDeque<(u64, u32)>,
     per_flow: bool,
     waiting_nic: bool,
+    /// The MPTCP connection this is a subflow of (u32::MAX: plain TCP).
+    parent: u32,
+    sub_idx: u8,
+}
+
+/// An MPTCP connection: subflows (ordinary connections) carrying chunks of
+/// one data stream, each chunk tagged with its data sequence number (DSS).
+pub(crate) struct Mptcp {
+    subflows: Vec<u32>,
+    /// Data sequence numbers handed to subflows so far / written by the app.
+    next_dsn: u64,
+    app_end: u64,
+    /// Connection-level receive state.
+    rcv: lbsim_tcp::RangeSet,
+    rcv_nxt: u64,
+    flow_ends: VecDeque<(u64, u32)>,
+    per_flow: bool,
+    joined: bool,
 }
 
 pub(crate) struct UdpSource {
@@ -159,6 +177,9 @@ pub(crate) struct World {
     pub host_nic_limit: Option<u32>,
     nic_waiters: Vec<VecDeque<u32>>,
     nic_wake_at: Vec<SimTime>,
+    /// MPTCP: subflows per connection (None: plain TCP).
+    pub mptcp_n: Option<u32>,
+    mps: Vec<Option<Box<Mptcp>>>,
     /// Host send jitter: each packet leaving a host reaches the next hop
     /// up to this much later (uniform), never overtaking the previous one.
     pub jitter: SimTime,
@@ -219,6 +240,8 @@ impl World {
             host_nic_limit: None,
             nic_waiters: vec![VecDeque::new(); hosts],
             nic_wake_at: vec![SimTime::MAX; hosts],
+            mptcp_n: None,
+            mps: Vec::new(),
             jitter: SimTime::ZERO,
             jitter_rng: Rng::stream(0, "jitter"),
             last_arrive: vec![SimTime::ZERO; topo.ports.len()],
@@ -518,6 +541,16 @@ impl World {
         let mut out = std::mem::take(&mut self.out);
         if to_receiver {
             let got = c.receiver.on_segment(hdr, ce, now, &mut out);
+            if c.parent != u32::MAX {
+                let parent = c.parent;
+                self.emit(conn, false, &mut out);
+                self.rearm(conn, 1);
+                self.out = out;
+                if hdr.len > 0 {
+                    self.mp_receive(parent, hdr.dsn, hdr.dsn + hdr.len as u64);
+                }
+                return;
+            }
             if got > 0 {
                 let rcv = c.receiver.rcv_nxt();
                 let (s, r) = (c.sender.stats, c.receiver.stats);
@@ -543,7 +576,10 @@ impl World {
                 self.incast_flow_done(self.flows[f as usize].incast_request.unwrap());
             }
         } else {
-            let src = c.src;
+            let (src, parent) = (c.src, c.parent);
+            if parent != u32::MAX {
+                self.couple(parent, conn);
+            }
             let budget = self.nic_budget(src);
             let c = self.conns[conn as usize].as_mut().unwrap();
             c.sender.set_tx_budget(budget);
@@ -551,9 +587,213 @@ impl World {
             self.emit(conn, true, &mut out);
             self.after_send(conn);
             self.rearm(conn, 0);
-            self.maybe_free(conn);
+            self.out = out;
+            if parent != u32::MAX {
+                self.mp_after_ack(parent, conn);
+            } else {
+                self.maybe_free(conn);
+            }
+            return;
         }
         self.out = out;
+    }
+
+    // ------------------------------------------------------------ MPTCP
+
+    /// RFC 6356 §3: alpha = cwnd_total · max(cwnd_i / rtt_i²) / (Σ cwnd_i / rtt_i)².
+    fn couple(&mut self, mp: u32, conn: u32) {
+        let m = self.mps[mp as usize].as_ref().unwrap();
+        let (mut total, mut best, mut sum) = (0u64, 0.0f64, 0.0f64);
+        for &sf in &m.subflows {
+            let Some(c) = self.conns[sf as usize].as_ref() else { continue };
+            let Some(rtt) = c.sender.srtt() else { continue };
+            let (w, r) = (c.sender.cwnd() as f64, rtt.as_secs_f64().max(1e-9));
+            total += c.sender.cwnd();
+            best = best.max(w / (r * r));
+            sum += w / r;
+        }
+        if sum > 0.0 {
+            let alpha = total as f64 * best / (sum * sum);
+            if let Some(c) = self.conns[conn as usize].as_mut() {
+                c.sender.set_coupling(alpha, total);
+            }
+        }
+    }
+
+    fn mp_after_ack(&mut self, mp: u32, conn: u32) {
+        let now = self.now();
+        // the first subflow is up: open the others (MP_JOIN)
+        let join = {
+            let m = self.mps[mp as usize].as_ref().unwrap();
+            let c = self.conns[conn as usize].as_ref().unwrap();
+            !m.joined && c.sub_idx == 0 && c.sender.state() == lbsim_tcp::SenderState::Established
+        };
+        if join {
+            let subs = {
+                let m = self.mps[mp as usize].as_mut().unwrap();
+                m.joined = true;
+                m.subflows.clone()
+            };
+            let mut out = std::mem::take(&mut self.out);
+            for &sf in &subs[1..] {
+                let c = self.conns[sf as usize].as_mut().unwrap();
+                c.sender.connect(now, &mut out);
+                self.emit(sf, true, &mut out);
+                self.rearm(sf, 0);
+            }
+            self.out = out;
+        }
+        self.mp_schedule(mp);
+        // free a finished per-flow MPTCP connection once everything is acknowledged
+        let m = self.mps[mp as usize].as_ref().unwrap();
+        if m.per_flow && m.flow_ends.is_empty() && m.subflows.iter().all(|&sf| self.conns[sf as usize].as_ref().is_none_or(|c| c.sender.all_acked() && c.receiver.next_wakeup().is_none())) {
+            for &sf in &m.subflows.clone() {
+                self.conns[sf as usize] = None;
+            }
+            self.mps[mp as usize] = None;
+        }
+    }
+
+    /// Hands unsent data, one MSS at a time, to the established subflow with
+    /// the lowest smoothed RTT that has window room (Linux's default scheduler).
+    fn mp_schedule(&mut self, mp: u32) {
+        let now = self.now();
+        let mss = self.tcp.mss as u64;
+        let mut out = std::mem::take(&mut self.out);
+        loop {
+            let Some(m) = self.mps[mp as usize].as_ref() else { break };
+            if m.next_dsn >= m.app_end {
+                break;
+            }
+            let len = mss.min(m.app_end - m.next_dsn);
+            let mut best: Option<(u64, usize, u32)> = None;
+            for (i, &sf) in m.subflows.iter().enumerate() {
+                let Some(c) = self.conns[sf as usize].as_ref() else { continue };
+                let s = &c.sender;
+                if s.state() != lbsim_tcp::SenderState::Established || s.unsent() > 0 || s.window_space() < len || s.nic_blocked() {
+                    continue;
+                }
+                let key = (s.srtt().map_or(u64::MAX, |r| r.0), i, sf);
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+            }
+            let Some((_, _, sf)) = best else { break };
+            let dsn = m.next_dsn;
+            self.mps[mp as usize].as_mut().unwrap().next_dsn += len;
+            let src = self.conns[sf as usize].as_ref().unwrap().src;
+            let budget = self.nic_budget(src);
+            let c = self.conns[sf as usize].as_mut().unwrap();
+            c.sender.write_mapped(len, dsn);
+            c.sender.set_tx_budget(budget);
+            c.sender.poll(now, &mut out);
+            self.emit(sf, true, &mut out);
+            self.after_send(sf);
+            self.rearm(sf, 0);
+        }
+        self.out = out;
+    }
+
+    /// Connection-level reassembly: data is delivered in data-sequence order
+    /// (whatever subflow carried it).
+    fn mp_receive(&mut self, mp: u32, a: u64, b: u64) {
+        let now = self.now();
+        let Some(m) = self.mps[mp as usize].as_mut() else { return };
+        m.rcv.insert(a, b);
+        if let Some((s, e)) = m.rcv.next_at_or_after(0) {
+            if s <= m.rcv_nxt && e > m.rcv_nxt {
+                m.rcv_nxt = e;
+            }
+        }
+        let rcv = m.rcv_nxt;
+        let mut done = vec![];
+        while let Some(&(end, f)) = m.flow_ends.front() {
+            if end > rcv {
+                break;
+            }
+            m.flow_ends.pop_front();
+            done.push(f);
+        }
+        if done.is_empty() {
+            return;
+        }
+        let (retx, tos, ooo) = self.mp_stats(mp);
+        for f in done {
+            let fr = &mut self.flows[f as usize];
+            fr.finish = Some(now);
+            fr.retransmits = retx - fr.retransmits;
+            fr.timeouts = tos - fr.timeouts;
+            fr.reorder = ooo - fr.reorder;
+            self.done += 1;
+            if let Some(r) = fr.incast_request {
+                self.incast_flow_done(r);
+            }
+        }
+    }
+
+    fn mp_stats(&self, mp: u32) -> (u64, u64, u64) {
+        let m = self.mps[mp as usize].as_ref().unwrap();
+        let mut t = (0, 0, 0);
+        for &sf in &m.subflows {
+            if let Some(c) = self.conns[sf as usize].as_ref() {
+                t.0 += c.sender.stats.retransmits;
+                t.1 += c.sender.stats.timeouts;
+                t.2 += c.receiver.stats.out_of_order;
+            }
+        }
+        t
+    }
+
+    fn new_mp(&mut self, src: u32, dst: u32, established: bool, per_flow: bool, k: u16) -> u32 {
+        let n = self.mptcp_n.unwrap();
+        let id = self.mps.len() as u32;
+        let subflows: Vec<u32> = (0..n)
+            .map(|i| {
+                let sf = self.new_conn(src, dst, established, false, 5000 + k * 64 + i as u16);
+                let c = self.conns[sf as usize].as_mut().unwrap();
+                c.parent = id;
+                c.sub_idx = i as u8;
+                sf
+            })
+            .collect();
+        self.mps.push(Some(Box::new(Mptcp { subflows, next_dsn: 0, app_end: 0, rcv: Default::default(), rcv_nxt: 0, flow_ends: VecDeque::new(), per_flow, joined: established })));
+        id
+    }
+
+    fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32) -> (u64, u64, u64) {
+        let now = self.now();
+        let mp = match self.persistent {
+            None => self.new_mp(f.src, f.dst, false, true, 0),
+            Some(n) => {
+                let pool = match self.pools.get(&(f.src, f.dst)) {
+                    Some(p) => p.clone(),
+                    None => {
+                        let p: Vec<u32> = (0..n).map(|k| self.new_mp(f.src, f.dst, true, false, k as u16)).collect();
+                        self.pools.insert((f.src, f.dst), p.clone());
+                        p
+                    }
+                };
+                *pool.iter().min_by_key(|&&m| {
+                    let m = self.mps[m as usize].as_ref().unwrap();
+                    m.app_end - m.rcv_nxt
+                }).unwrap()
+            }
+        };
+        let base = self.mp_stats(mp);
+        let m = self.mps[mp as usize].as_mut().unwrap();
+        m.app_end += f.size;
+        m.flow_ends.push_back((m.app_end, fid));
+        if !m.joined {
+            let sf = m.subflows[0];
+            let mut out = std::mem::take(&mut self.out);
+            self.conns[sf as usize].as_mut().unwrap().sender.connect(now, &mut out);
+            self.emit(sf, true, &mut out);
+            self.out = out;
+            self.rearm(sf, 0);
+        } else {
+            self.mp_schedule(mp);
+        }
+        base
     }
 
     /// Segments TCP senders at `host` may hand its NIC now: they keep at
@@ -615,11 +855,17 @@ impl World {
                 continue;
             };
             c.waiting_nic = false;
+            let parent = c.parent;
             c.sender.set_tx_budget(budget);
             c.sender.poll(now, &mut out);
             self.emit(conn, true, &mut out);
             self.after_send(conn);
             self.rearm(conn, 0);
+            if parent != u32::MAX {
+                self.out = out;
+                self.mp_schedule(parent);
+                out = std::mem::take(&mut self.out);
+            }
         }
         self.out = out;
         if !self.nic_waiters[h as usize].is_empty() {
@@ -766,6 +1012,8 @@ impl World {
             flow_ends: VecDeque::new(),
             per_flow,
             waiting_nic: false,
+            parent: u32::MAX,
+            sub_idx: 0,
         })));
         id
     }
@@ -776,15 +1024,18 @@ impl World {
         let now = self.now();
         let fid = self.flows.len() as u32;
         let handshake = self.persistent.is_none();
-        let ideal = crate::metrics::ideal_fct(
-            &self.topo,
-            &self.routing,
-            &self.tcp,
-            f.src,
-            f.dst,
-            f.size,
-            handshake,
-        );
+        let ideal = crate::metrics::ideal_fct(&self.topo, &self.routing, &self.tcp, f.src, f.dst, f.size, handshake);
+        if self.mptcp_n.is_some() {
+            let start = f.start.max(now);
+            self.flows.push(FlowRecord { src: f.src, dst: f.dst, size: f.size, start, finish: None, ideal, retransmits: 0, timeouts: 0, reorder: 0, incast_request });
+            let (r, t, o) = self.start_mptcp_flow(f, fid);
+            // counters are read as differences at completion
+            let fr = &mut self.flows[fid as usize];
+            fr.retransmits = r;
+            fr.timeouts = t;
+            fr.reorder = o;
+            return;
+        }
         let conn = match self.persistent {
             None => self.new_conn(f.src, f.dst, false, true, 80),
             Some(n) => {
@@ -842,6 +1093,19 @@ impl World {
 
     /// Counters of flows still unfinished, read at the end.
     pub fn finalize_unfinished(&mut self) {
+        for mp in 0..self.mps.len() {
+            if self.mps[mp].is_none() {
+                continue;
+            }
+            let (r, t, o) = self.mp_stats(mp as u32);
+            let ends: Vec<u32> = self.mps[mp].as_ref().unwrap().flow_ends.iter().map(|e| e.1).collect();
+            for f in ends {
+                let fr = &mut self.flows[f as usize];
+                fr.retransmits = r - fr.retransmits;
+                fr.timeouts = t - fr.timeouts;
+                fr.reorder = o - fr.reorder;
+            }
+        }
         for c in self.conns.iter().flatten() {
             for &(_, f) in &c.flow_ends {
                 let fr = &mut self.flows[f as usize];

@@ -45,6 +45,12 @@ pub struct TcpConfig {
     pub byte_counting: bool,
     /// Classic ECN (RFC 3168) for NewReno; DCTCP always uses ECN.
     pub ecn: bool,
+    /// Segmentation offload (TSO/GSO) burst size, bytes; 0 = off. With it,
+    /// while data is in flight the sender defers until the window lets it
+    /// send min(tso_bytes, cwnd/2, unsent) at once (Linux
+    /// `tcp_tso_should_defer`), then sends that burst back to back. This is
+    /// the burstiness flowlet schemes rely on (CONGA §2.6, Clove §4).
+    pub tso_bytes: u32,
 }
 
 impl Default for TcpConfig {
@@ -64,6 +70,7 @@ impl Default for TcpConfig {
             cc: CongestionControl::NewReno,
             byte_counting: true,
             ecn: false,
+            tso_bytes: 0,
         }
     }
 }

@@ -281,6 +281,10 @@ impl TcpSender {
                 }
             }
         }
+        if self.tso_defer() {
+            self.cwnd_limited = true;
+            return;
+        }
         while let Some((seq, len, retx)) = self.next_segment() {
             if self.tx_budget == 0 {
                 self.nic_blocked = true;
@@ -473,6 +477,23 @@ impl TcpSender {
             ..Default::default()
         });
         self.rto_deadline = Some(now + self.current_rto());
+    }
+
+    /// TSO deferral: with data in flight, wait until a whole burst fits.
+    fn tso_defer(&self) -> bool {
+        let tso = self.cfg.tso_bytes as u64;
+        if tso == 0 || self.recovery != Recovery::Open || self.nxt < self.max {
+            return false;
+        }
+        let pipe = self.pipe();
+        if pipe == 0 {
+            return false;
+        }
+        let mss = self.cfg.mss as u64;
+        let unsent = self.app_end.saturating_sub(self.max);
+        let burst = tso.min((self.cwnd / 2).max(mss)).min(unsent);
+        let wnd = self.cwnd.min(self.peer_wnd.max(mss));
+        burst > 0 && wnd.saturating_sub(pipe) < burst
     }
 
     fn is_lost(&self, seq: u64) -> bool {

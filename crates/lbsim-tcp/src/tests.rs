@@ -410,3 +410,34 @@ fn slow_start_growth_per_ack_or_per_byte() {
     assert_eq!(grow(false), 10, "RFC 5681: one MSS per ACK");
     assert_eq!(grow(true), 20, "RFC 3465: the bytes acknowledged (L = 2)");
 }
+
+#[test]
+fn tso_deferral_sends_in_bursts() {
+    // With 64 KB TSO a steady flow leaves the sender in bursts separated by
+    // idle gaps; without it, segments are spread out by the ACK clock.
+    let gaps = |tso: u32| {
+        let mut cfg = TcpConfig::default();
+        cfg.tso_bytes = tso;
+        cfg.rcv_wnd = 128 * 1024; // window-limited: a steady state with idle time
+        let mut w = Wire::new(cfg, no_loss());
+        w.run(1448 * 4000, SimTime::from_ms(500));
+        w.s.stats.segments_sent
+    };
+    assert_eq!(gaps(0), gaps(65536), "same data, no loss either way");
+    // the burst structure: after the first RTT every transmission opportunity
+    // sends at least burst/2 bytes at once
+    let mut cfg = TcpConfig::default();
+    cfg.tso_bytes = 65536;
+    let mut s = TcpSender::new_established(cfg);
+    let mut out = vec![];
+    s.write(1 << 30);
+    s.poll(SimTime::ZERO, &mut out);
+    assert_eq!(out.len(), 10, "IW");
+    // one ACK for 2 segments: window room 2 segments < burst (cwnd/2 = 6): defer
+    out.clear();
+    let ack = |a: u64| TcpHeader { ack: a, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+    s.on_segment(&ack(2 * 1448), SimTime(1), &mut out);
+    assert!(out.is_empty(), "deferred, got {}", out.len());
+    s.on_segment(&ack(6 * 1448), SimTime(2), &mut out);
+    assert!(out.len() >= 6, "a burst once the window allows: {}", out.len());
+}

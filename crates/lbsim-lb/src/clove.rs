@@ -1,0 +1,327 @@
+//! Clove (Katta et al., CoNEXT 2017, §3): congestion-aware flowlet load
+//! balancing in the source hypervisor over plain ECMP switches, steering by
+//! the outer source port. Two variants share this file:
+//!
+//! **Clove-ECN** (§3.2 "Clove-ECN", §4): the source edge sets ECT on the
+//! outer header; switches mark CE above the ECN threshold (the paper's 20
+//! packets is this scheme's default for `network.ecn_k_pkts`). The
+//! receiving edge relays (outer source port, CE) in the encapsulation of
+//! reverse packets, at most once per relay interval per path (default
+//! RTT/2). The source keeps per-destination weights over its ports: an ECN
+//! report cuts that path's weight by `weight_cut` (1/3) and spreads the cut
+//! equally over the paths not currently congested; new flowlets follow a
+//! weighted round robin. ECN is hidden from the sending VM (ECE cleared on
+//! ACKs) unless every path to that destination is congested.
+//! *Our choices where the paper is silent:* a path counts as congested for
+//! `congested_hold_rtts` after an ECN report; weights relax back toward
+//! equal with time constant `weight_recovery_us` (otherwise a path cut
+//! during a transient burst would stay starved, and the paper describes no
+//! way back); a remapped path set (after re-discovery) restarts at equal
+//! weights.
+//!
+//! **Clove-INT** (§3.2 "Clove-INT"): every switch writes its egress link
+//! utilisation into a path-max header field (estimated by a DRE, τ =
+//! `util_tau_us`); the receiver relays (port, max utilisation); each new
+//! flowlet takes the least-utilised path (ties at random). A report older
+//! than `util_age_us` is forgotten (our choice).
+
+use crate::dre::{Dre, DreParams};
+use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, Relay, Wrr};
+use crate::edge_params::{self, num, DISCOVERY, RTT};
+use crate::params::{ParamDef, ParamError, Params};
+use crate::SchemeEnv;
+use lbsim_engine::SimTime;
+use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, NodeKind, Payload, PktId, PortId};
+use lbsim_tcp::header::ECE;
+
+macro_rules! clove_params {
+    ($($extra:expr),*) => {
+        &[
+            num("flowlet_gap_rtts", "RTT", 2.0, "idle gap that starts a new flowlet, in RTTs (§3.2 recommends 2; §5 found 1 best on the testbed)"),
+            num("relay_interval_rtts", "RTT", 0.5, "the receiver relays a path's state at most once per this interval (§3.2: RTT/2)"),
+            $($extra,)*
+            RTT,
+            DISCOVERY[0],
+            DISCOVERY[1],
+            DISCOVERY[2],
+            DISCOVERY[3],
+            DISCOVERY[4],
+            DISCOVERY[5],
+        ]
+    };
+}
+
+pub const ECN_PARAMS: &[ParamDef] = clove_params!(
+    num("weight_cut", "fraction", 1.0 / 3.0, "share of a path's weight removed on an ECN report (§3.2: a third)"),
+    num("congested_hold_rtts", "RTT", 1.0, "a path counts as congested this long after an ECN report (our choice)"),
+    num("weight_recovery_us", "us", 1000.0, "time constant with which weights relax back to equal (our choice; the paper is silent)")
+);
+
+pub const INT_PARAMS: &[ParamDef] = clove_params!(
+    num("util_tau_us", "us", 160.0, "time constant of the switches' utilisation estimator (DRE, as CONGA §3.2)"),
+    num("util_age_us", "us", 1000.0, "a utilisation report older than this is forgotten (our choice)")
+);
+
+#[derive(Clone, Debug, Default)]
+struct DestState {
+    epoch: u32,
+    weights: Vec<f64>,
+    congested_until: Vec<SimTime>,
+    util: Vec<(u16, SimTime)>,
+    updated: SimTime,
+    wrr: Wrr,
+}
+
+pub struct Clove {
+    int: bool,
+    disc: Discovery,
+    pub flowlets: Flowlets,
+    relay: Relay,
+    dests: Vec<IdMap<u32, DestState>>,
+    cut: f64,
+    hold: SimTime,
+    recovery: SimTime,
+    dre_p: DreParams,
+    dre: Vec<Dre>,
+    switch_port: Vec<bool>,
+    util_age: SimTime,
+    pub ecn_reports: u64,
+    pub ece_masked: u64,
+}
+
+impl Clove {
+    pub fn new(p: &Params, env: &SchemeEnv, int: bool) -> Result<Self, ParamError> {
+        let rtt = edge_params::rtt(p, env.base_rtt)?;
+        let in_rtts = |k: &str| -> Result<SimTime, ParamError> { Ok(SimTime::from_us_f64(rtt.as_us_f64() * p.positive(k)?)) };
+        let hosts = env.topo.num_hosts();
+        let (cut, hold, recovery, util_tau, util_age) = if int {
+            (0.0, SimTime::ZERO, SimTime::ZERO, p.positive("util_tau_us")?, SimTime::from_us_f64(p.positive("util_age_us")?))
+        } else {
+            let cut = p.positive("weight_cut")?;
+            if cut >= 1.0 {
+                return Err(ParamError { key: "weight_cut".into(), msg: format!("must be below 1, got {cut}") });
+            }
+            (cut, in_rtts("congested_hold_rtts")?, SimTime::from_us_f64(p.positive("weight_recovery_us")?), 160.0, SimTime::ZERO)
+        };
+        let period = (util_tau / 32.0).max(0.1);
+        Ok(Clove {
+            int,
+            disc: Discovery::new(edge_params::discovery(p)?, hosts),
+            flowlets: Flowlets::new(in_rtts("flowlet_gap_rtts")?, hosts),
+            relay: Relay::new(in_rtts("relay_interval_rtts")?, hosts),
+            dests: (0..hosts).map(|_| IdMap::default()).collect(),
+            cut,
+            hold,
+            recovery,
+            dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / util_tau, q_bits: 8 },
+            dre: if int { vec![Dre::default(); env.topo.ports.len()] } else { vec![] },
+            switch_port: env.topo.ports.iter().map(|pt| env.topo.nodes[pt.node.idx()].kind == NodeKind::Switch).collect(),
+            util_age,
+            ecn_reports: 0,
+            ece_masked: 0,
+        })
+    }
+
+    pub fn discovery(&self) -> &Discovery {
+        &self.disc
+    }
+
+    /// The state toward `dst`, reset if the path set changed.
+    fn dest(&mut self, src: u32, dst: u32, n: usize, epoch: u32) -> &mut DestState {
+        let d = self.dests[src as usize].entry(dst).or_default();
+        if d.epoch != epoch || d.weights.len() != n {
+            *d = DestState { epoch, weights: vec![1.0 / n.max(1) as f64; n], congested_until: vec![SimTime::ZERO; n], util: vec![(0, SimTime::ZERO); n], ..Default::default() };
+        }
+        d
+    }
+
+    /// Relaxes weights toward equal for the time since the last update.
+    fn recover(&self, d: &mut DestState, now: SimTime) {
+        let n = d.weights.len();
+        if n == 0 || now <= d.updated {
+            return;
+        }
+        let f = 1.0 - (-((now - d.updated).0 as f64) / self.recovery.0 as f64).exp();
+        for w in &mut d.weights {
+            *w += (1.0 / n as f64 - *w) * f;
+        }
+        d.updated = now;
+    }
+
+    /// Current weights toward `dst` (for tests and reporting).
+    pub fn weights(&self, src: u32, dst: u32) -> Option<Vec<f64>> {
+        self.dests[src as usize].get(&dst).map(|d| d.weights.clone())
+    }
+
+    /// Applies a relayed report about path `port` from `src` to `dst`.
+    fn feedback(&mut self, src: u32, dst: u32, port: u16, ce: bool, util: u16, now: SimTime) {
+        let Some(set) = self.disc.get(src, dst) else { return };
+        let Some(i) = set.ports.iter().position(|&p| p == port) else { return };
+        let (n, epoch) = (set.ports.len(), set.epoch);
+        let int = self.int;
+        let (cut, hold) = (self.cut, self.hold);
+        let mut d = std::mem::take(self.dest(src, dst, n, epoch));
+        if int {
+            d.util[i] = (util, now);
+        } else if ce {
+            self.ecn_reports += 1;
+            self.recover(&mut d, now);
+            apply_ecn_cut(&mut d.weights, &d.congested_until, i, cut, now);
+            d.congested_until[i] = now + hold;
+        }
+        *self.dests[src as usize].get_mut(&dst).unwrap() = d;
+    }
+
+    fn all_congested(&self, src: u32, dst: u32, now: SimTime) -> bool {
+        match self.dests[src as usize].get(&dst) {
+            Some(d) if !d.congested_until.is_empty() => d.congested_until.iter().all(|&t| t > now),
+            _ => false,
+        }
+    }
+}
+
+/// Clove-ECN's reaction (§3.2): cut path `i` by `cut` of its weight and
+/// spread the removed weight equally over the other paths that are not
+/// congested (over all others if every one is).
+pub fn apply_ecn_cut(w: &mut [f64], congested_until: &[SimTime], i: usize, cut: f64, now: SimTime) {
+    let delta = w[i] * cut;
+    w[i] -= delta;
+    let mut others: Vec<usize> = (0..w.len()).filter(|&j| j != i && congested_until[j] <= now).collect();
+    if others.is_empty() {
+        others = (0..w.len()).filter(|&j| j != i).collect();
+    }
+    if others.is_empty() {
+        w[i] += delta;
+        return;
+    }
+    let share = delta / others.len() as f64;
+    for j in others {
+        w[j] += share;
+    }
+}
+
+impl LoadBalancer for Clove {
+    fn on_host_send(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) {
+        let p = *ctx.pkt(pkt);
+        if matches!(p.payload, Payload::Control { .. }) {
+            return;
+        }
+        let (src, dst) = (ctx.topo.host_index(host), ctx.topo.host_index(p.dst));
+        let set = self.disc.paths(ctx, src, dst);
+        let (ports, epoch) = (set.ports.clone(), set.epoch);
+        let now = ctx.now;
+        let (f, new) = self.flowlets.touch(src, p.inner_hash(), now, epoch);
+        let mut port = f.port;
+        if new {
+            port = if ports.is_empty() {
+                hashed_port(&p)
+            } else {
+                let int = self.int;
+                let util_age = self.util_age;
+                let mut d = std::mem::take(self.dest(src, dst, ports.len(), epoch));
+                let i = if int {
+                    // least utilised path; unknown or stale reports count as 0
+                    let u: Vec<u16> = d.util.iter().map(|&(u, t)| if t == SimTime::ZERO || now - t > util_age { 0 } else { u }).collect();
+                    let best = *u.iter().min().unwrap();
+                    let ties: Vec<usize> = (0..u.len()).filter(|&j| u[j] == best).collect();
+                    ties[ctx.rng.below(ties.len() as u64) as usize]
+                } else {
+                    self.recover(&mut d, now);
+                    d.wrr.pick(&d.weights)
+                };
+                *self.dests[src as usize].get_mut(&dst).unwrap() = d;
+                ports[i]
+            };
+            self.flowlets.touch(src, p.inner_hash(), now, epoch).0.port = port;
+        }
+        let fb = self.relay.take(src, dst, now);
+        let pm = ctx.pkt_mut(pkt);
+        pm.set_outer_sport(port);
+        set_clove_header(pm, fb);
+        if !self.int {
+            pm.ect = true; // the outer header is ECN-capable (§3.2)
+        }
+    }
+
+    fn wants_enqueue(&self) -> bool {
+        self.int
+    }
+
+    fn on_enqueue(&mut self, ctx: &mut Ctx, port: PortId, pkt: PktId) {
+        if !self.switch_port[port.idx()] {
+            return;
+        }
+        let size = ctx.pkt(pkt).size as u64;
+        let rate = ctx.ports[port.idx()].rate.0;
+        let d = &mut self.dre[port.idx()];
+        d.add(&self.dre_p, ctx.now, size);
+        let u = (d.utilisation(&self.dre_p, ctx.now, rate) * 1000.0).round().min(u16::MAX as f64) as u16;
+        if let LbHeader::Clove { int_util, .. } = &mut ctx.pkt_mut(pkt).lb {
+            *int_util = (*int_util).max(u);
+        }
+    }
+
+    fn on_host_receive(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) -> HostRx {
+        if self.disc.on_receive(ctx, pkt) {
+            return HostRx::Consume;
+        }
+        let p = *ctx.pkt(pkt);
+        let LbHeader::Clove { fb_valid, fb_port, fb_ce, fb_util, int_util } = p.lb else { return HostRx::Deliver };
+        let (me, peer) = (ctx.topo.host_index(host), ctx.topo.host_index(p.src));
+        let now = ctx.now;
+        // 1. feedback about my paths toward `peer`
+        if fb_valid {
+            self.feedback(me, peer, fb_port, fb_ce, fb_util, now);
+        }
+        // 2. what this packet saw on the path from `peer`, to relay back
+        if let Some(port) = p.outer_sport {
+            if self.int {
+                self.relay.observe(me, peer, port, false, int_util, now);
+            } else if p.ce {
+                self.relay.observe(me, peer, port, true, 0, now);
+            }
+        }
+        // 3. hide ECN from the sending VM unless every path is congested
+        let all = !self.int && self.all_congested(me, peer, now);
+        let pm = ctx.pkt_mut(pkt);
+        pm.lb = LbHeader::None;
+        if let Payload::Tcp { hdr, .. } = &mut pm.payload {
+            if hdr.has(ECE) && !all {
+                hdr.flags &= !ECE;
+                self.ece_masked += 1;
+            }
+        }
+        HostRx::Deliver
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        self.disc.on_timer(ctx, token);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ecn_cuts_a_third_and_spreads_it_over_uncongested_paths() {
+        let now = SimTime::from_us(100);
+        let mut w = vec![0.25; 4];
+        let mut cong = vec![SimTime::ZERO; 4];
+        apply_ecn_cut(&mut w, &cong, 1, 1.0 / 3.0, now);
+        let third = 0.25 / 3.0;
+        assert!((w[1] - (0.25 - third)).abs() < 1e-12);
+        for j in [0, 2, 3] {
+            assert!((w[j] - (0.25 + third / 3.0)).abs() < 1e-12);
+        }
+        // path 2 is congested: a cut of path 0 goes to paths 1 and 3 only
+        cong[2] = now + SimTime::from_us(10);
+        let before = w.clone();
+        apply_ecn_cut(&mut w, &cong, 0, 1.0 / 3.0, now);
+        let d = before[0] / 3.0;
+        assert!((w[2] - before[2]).abs() < 1e-12);
+        assert!((w[1] - (before[1] + d / 2.0)).abs() < 1e-12);
+        assert!((w[3] - (before[3] + d / 2.0)).abs() < 1e-12);
+        assert!((w.iter().sum::<f64>() - 1.0).abs() < 1e-12, "weights stay a distribution");
+    }
+}

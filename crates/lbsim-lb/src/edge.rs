@@ -1,0 +1,474 @@
+//! Host-edge machinery shared by the hypervisor schemes (Clove, Edge-Flowlet,
+//! Presto): encapsulation source ports, path discovery, per-flow flowlet
+//! tracking and the receiver's feedback relay.
+//!
+//! **Path discovery** (Clove §3.1). For each destination host the source
+//! edge probes `probe_ports` random outer source ports with TTL 1..`max_ttl`
+//! (traceroute, Paris-style: the outer 5-tuple is fixed per probe, so ECMP
+//! sends every TTL down the same path). Each switch where the TTL expires
+//! returns an ICMP time-exceeded naming itself and the port the probe came
+//! in on; the sequence of ingress ports is the path. After `probe_wait_us`
+//! the edge keeps one port per distinct path and picks `paths` of them
+//! greedily, each time adding the path sharing the fewest links with those
+//! already picked (§3.1). Probes are real packets. Discovery starts on the
+//! first packet to a destination (the edge uses the hashed port meanwhile)
+//! and repeats every `probe_period_ms` for destinations with traffic, so a
+//! topology change (which remaps ECMP hashes) is picked up at the next
+//! round. `discovery = "oracle"` reads the same mapping from the routing
+//! state instantly (an idealisation, reported in the summary).
+
+use lbsim_engine::{mix64, SimTime};
+use lbsim_net::{ecmp_pick, Ctx, LbHeader, NodeId, Packet, Payload, PktId, PortId, Proto, Topology, ENCAP_DPORT};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hasher for keys that are already well-mixed 64-bit hashes.
+#[derive(Default)]
+pub struct IdHasher(u64);
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("IdHasher takes u64 / u32 keys only")
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = x;
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = mix64(x as u64);
+    }
+}
+pub type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// The outer source port an unmodified overlay uses: a hash of the inner 5-tuple.
+pub fn hashed_port(pkt: &Packet) -> u16 {
+    49152 + (mix64(pkt.inner_hash()) % 16384) as u16
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DiscoveryMode {
+    Probe,
+    Oracle,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct DiscoveryParams {
+    pub mode: DiscoveryMode,
+    pub paths: usize,
+    pub probe_ports: usize,
+    pub max_ttl: u8,
+    pub period: SimTime,
+    pub wait: SimTime,
+}
+
+/// The ports an edge uses toward one destination.
+#[derive(Clone, Debug, Default)]
+pub struct PathSet {
+    /// Chosen outer source ports, one per distinct path (empty: not yet known).
+    pub ports: Vec<u16>,
+    /// The path (ingress ports, hop by hop) each chosen port maps to.
+    pub paths: Vec<Vec<PortId>>,
+    /// Incremented each time the mapping is replaced.
+    pub epoch: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Round {
+    /// probe port -> hops[ttl-1] = ingress port where that TTL expired
+    hops: Vec<(u16, Vec<Option<PortId>>)>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Dest {
+    set: PathSet,
+    probing: Option<Round>,
+    /// traffic seen since the last round started
+    active: bool,
+    scheduled: bool,
+}
+
+/// Probe bookkeeping for every (source host, destination host).
+pub struct Discovery {
+    pub p: DiscoveryParams,
+    /// [src host][dst host]
+    dests: Vec<IdMap<u32, Dest>>,
+    /// probe tag -> (src host, dst host, index in round, ttl)
+    probes: Vec<(u32, u32, u16, u8)>,
+    pub probes_sent: u64,
+    pub rounds: u64,
+}
+
+/// Timer tokens used by discovery: the top byte says what kind.
+pub const TOKEN_PROBE_DONE: u64 = 1 << 56;
+pub const TOKEN_PROBE_ROUND: u64 = 2 << 56;
+
+fn token(kind: u64, src: u32, dst: u32) -> u64 {
+    kind | ((src as u64) << 24) | dst as u64
+}
+pub fn token_kind(t: u64) -> u64 {
+    t & (0xFF << 56)
+}
+fn token_hosts(t: u64) -> (u32, u32) {
+    (((t >> 24) & 0xFF_FFFF) as u32, (t & 0xFF_FFFF) as u32)
+}
+
+impl Discovery {
+    pub fn new(p: DiscoveryParams, hosts: usize) -> Self {
+        Discovery { p, dests: (0..hosts).map(|_| IdMap::default()).collect(), probes: vec![], probes_sent: 0, rounds: 0 }
+    }
+
+    /// The path set toward `dst` from `src` (host indices); starts discovery
+    /// if this destination is new. Empty `ports` until discovery completes.
+    pub fn paths(&mut self, ctx: &mut Ctx, src: u32, dst: u32) -> &PathSet {
+        let mode = self.p.mode;
+        let fresh = !self.dests[src as usize].contains_key(&dst);
+        if fresh {
+            self.dests[src as usize].insert(dst, Dest::default());
+            match mode {
+                DiscoveryMode::Oracle => {
+                    let set = oracle_paths(ctx, src, dst, &self.p);
+                    self.dests[src as usize].get_mut(&dst).unwrap().set = set;
+                    self.schedule_round(ctx, src, dst);
+                }
+                DiscoveryMode::Probe => self.start_round(ctx, src, dst),
+            }
+        }
+        let d = self.dests[src as usize].get_mut(&dst).unwrap();
+        d.active = true;
+        &d.set
+    }
+
+    /// The current path set (no side effects).
+    pub fn get(&self, src: u32, dst: u32) -> Option<&PathSet> {
+        self.dests[src as usize].get(&dst).map(|d| &d.set)
+    }
+
+    fn schedule_round(&mut self, ctx: &mut Ctx, src: u32, dst: u32) {
+        let d = self.dests[src as usize].get_mut(&dst).unwrap();
+        if !d.scheduled {
+            d.scheduled = true;
+            d.active = false;
+            // stagger rounds a little so all hosts do not probe at once
+            let jitter = SimTime(ctx.rng.below(self.p.period.0 / 8 + 1));
+            ctx.schedule(ctx.now + self.p.period + jitter, token(TOKEN_PROBE_ROUND, src, dst));
+        }
+    }
+
+    fn start_round(&mut self, ctx: &mut Ctx, src: u32, dst: u32) {
+        self.rounds += 1;
+        let n = self.p.probe_ports;
+        let mut round = Round::default();
+        let (s, t) = (ctx.topo.host(src), ctx.topo.host(dst));
+        for i in 0..n {
+            let port = 1024 + ctx.rng.below(64_000) as u16;
+            round.hops.push((port, vec![None; self.p.max_ttl as usize]));
+            for ttl in 1..=self.p.max_ttl {
+                let tag = self.probes.len() as u32;
+                self.probes.push((src, dst, i as u16, ttl));
+                let mut p = Packet::new(s, t, port, ENCAP_DPORT, Proto::Udp, 64, Payload::Control { tag }, ctx.now);
+                p.set_outer_sport(port);
+                p.ttl = ttl;
+                let id = ctx.new_packet(p);
+                ctx.send_from_host(s, id);
+                self.probes_sent += 1;
+            }
+        }
+        let d = self.dests[src as usize].get_mut(&dst).unwrap();
+        d.probing = Some(round);
+        ctx.schedule(ctx.now + self.p.wait, token(TOKEN_PROBE_DONE, src, dst));
+    }
+
+    /// Handles a packet arriving at a host that belongs to discovery (probe
+    /// replies and probes that reached their destination). Returns true if
+    /// the packet was a discovery packet (the caller consumes it).
+    pub fn on_receive(&mut self, ctx: &Ctx, pkt: PktId) -> bool {
+        match ctx.pkt(pkt).payload {
+            Payload::TimeExceeded { tag, in_port, .. } => {
+                if let Some(&(src, dst, i, ttl)) = self.probes.get(tag as usize) {
+                    if let Some(Dest { probing: Some(r), .. }) = self.dests[src as usize].get_mut(&dst) {
+                        if let Some(h) = r.hops.get_mut(i as usize) {
+                            h.1[ttl as usize - 1] = Some(in_port);
+                        }
+                    }
+                }
+                true
+            }
+            Payload::Control { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// Handles discovery timers; returns the (src, dst) whose path set changed.
+    pub fn on_timer(&mut self, ctx: &mut Ctx, t: u64) -> Option<(u32, u32)> {
+        let (src, dst) = token_hosts(t);
+        match token_kind(t) {
+            TOKEN_PROBE_DONE => {
+                let d = self.dests[src as usize].get_mut(&dst)?;
+                let round = d.probing.take()?;
+                let set = select(round, &self.p, &d.set);
+                let changed = set.ports != d.set.ports;
+                if changed {
+                    d.set = PathSet { epoch: d.set.epoch + 1, ..set };
+                }
+                self.schedule_round(ctx, src, dst);
+                changed.then_some((src, dst))
+            }
+            TOKEN_PROBE_ROUND => {
+                let d = self.dests[src as usize].get_mut(&dst)?;
+                d.scheduled = false;
+                if !d.active {
+                    // idle destination: probe again when traffic returns
+                    self.dests[src as usize].remove(&dst);
+                    return None;
+                }
+                match self.p.mode {
+                    DiscoveryMode::Probe => self.start_round(ctx, src, dst),
+                    DiscoveryMode::Oracle => {
+                        let set = oracle_paths(ctx, src, dst, &self.p);
+                        let d = self.dests[src as usize].get_mut(&dst).unwrap();
+                        let changed = set.ports != d.set.ports;
+                        if changed {
+                            d.set = PathSet { epoch: d.set.epoch + 1, ..set };
+                        }
+                        self.schedule_round(ctx, src, dst);
+                        return changed.then_some((src, dst));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+}
+
+/// One port per distinct path, then a greedy pick of `paths` of them by fewest
+/// shared links (Clove §3.1). Incomplete traces (lost replies) are dropped.
+fn select(round: Round, p: &DiscoveryParams, old: &PathSet) -> PathSet {
+    let mut by_path: Vec<(Vec<PortId>, u16)> = vec![];
+    for (port, hops) in round.hops {
+        // the trace up to the first missing hop; the destination host sends
+        // no reply, so the last switch's reply ends a complete trace
+        let path: Vec<PortId> = hops.iter().map_while(|h| *h).collect();
+        if path.is_empty() {
+            continue;
+        }
+        if !by_path.iter().any(|(q, _)| *q == path) {
+            by_path.push((path, port));
+        }
+    }
+    // keep only the longest traces (shorter ones lost replies deeper in)
+    let longest = by_path.iter().map(|(q, _)| q.len()).max().unwrap_or(0);
+    by_path.retain(|(q, _)| q.len() == longest);
+    greedy(by_path, p.paths, old)
+}
+
+fn greedy(mut cands: Vec<(Vec<PortId>, u16)>, k: usize, old: &PathSet) -> PathSet {
+    cands.sort();
+    let mut chosen: Vec<(Vec<PortId>, u16)> = vec![];
+    while chosen.len() < k && !cands.is_empty() {
+        let shared = |q: &Vec<PortId>| -> usize { chosen.iter().map(|(c, _)| q.iter().filter(|l| c.contains(l)).count()).sum() };
+        let (i, _) = cands.iter().enumerate().min_by_key(|(i, (q, _))| (shared(q), *i)).unwrap();
+        chosen.push(cands.remove(i));
+    }
+    // keep a stable order: by path
+    chosen.sort();
+    PathSet { ports: chosen.iter().map(|c| c.1).collect(), paths: chosen.into_iter().map(|c| c.0).collect(), epoch: old.epoch }
+}
+
+/// The mapping read from routing state: for `probe_ports` random ports, the
+/// ECMP choice of every switch on the way.
+fn oracle_paths(ctx: &mut Ctx, src: u32, dst: u32, p: &DiscoveryParams) -> PathSet {
+    let topo: &Topology = ctx.topo;
+    let (s, t) = (topo.host(src), topo.host(dst));
+    let mut cands: Vec<(Vec<PortId>, u16)> = vec![];
+    for _ in 0..p.probe_ports {
+        let port = 1024 + ctx.rng.below(64_000) as u16;
+        let mut probe = Packet::new(s, t, port, ENCAP_DPORT, Proto::Udp, 64, Payload::Control { tag: 0 }, ctx.now);
+        probe.set_outer_sport(port);
+        let mut node: NodeId = topo.leaf_of_host(s);
+        let mut path = vec![topo.ports[topo.nic(s).idx()].peer];
+        for _ in 0..64 {
+            let c = ctx.routing.next_hops(node, dst);
+            if c.is_empty() {
+                break;
+            }
+            let out = ecmp_pick(ctx.salts[node.idx()], probe.hash, c);
+            let in_port = topo.ports[out.idx()].peer;
+            node = topo.ports[in_port.idx()].node;
+            if node == t {
+                break;
+            }
+            path.push(in_port);
+        }
+        if !cands.iter().any(|(q, _)| *q == path) {
+            cands.push((path, port));
+        }
+    }
+    greedy(cands, p.paths, &PathSet::default())
+}
+
+/// Per-flow flowlet state at a sending edge.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowletState {
+    pub last: SimTime,
+    pub port: u16,
+    pub id: u32,
+    pub epoch: u32,
+    pub started: bool,
+}
+
+/// Per-flow flowlet detection: a new flowlet when the flow was idle for
+/// more than `gap` (or when the destination's path set changed).
+pub struct Flowlets {
+    pub gap: SimTime,
+    flows: Vec<IdMap<u64, FlowletState>>,
+    pub count: u64,
+}
+
+impl Flowlets {
+    pub fn new(gap: SimTime, hosts: usize) -> Self {
+        Flowlets { gap, flows: (0..hosts).map(|_| IdMap::default()).collect(), count: 0 }
+    }
+
+    /// Returns the flow's state and whether this packet starts a new flowlet.
+    pub fn touch(&mut self, host: u32, flow: u64, now: SimTime, epoch: u32) -> (&mut FlowletState, bool) {
+        let f = self.flows[host as usize].entry(flow).or_default();
+        let new = !f.started || now - f.last > self.gap || f.epoch != epoch;
+        if new {
+            f.id = f.id.wrapping_add(1);
+            f.started = true;
+            f.epoch = epoch;
+            self.count += 1;
+        }
+        f.last = now;
+        (f, new)
+    }
+}
+
+/// Receiver-side relay of path feedback (Clove §3.2, §4): per (remote
+/// source host, outer port) the last value seen and when it was last
+/// relayed; one pending report per reverse packet, at most once per
+/// `interval` per path.
+pub struct Relay {
+    pub interval: SimTime,
+    /// [receiver host] -> (source host -> pending (port, ce, util) reports)
+    pending: Vec<IdMap<u32, Vec<(u16, bool, u16)>>>,
+    /// [receiver host] -> ((source host, port) -> last relay time)
+    last: Vec<HashMap<(u32, u16), SimTime>>,
+    pub relayed: u64,
+}
+
+impl Relay {
+    pub fn new(interval: SimTime, hosts: usize) -> Self {
+        Relay { interval, pending: (0..hosts).map(|_| IdMap::default()).collect(), last: (0..hosts).map(|_| HashMap::new()).collect(), relayed: 0 }
+    }
+
+    /// Notes a value for path `port` from `src` seen at `rcv`; queues a
+    /// report unless one for this path went out within `interval`.
+    pub fn observe(&mut self, rcv: u32, src: u32, port: u16, ce: bool, util: u16, now: SimTime) {
+        let last = self.last[rcv as usize].entry((src, port)).or_insert(SimTime::ZERO);
+        let q = self.pending[rcv as usize].entry(src).or_default();
+        if let Some(e) = q.iter_mut().find(|e| e.0 == port) {
+            // a report is already waiting: keep the latest value (CE sticks)
+            e.1 |= ce;
+            e.2 = util;
+            return;
+        }
+        if *last != SimTime::ZERO && now - *last < self.interval {
+            return;
+        }
+        q.push((port, ce, util));
+    }
+
+    /// The report to piggyback on a packet from `rcv` to `src`, if any.
+    pub fn take(&mut self, rcv: u32, src: u32, now: SimTime) -> Option<(u16, bool, u16)> {
+        let q = self.pending[rcv as usize].get_mut(&src)?;
+        if q.is_empty() {
+            return None;
+        }
+        let r = q.remove(0);
+        self.last[rcv as usize].insert((src, r.0), now);
+        self.relayed += 1;
+        Some(r)
+    }
+}
+
+/// Writes (or updates) the Clove overlay header of a packet.
+pub fn set_clove_header(pkt: &mut Packet, fb: Option<(u16, bool, u16)>) {
+    let (fb_valid, fb_port, fb_ce, fb_util) = match fb {
+        Some((p, c, u)) => (true, p, c, u),
+        None => (false, 0, false, 0),
+    };
+    pkt.lb = LbHeader::Clove { fb_valid, fb_port, fb_ce, fb_util, int_util: 0 };
+}
+
+/// Smooth weighted round robin (as in nginx): deterministic, interleaves
+/// choices in proportion to the weights.
+#[derive(Clone, Debug, Default)]
+pub struct Wrr {
+    current: Vec<f64>,
+}
+
+impl Wrr {
+    pub fn pick(&mut self, weights: &[f64]) -> usize {
+        if self.current.len() != weights.len() {
+            self.current = vec![0.0; weights.len()];
+        }
+        let total: f64 = weights.iter().sum();
+        let mut best = 0;
+        for (i, w) in weights.iter().enumerate() {
+            self.current[i] += w;
+            if self.current[i] > self.current[best] {
+                best = i;
+            }
+        }
+        self.current[best] -= total;
+        best
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrr_follows_the_weights() {
+        let mut w = Wrr::default();
+        let weights = [0.33, 0.33, 0.17, 0.17];
+        let mut n = [0; 4];
+        for _ in 0..10_000 {
+            n[w.pick(&weights)] += 1;
+        }
+        for i in 0..4 {
+            assert!((n[i] as f64 / 10_000.0 - weights[i] / 1.0).abs() < 0.005, "{n:?}");
+        }
+    }
+
+    #[test]
+    fn relay_limits_reports_per_path_and_interval() {
+        let mut r = Relay::new(SimTime::from_us(10), 2);
+        r.observe(1, 0, 5000, true, 0, SimTime::from_us(1));
+        r.observe(1, 0, 5000, false, 0, SimTime::from_us(2)); // merged into the waiting report
+        r.observe(1, 0, 6000, true, 0, SimTime::from_us(2));
+        assert_eq!(r.take(1, 0, SimTime::from_us(3)), Some((5000, true, 0)));
+        assert_eq!(r.take(1, 0, SimTime::from_us(3)), Some((6000, true, 0)));
+        assert_eq!(r.take(1, 0, SimTime::from_us(3)), None);
+        // within the interval: nothing queued
+        r.observe(1, 0, 5000, true, 0, SimTime::from_us(8));
+        assert_eq!(r.take(1, 0, SimTime::from_us(8)), None);
+        // after it: reported again
+        r.observe(1, 0, 5000, true, 0, SimTime::from_us(14));
+        assert_eq!(r.take(1, 0, SimTime::from_us(14)), Some((5000, true, 0)));
+    }
+
+    #[test]
+    fn greedy_prefers_disjoint_paths() {
+        let p = |v: &[u32]| v.iter().map(|&x| PortId(x)).collect::<Vec<_>>();
+        // four paths: a-b, a-c, d-e, d-f (a and d are first hops)
+        let cands = vec![(p(&[1, 2]), 10), (p(&[1, 3]), 11), (p(&[4, 5]), 12), (p(&[4, 6]), 13)];
+        let s = greedy(cands, 2, &PathSet::default());
+        // the two picked share no link
+        assert!(s.paths[0].iter().all(|l| !s.paths[1].contains(l)), "{:?}", s.paths);
+    }
+}

@@ -1,0 +1,46 @@
+//! Parameters shared by the host-edge schemes (path discovery, the RTT the
+//! papers express timers in), declared once.
+
+use crate::edge::{DiscoveryMode, DiscoveryParams};
+use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use lbsim_engine::SimTime;
+
+pub const fn num(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
+    ParamDef { name, unit, default: DefaultValue::Num(default), help }
+}
+
+pub const DISCOVERY: [ParamDef; 6] = [
+    ParamDef { name: "discovery", unit: "", default: DefaultValue::Str("probe"), help: "\"probe\": traceroute probes (Clove §3.1), real packets; \"oracle\": read the ECMP mapping from routing state" },
+    num("paths", "ports", 4.0, "source ports kept per destination, on distinct paths chosen greedily by fewest shared links (§3.1)"),
+    num("probe_ports", "ports", 32.0, "random outer source ports probed per destination per round"),
+    num("max_ttl", "hops", 6.0, "probes are sent with TTL 1..max_ttl"),
+    num("probe_period_ms", "ms", 500.0, "re-discovery period for destinations with traffic (§3.1: hundreds of ms)"),
+    num("probe_wait_us", "us", 500.0, "time to collect probe replies before the new mapping is used"),
+];
+
+pub const RTT: ParamDef = num("rtt_us", "us", 0.0, "the network RTT that RTT-denominated timers use; 0 = the fabric's idle host-to-host RTT (printed in the summary)");
+
+pub fn discovery(p: &Params) -> Result<DiscoveryParams, ParamError> {
+    let mode = match p.string("discovery", &["probe", "oracle"])?.as_str() {
+        "oracle" => DiscoveryMode::Oracle,
+        _ => DiscoveryMode::Probe,
+    };
+    let ttl = p.positive("max_ttl")?;
+    if ttl > 64.0 {
+        return Err(ParamError { key: "max_ttl".into(), msg: "must be <= 64".into() });
+    }
+    Ok(DiscoveryParams {
+        mode,
+        paths: p.positive("paths")? as usize,
+        probe_ports: p.positive("probe_ports")? as usize,
+        max_ttl: ttl as u8,
+        period: SimTime::from_us_f64(p.positive("probe_period_ms")? * 1e3),
+        wait: SimTime::from_us_f64(p.positive("probe_wait_us")?),
+    })
+}
+
+/// The RTT timers are expressed in: `rtt_us`, or the fabric's idle RTT.
+pub fn rtt(p: &Params, base: SimTime) -> Result<SimTime, ParamError> {
+    let r = p.non_negative("rtt_us")?;
+    Ok(if r > 0.0 { SimTime::from_us_f64(r) } else { base })
+}

@@ -1,0 +1,278 @@
+//! Presto (He et al., SIGCOMM 2015), as adapted to L3 ECMP by the Clove
+//! paper (§5): the source edge cuts each flow into fixed-size flowcells
+//! (64 KB, the TSO segment size) and sends successive flowcells round-robin
+//! over the discovered ports (weighted: `weights = "topology"` gives each
+//! path a share proportional to its bottleneck capacity — the "ideal static
+//! weights" 0.33/0.33/0.17/0.17 of the Clove testbed with one S2–L2 link
+//! down; or an explicit list in path order). Packets carry their flowcell
+//! id; the receiving edge puts flowcells back in order before TCP sees them:
+//! a packet beyond a gap is delivered at once if it belongs to the same
+//! flowcell as the last in-order packet (a loss inside a flowcell, TCP's to
+//! repair) and held otherwise (an earlier flowcell still in flight), until
+//! the gap fills, `reassembly_timeout_us` passes, or more than
+//! `reassembly_limit_bytes` are held per flow.
+
+use crate::edge::{hashed_port, Discovery, IdMap, Wrr};
+use crate::edge_params::{self, num, DISCOVERY};
+use crate::params::{DefaultValue, ParamDef, ParamError, Params, Value};
+use crate::SchemeEnv;
+use lbsim_engine::SimTime;
+use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Payload, PktId};
+use std::collections::BTreeMap;
+
+pub const PARAMS: &[ParamDef] = &[
+    num("flowcell_bytes", "bytes", 65536.0, "flowcell size (Presto: 64 KB, one TSO segment)"),
+    ParamDef { name: "weights", unit: "", default: DefaultValue::Str("equal"), help: "\"equal\", \"topology\" (share proportional to each path's bottleneck capacity: ideal static weights), or a list in path order" },
+    num("reassembly_timeout_us", "us", 1000.0, "hold out-of-order flowcells at most this long (Clove §5: an empirical static timeout)"),
+    num("reassembly_limit_bytes", "bytes", 524288.0, "flush a flow's held packets beyond this many bytes (Clove §5: a limit on buffered flowcells)"),
+    DISCOVERY[0],
+    DISCOVERY[1],
+    DISCOVERY[2],
+    DISCOVERY[3],
+    DISCOVERY[4],
+    DISCOVERY[5],
+];
+
+#[derive(Clone, Debug)]
+enum Weights {
+    Equal,
+    Topology,
+    List(Vec<f64>),
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Sender {
+    bytes: u64,
+    cell: u32,
+    port: u16,
+    started: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Reasm {
+    started: bool,
+    next: u64,
+    cell: u32,
+    held: BTreeMap<u64, (PktId, u32)>,
+    held_bytes: u64,
+    timer: Option<u32>,
+}
+
+pub struct Presto {
+    disc: Discovery,
+    cell_bytes: u64,
+    weights: Weights,
+    timeout: SimTime,
+    limit: u64,
+    senders: Vec<IdMap<u64, Sender>>,
+    wrr: Vec<IdMap<u32, (u32, Wrr, Vec<f64>)>>,
+    rx: Vec<IdMap<u64, Reasm>>,
+    /// timer slot -> (host, flow); token = 3 << 56 | slot
+    timers: Vec<(u32, u64)>,
+    free_timers: Vec<u32>,
+    pub held_total: u64,
+    pub timeouts: u64,
+    pub flowcells: u64,
+}
+
+const TOKEN_REASM: u64 = 3 << 56;
+
+impl Presto {
+    pub fn new(p: &Params, env: &SchemeEnv, given: &BTreeMap<String, Value>) -> Result<Self, ParamError> {
+        let weights = match given.get("weights") {
+            Some(Value::List(v)) => {
+                if v.iter().any(|x| !(*x > 0.0)) {
+                    return Err(ParamError { key: "weights".into(), msg: "list entries must be > 0".into() });
+                }
+                Weights::List(v.clone())
+            }
+            _ => match p.string("weights", &["equal", "topology"])?.as_str() {
+                "topology" => Weights::Topology,
+                _ => Weights::Equal,
+            },
+        };
+        let hosts = env.topo.num_hosts();
+        Ok(Presto {
+            disc: Discovery::new(edge_params::discovery(p)?, hosts),
+            cell_bytes: p.positive("flowcell_bytes")? as u64,
+            weights,
+            timeout: SimTime::from_us_f64(p.positive("reassembly_timeout_us")?),
+            limit: p.positive("reassembly_limit_bytes")? as u64,
+            senders: (0..hosts).map(|_| IdMap::default()).collect(),
+            wrr: (0..hosts).map(|_| IdMap::default()).collect(),
+            rx: (0..hosts).map(|_| IdMap::default()).collect(),
+            timers: vec![],
+            free_timers: vec![],
+            held_total: 0,
+            timeouts: 0,
+            flowcells: 0,
+        })
+    }
+
+    pub fn discovery(&self) -> &Discovery {
+        &self.disc
+    }
+
+    /// Path weights toward `dst` for the current path set.
+    fn path_weights(&self, ctx: &Ctx, src: u32, dst: u32) -> Vec<f64> {
+        let set = self.disc.get(src, dst).unwrap();
+        let n = set.ports.len();
+        match &self.weights {
+            Weights::Equal => vec![1.0; n],
+            Weights::List(v) => (0..n).map(|i| v.get(i).copied().unwrap_or(1.0)).collect(),
+            Weights::Topology => {
+                // each path's bottleneck: min over its links of capacity / paths sharing it
+                set.paths
+                    .iter()
+                    .map(|path| {
+                        path.iter()
+                            .map(|&in_port| {
+                                let rate = ctx.ports[ctx.topo.ports[in_port.idx()].peer.idx()].rate.0 as f64;
+                                let sharing = set.paths.iter().filter(|q| q.contains(&in_port)).count() as f64;
+                                rate / sharing
+                            })
+                            .fold(f64::INFINITY, f64::min)
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    fn release(&mut self, ctx: &mut Ctx, host: NodeId, h: u32, flow: u64, all: bool) {
+        let r = self.rx[h as usize].get_mut(&flow).unwrap();
+        while let Some((&seq, &(pkt, len))) = r.held.iter().next() {
+            if !all && seq > r.next {
+                break;
+            }
+            r.held.remove(&seq);
+            r.held_bytes -= ctx.pkt(pkt).size as u64;
+            r.next = r.next.max(seq + len as u64);
+            ctx.deliver(host, pkt);
+        }
+    }
+
+    /// Current per-path weights toward `dst` (for tests).
+    pub fn weights_toward(&self, src: u32, dst: u32) -> Option<Vec<f64>> {
+        self.wrr[src as usize].get(&dst).map(|w| w.2.clone())
+    }
+}
+
+impl LoadBalancer for Presto {
+    fn on_host_send(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) {
+        let p = *ctx.pkt(pkt);
+        let len = match p.payload {
+            Payload::Control { .. } => return,
+            Payload::Tcp { hdr, .. } => hdr.len as u64,
+            _ => p.size as u64,
+        };
+        let (src, dst) = (ctx.topo.host_index(host), ctx.topo.host_index(p.dst));
+        let set = self.disc.paths(ctx, src, dst);
+        let (ports, epoch) = (set.ports.clone(), set.epoch);
+        let flow = p.inner_hash();
+        let s = self.senders[src as usize].entry(flow).or_default();
+        let new_cell = !s.started || s.bytes + len > self.cell_bytes;
+        if new_cell {
+            if s.started {
+                s.cell += 1;
+            }
+            s.started = true;
+            s.bytes = 0;
+        }
+        s.bytes += len;
+        let (cell, mut port) = (s.cell, s.port);
+        if new_cell {
+            self.flowcells += 1;
+            port = if ports.is_empty() {
+                hashed_port(&p)
+            } else {
+                let stale = self.wrr[src as usize].get(&dst).is_none_or(|w| w.0 != epoch || w.2.len() != ports.len());
+                if stale {
+                    let w = self.path_weights(ctx, src, dst);
+                    self.wrr[src as usize].insert(dst, (epoch, Wrr::default(), w));
+                }
+                let w = self.wrr[src as usize].get_mut(&dst).unwrap();
+                ports[w.1.pick(&w.2)]
+            };
+            self.senders[src as usize].get_mut(&flow).unwrap().port = port;
+        }
+        let pm = ctx.pkt_mut(pkt);
+        pm.set_outer_sport(port);
+        pm.lb = LbHeader::Presto { flowcell: cell };
+    }
+
+    fn on_host_receive(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) -> HostRx {
+        if self.disc.on_receive(ctx, pkt) {
+            return HostRx::Consume;
+        }
+        let p = *ctx.pkt(pkt);
+        let (LbHeader::Presto { flowcell }, Payload::Tcp { hdr, .. }) = (p.lb, p.payload) else { return HostRx::Deliver };
+        ctx.pkt_mut(pkt).lb = LbHeader::None;
+        if hdr.len == 0 {
+            return HostRx::Deliver;
+        }
+        let h = ctx.topo.host_index(host);
+        let flow = p.inner_hash();
+        let r = self.rx[h as usize].entry(flow).or_default();
+        if !r.started {
+            r.started = true;
+            r.next = hdr.seq;
+            r.cell = flowcell;
+        }
+        let end = hdr.seq + hdr.len as u64;
+        if hdr.seq <= r.next {
+            // in order (or a retransmission): deliver, then whatever it unblocks
+            r.next = r.next.max(end);
+            r.cell = r.cell.max(flowcell);
+            if r.held.is_empty() {
+                return HostRx::Deliver;
+            }
+            ctx.deliver(host, pkt);
+            self.release(ctx, host, h, flow, false);
+            return HostRx::Held;
+        }
+        if flowcell <= r.cell {
+            // a gap inside the current flowcell: a loss, TCP's business
+            return HostRx::Deliver;
+        }
+        // an earlier flowcell is still in flight: hold
+        r.held.insert(hdr.seq, (pkt, hdr.len));
+        r.held_bytes += p.size as u64;
+        self.held_total += 1;
+        if r.held_bytes > self.limit {
+            self.release(ctx, host, h, flow, true);
+            return HostRx::Held;
+        }
+        if r.timer.is_none() {
+            let slot = match self.free_timers.pop() {
+                Some(s) => {
+                    self.timers[s as usize] = (h, flow);
+                    s
+                }
+                None => {
+                    self.timers.push((h, flow));
+                    (self.timers.len() - 1) as u32
+                }
+            };
+            self.rx[h as usize].get_mut(&flow).unwrap().timer = Some(slot);
+            ctx.schedule(ctx.now + self.timeout, TOKEN_REASM | slot as u64);
+        }
+        HostRx::Held
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        if token & (0xFF << 56) != TOKEN_REASM {
+            self.disc.on_timer(ctx, token);
+            return;
+        }
+        let slot = (token & 0xFFFF_FFFF) as u32;
+        let (h, flow) = self.timers[slot as usize];
+        self.free_timers.push(slot);
+        let Some(r) = self.rx[h as usize].get_mut(&flow) else { return };
+        r.timer = None;
+        if !r.held.is_empty() {
+            self.timeouts += 1;
+            let host = ctx.topo.host(h);
+            self.release(ctx, host, h, flow, true);
+        }
+    }
+}
