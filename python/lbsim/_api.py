@@ -74,7 +74,9 @@ class Result:
     def flows(self):
         """One row per flow: flow_id, src, dst, size_bytes, start_us, finish_us,
         fct_us, ideal_fct_us, slowdown, completed, retransmits, timeouts,
-        reorder_events, incast_request (-1 if none). Unfinished flows have
+        reorder_events (data segments arriving above the next expected byte),
+        duplicate_segments (segments the receiver already had: spurious
+        retransmissions), incast_request (-1 if none). Unfinished flows have
         NaN finish/fct and completed = False."""
         return self._frame("flows")
 
@@ -118,6 +120,7 @@ _SCHEMAS = {
         "start_us": pa.float64(), "finish_us": pa.float64(), "fct_us": pa.float64(),
         "ideal_fct_us": pa.float64(), "slowdown": pa.float64(), "completed": pa.bool_(),
         "retransmits": pa.uint64(), "timeouts": pa.uint64(), "reorder_events": pa.uint64(),
+        "duplicate_segments": pa.uint64(),
         "incast_request": pa.int64(),
     },
     "ports": {

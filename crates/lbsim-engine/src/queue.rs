@@ -53,12 +53,7 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue {
-            heap: BinaryHeap::with_capacity(1024),
-            seq: 0,
-            now: SimTime::ZERO,
-            popped: 0,
-        }
+        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, now: SimTime::ZERO, popped: 0 }
     }
 
     /// The time of the event most recently popped (the simulation clock).
@@ -70,16 +65,8 @@ impl<E> EventQueue<E> {
     /// Schedules `ev` at `time`, which must not be in the past.
     #[inline]
     pub fn schedule(&mut self, time: SimTime, ev: E) {
-        debug_assert!(
-            time >= self.now,
-            "event scheduled in the past: {time} < {}",
-            self.now
-        );
-        self.heap.push(Entry {
-            time,
-            seq: self.seq,
-            ev,
-        });
+        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        self.heap.push(Entry { time, seq: self.seq, ev });
         self.seq += 1;
     }
 

@@ -60,9 +60,7 @@ impl Rng {
 
     #[inline]
     pub fn next_u64(&mut self) -> u64 {
-        let r = (self.s[0].wrapping_add(self.s[3]))
-            .rotate_left(23)
-            .wrapping_add(self.s[0]);
+        let r = (self.s[0].wrapping_add(self.s[3])).rotate_left(23).wrapping_add(self.s[0]);
         let t = self.s[1] << 17;
         self.s[2] ^= self.s[0];
         self.s[3] ^= self.s[1];
@@ -136,10 +134,7 @@ mod tests {
             .collect();
         assert_eq!(a, b);
         assert_ne!(a, c);
-        assert_ne!(
-            Rng::substream(7, "x", 0).next_u64(),
-            Rng::substream(7, "x", 1).next_u64()
-        );
+        assert_ne!(Rng::substream(7, "x", 0).next_u64(), Rng::substream(7, "x", 1).next_u64());
     }
 
     #[test]

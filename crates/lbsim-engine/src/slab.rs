@@ -24,12 +24,7 @@ impl<T> Default for Slab<T> {
 
 impl<T> Slab<T> {
     pub fn new() -> Self {
-        Slab {
-            slots: Vec::new(),
-            free: NIL,
-            live: 0,
-            allocated_total: 0,
-        }
+        Slab { slots: Vec::new(), free: NIL, live: 0, allocated_total: 0 }
     }
 
     #[inline]

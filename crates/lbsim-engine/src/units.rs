@@ -165,14 +165,8 @@ mod tests {
     #[test]
     fn serialization_is_exact_for_whole_gigabit_rates() {
         // 1500 B at 10 Gb/s = 1.2 us exactly; at 40 Gb/s = 300 ns exactly.
-        assert_eq!(
-            BitsPerSec::gbps(10).tx_time(Bytes(1500)),
-            SimTime::from_ns(1200)
-        );
-        assert_eq!(
-            BitsPerSec::gbps(40).tx_time(Bytes(1500)),
-            SimTime::from_ns(300)
-        );
+        assert_eq!(BitsPerSec::gbps(10).tx_time(Bytes(1500)), SimTime::from_ns(1200));
+        assert_eq!(BitsPerSec::gbps(40).tx_time(Bytes(1500)), SimTime::from_ns(300));
     }
 
     #[test]

@@ -130,7 +130,13 @@ impl Clove {
     fn dest(&mut self, src: u32, dst: u32, n: usize, epoch: u32) -> &mut DestState {
         let d = self.dests[src as usize].entry(dst).or_default();
         if d.epoch != epoch || d.weights.len() != n {
-            *d = DestState { epoch, weights: vec![1.0 / n.max(1) as f64; n], congested_until: vec![SimTime::ZERO; n], util: vec![(0, SimTime::ZERO); n], ..Default::default() };
+            *d = DestState {
+                epoch,
+                weights: vec![1.0 / n.max(1) as f64; n],
+                congested_until: vec![SimTime::ZERO; n],
+                util: vec![(0, SimTime::ZERO); n],
+                ..Default::default()
+            };
         }
         d
     }
@@ -302,6 +308,114 @@ impl LoadBalancer for Clove {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testutil::Env;
+    use lbsim_net::{Packet, Proto};
+    use lbsim_tcp::TcpHeader;
+    use std::collections::BTreeMap;
+
+    fn clove(env: &Env, int: bool) -> Clove {
+        let mut given = BTreeMap::new();
+        given.insert("discovery".to_string(), crate::Value::Str("oracle".into()));
+        let defs = if int { INT_PARAMS } else { ECN_PARAMS };
+        let e = SchemeEnv { topo: &env.topo, mss: 1448, base_rtt: SimTime::from_us(20) };
+        Clove::new(&Params::new(&given, defs, "clove").unwrap(), &e, int).unwrap()
+    }
+
+    /// An ACK from host `from` to host `to` carrying a Clove header.
+    fn ack(env: &mut Env, from: u32, to: u32, ece: bool, fb: Option<(u16, bool, u16)>) -> PktId {
+        let mut hdr = TcpHeader { flags: lbsim_tcp::header::ACK, ..Default::default() };
+        if ece {
+            hdr.flags |= ECE;
+        }
+        let mut p =
+            Packet::new(env.topo.host(from), env.topo.host(to), 80, 1000, Proto::Tcp, 52, Payload::Tcp { conn: 0, to_receiver: false, hdr }, SimTime::ZERO);
+        p.set_outer_sport(777);
+        set_clove_header(&mut p, fb);
+        PktId(env.pkts.insert(p))
+    }
+
+    fn has_ece(env: &Env, p: PktId) -> bool {
+        env.pkts.get(p.0).tcp().unwrap().has(ECE)
+    }
+
+    #[test]
+    fn ecn_is_hidden_from_the_sender_unless_every_path_is_congested() {
+        let mut env = Env::testbed();
+        let mut c = clove(&env, false);
+        let host0 = env.topo.host(0);
+        // host 0 sends to host 20: discovery (oracle) gives 4 paths
+        let data = env.packet(0, 20, 1500);
+        let now = SimTime::from_us(10);
+        c.on_host_send(&mut env.ctx(now), host0, data);
+        let ports = c.discovery().get(0, 20).unwrap().ports.clone();
+        assert_eq!(ports.len(), 4);
+        // an ECN report for path 0 arrives on an ACK that also carries ECE
+        let a = ack(&mut env, 20, 0, true, Some((ports[0], true, 0)));
+        assert_eq!(c.on_host_receive(&mut env.ctx(now), host0, a), HostRx::Deliver);
+        assert!(!has_ece(&env, a), "one path congested, three not: ECE masked");
+        let w = c.weights(0, 20).unwrap();
+        assert!(w[0] < w[1] && (w.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{w:?}");
+        // reports for the other three paths: now every path is congested
+        for &p in &ports[1..] {
+            let a = ack(&mut env, 20, 0, false, Some((p, true, 0)));
+            c.on_host_receive(&mut env.ctx(now), host0, a);
+        }
+        let a = ack(&mut env, 20, 0, true, None);
+        c.on_host_receive(&mut env.ctx(now), host0, a);
+        assert!(has_ece(&env, a), "all paths congested: ECE reaches the VM");
+        // once the congestion hold (1 RTT = 20 us) has passed, masking resumes
+        let a = ack(&mut env, 20, 0, true, None);
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(25)), host0, a);
+        assert!(!has_ece(&env, a));
+    }
+
+    #[test]
+    fn clove_int_sends_new_flowlets_on_the_least_utilised_path() {
+        let mut env = Env::testbed();
+        let mut c = clove(&env, true);
+        let host0 = env.topo.host(0);
+        let now = SimTime::from_us(10);
+        let first = env.packet(0, 20, 1500);
+        c.on_host_send(&mut env.ctx(now), host0, first);
+        let ports = c.discovery().get(0, 20).unwrap().ports.clone();
+        // utilisation reports: 0.9, 0.3, 0.6, 0.7 (per mille)
+        for (p, u) in ports.iter().zip([900u16, 300, 600, 700]) {
+            let a = ack(&mut env, 20, 0, false, Some((*p, false, u)));
+            c.on_host_receive(&mut env.ctx(now), host0, a);
+        }
+        for k in 0..5 {
+            let p = env.packet(0, 20, 1500); // a new flow: a new flowlet
+            c.on_host_send(&mut env.ctx(now + SimTime::from_us(k)), host0, p);
+            assert_eq!(env.pkts.get(p.0).outer_sport, Some(ports[1]));
+        }
+    }
+
+    #[test]
+    fn receiver_relays_ce_on_reverse_packets_at_most_once_per_interval() {
+        let mut env = Env::testbed();
+        let mut c = clove(&env, false);
+        let (h0, h20) = (env.topo.host(0), env.topo.host(20));
+        let now = SimTime::from_us(10);
+        // a CE-marked data packet from host 0 arrives at host 20 on port 4242
+        let d = env.packet(0, 20, 1500);
+        {
+            let p = env.pkts.get_mut(d.0);
+            p.set_outer_sport(4242);
+            set_clove_header(p, None);
+            p.ce = true;
+        }
+        c.on_host_receive(&mut env.ctx(now), h20, d);
+        let d2 = env.same_flow(d);
+        c.on_host_receive(&mut env.ctx(now), h20, d2);
+        // the next packet host 20 sends to host 0 carries (4242, CE), once
+        let r1 = env.packet(20, 0, 52);
+        c.on_host_send(&mut env.ctx(now), h20, r1);
+        assert!(matches!(env.pkts.get(r1.0).lb, LbHeader::Clove { fb_valid: true, fb_port: 4242, fb_ce: true, .. }));
+        let r2 = env.packet(20, 0, 52);
+        c.on_host_send(&mut env.ctx(now), h20, r2);
+        assert!(matches!(env.pkts.get(r2.0).lb, LbHeader::Clove { fb_valid: false, .. }));
+        let _ = h0;
+    }
 
     #[test]
     fn ecn_cuts_a_third_and_spreads_it_over_uncongested_paths() {

@@ -30,17 +30,10 @@ use crate::dre::{Dre, DreParams};
 use crate::flowlet::{FlowletTable, Lookup};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use lbsim_engine::SimTime;
-use lbsim_net::{
-    Ctx, Forward, LbHeader, LoadBalancer, NodeId, NodeKind, PktId, PortId, Tier, Topology,
-};
+use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, NodeKind, PktId, PortId, Tier, Topology};
 
 const fn p(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
-    ParamDef {
-        name,
-        unit,
-        default: DefaultValue::Num(default),
-        help,
-    }
+    ParamDef { name, unit, default: DefaultValue::Num(default), help }
 }
 
 macro_rules! conga_params {
@@ -103,17 +96,11 @@ impl Conga {
         let tau = p.positive("tau_us")?;
         let period = p.positive("dre_period_us")?;
         if period > tau {
-            return Err(ParamError {
-                key: "dre_period_us".into(),
-                msg: format!("must not exceed tau_us ({tau})"),
-            });
+            return Err(ParamError { key: "dre_period_us".into(), msg: format!("must not exceed tau_us ({tau})") });
         }
         let q = p.positive("q_bits")?;
         if q > 8.0 || q.fract() != 0.0 {
-            return Err(ParamError {
-                key: "q_bits".into(),
-                msg: format!("must be an integer from 1 to 8, got {q}"),
-            });
+            return Err(ParamError { key: "q_bits".into(), msg: format!("must be an integer from 1 to 8, got {q}") });
         }
         let size = p.positive("flowlet_table_size")? as usize;
         let n_leaves = topo.racks.len();
@@ -131,17 +118,10 @@ impl Conga {
         let fabric_port = topo
             .ports
             .iter()
-            .map(|pt| {
-                topo.nodes[pt.node.idx()].kind == NodeKind::Switch
-                    && topo.nodes[topo.ports[pt.peer.idx()].node.idx()].kind == NodeKind::Switch
-            })
+            .map(|pt| topo.nodes[pt.node.idx()].kind == NodeKind::Switch && topo.nodes[topo.ports[pt.peer.idx()].node.idx()].kind == NodeKind::Switch)
             .collect();
         Ok(Conga {
-            dre_p: DreParams {
-                t_dre: SimTime::from_us_f64(period),
-                alpha: period / tau,
-                q_bits: q as u8,
-            },
+            dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / tau, q_bits: q as u8 },
             dre: vec![Dre::default(); topo.ports.len()],
             fabric_port,
             t_fl: SimTime::from_us_f64(p.positive("flowlet_us")?),
@@ -191,22 +171,13 @@ impl Conga {
 
     /// §3.5: the uplink minimising max(local, remote); ties at random,
     /// preferring `cached`.
-    fn decide(
-        &mut self,
-        ctx: &mut Ctx,
-        src_leaf: usize,
-        dst_leaf: usize,
-        cands: &[PortId],
-        cached: Option<PortId>,
-    ) -> PortId {
+    fn decide(&mut self, ctx: &mut Ctx, src_leaf: usize, dst_leaf: usize, cands: &[PortId], cached: Option<PortId>) -> PortId {
         let mut best = u8::MAX;
         let mut ties: [PortId; 64] = [PortId(0); 64];
         let mut n = 0;
         for &c in cands {
             let tag = self.tag_of[c.idx()] as usize;
-            let cost = self
-                .local(ctx, c)
-                .max(self.remote(src_leaf, dst_leaf, tag, ctx.now));
+            let cost = self.local(ctx, c).max(self.remote(src_leaf, dst_leaf, tag, ctx.now));
             if cost < best {
                 best = cost;
                 n = 0;
@@ -239,9 +210,7 @@ impl Conga {
             }
         }
         if pick.is_none() {
-            pick = (0..n)
-                .map(|k| (start + k) % n)
-                .find(|&tag| self.from_leaf[self.idx(me, other, tag)].valid);
+            pick = (0..n).map(|k| (start + k) % n).find(|&tag| self.from_leaf[self.idx(me, other, tag)].valid);
         }
         let tag = pick?;
         let i = self.idx(me, other, tag);
@@ -252,14 +221,7 @@ impl Conga {
 }
 
 impl LoadBalancer for Conga {
-    fn on_switch(
-        &mut self,
-        ctx: &mut Ctx,
-        sw: NodeId,
-        in_port: PortId,
-        pkt: PktId,
-        cands: &[PortId],
-    ) -> Forward {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId, cands: &[PortId]) -> Forward {
         let node = ctx.topo.node(sw);
         if node.tier != Tier::Leaf {
             return Forward::Port(ctx.ecmp(sw, pkt, cands)); // spines: plain ECMP
@@ -271,13 +233,10 @@ impl LoadBalancer for Conga {
         }
         let src_leaf = ctx.topo.host_rack[ctx.topo.host_index(p.src) as usize] as usize;
         let dst_leaf = ctx.topo.host_rack[ctx.topo.host_index(p.dst) as usize] as usize;
-        let from_host = ctx
-            .topo
-            .is_host(ctx.topo.ports[ctx.topo.ports[in_port.idx()].peer.idx()].node);
+        let from_host = ctx.topo.is_host(ctx.topo.ports[ctx.topo.ports[in_port.idx()].peer.idx()].node);
         if from_host && dst_leaf != me && src_leaf == me {
             // source leaf: flowlet detection and the §3.5 decision
-            let table = self.flowlets[sw.idx()]
-                .get_or_insert_with(|| FlowletTable::new(self.table_size, self.t_fl));
+            let table = self.flowlets[sw.idx()].get_or_insert_with(|| FlowletTable::new(self.table_size, self.t_fl));
             let port = match table.lookup(p.hash, ctx.now) {
                 Lookup::Active(port) if cands.contains(&port) => port,
                 Lookup::Active(port) | Lookup::New(Some(port)) => {
@@ -302,23 +261,10 @@ impl LoadBalancer for Conga {
                 Some((t, m)) => (true, t, m),
                 None => (false, 0, 0),
             };
-            ctx.pkt_mut(pkt).lb = LbHeader::Conga {
-                lbtag: tag,
-                ce: 0,
-                fb_valid,
-                fb_lbtag,
-                fb_metric,
-            };
+            ctx.pkt_mut(pkt).lb = LbHeader::Conga { lbtag: tag, ce: 0, fb_valid, fb_lbtag, fb_metric };
             return Forward::Port(port);
         }
-        if let LbHeader::Conga {
-            lbtag,
-            ce,
-            fb_valid,
-            fb_lbtag,
-            fb_metric,
-        } = p.lb
-        {
+        if let LbHeader::Conga { lbtag, ce, fb_valid, fb_lbtag, fb_metric } = p.lb {
             if dst_leaf == me && src_leaf != me {
                 // destination leaf: store the path metric, take the feedback, decapsulate
                 let i = self.idx(me, src_leaf, lbtag as usize);
@@ -328,11 +274,7 @@ impl LoadBalancer for Conga {
                 e.valid = true;
                 if fb_valid {
                     let j = self.idx(me, src_leaf, fb_lbtag as usize);
-                    self.to_leaf[j] = Remote {
-                        value: fb_metric,
-                        at: ctx.now,
-                        valid: true,
-                    };
+                    self.to_leaf[j] = Remote { value: fb_metric, at: ctx.now, valid: true };
                 }
                 ctx.pkt_mut(pkt).lb = LbHeader::None;
             }
@@ -388,11 +330,7 @@ mod tests {
         // remote metrics from L0 to L1: 0, 5, 2, 7
         for (tag, v) in [0u8, 5, 2, 7].iter().enumerate() {
             let i = c.idx(0, 1, tag);
-            c.to_leaf[i] = Remote {
-                value: *v,
-                at: now,
-                valid: true,
-            };
+            c.to_leaf[i] = Remote { value: *v, at: now, valid: true };
         }
         // max(local, remote) = 6, 5, 3, 7 -> uplink 2
         let pkt = env.packet(0, 20, 1000);
@@ -400,34 +338,14 @@ mod tests {
         let in_port = env.topo.ports[env.topo.nic(env.topo.host(0)).idx()].peer;
         let f = c.on_switch(&mut env.ctx(now), l0, in_port, pkt, &cands);
         assert_eq!(f, Forward::Port(up[2]));
-        assert!(matches!(
-            env.pkts.get(pkt.0).lb,
-            LbHeader::Conga {
-                lbtag: 2,
-                ce: 0,
-                ..
-            }
-        ));
+        assert!(matches!(env.pkts.get(pkt.0).lb, LbHeader::Conga { lbtag: 2, ce: 0, .. }));
         // the same flow stays on its flowlet's port even if metrics change
         for (tag, v) in [0u8, 5, 7, 7].iter().enumerate() {
             let i = c.idx(0, 1, tag);
-            c.to_leaf[i] = Remote {
-                value: *v,
-                at: now,
-                valid: true,
-            };
+            c.to_leaf[i] = Remote { value: *v, at: now, valid: true };
         }
         let pkt2 = env.same_flow(pkt);
-        assert_eq!(
-            c.on_switch(
-                &mut env.ctx(now + SimTime::from_us(10)),
-                l0,
-                in_port,
-                pkt2,
-                &cands
-            ),
-            Forward::Port(up[2])
-        );
+        assert_eq!(c.on_switch(&mut env.ctx(now + SimTime::from_us(10)), l0, in_port, pkt2, &cands), Forward::Port(up[2]));
         // after an idle gap of 2 T_fl it moves to the now-best uplink
         let later = now + SimTime::from_us(1100);
         let pkt3 = env.same_flow(pkt);
@@ -441,20 +359,12 @@ mod tests {
         let env = Env::testbed();
         let mut c = conga(&env);
         let i = c.idx(0, 1, 3);
-        c.to_leaf[i] = Remote {
-            value: 6,
-            at: SimTime::ZERO,
-            valid: true,
-        };
+        c.to_leaf[i] = Remote { value: 6, at: SimTime::ZERO, valid: true };
         assert_eq!(c.remote(0, 1, 3, SimTime::from_ms(9)), 6);
         assert_eq!(c.remote(0, 1, 3, SimTime::from_ms(15)), 3);
         assert_eq!(c.remote(0, 1, 3, SimTime::from_ms(25)), 1);
         assert_eq!(c.remote(0, 1, 3, SimTime::from_ms(35)), 0);
-        assert_eq!(
-            c.remote(0, 1, 2, SimTime::from_ms(1)),
-            0,
-            "unknown metrics count as 0"
-        );
+        assert_eq!(c.remote(0, 1, 2, SimTime::from_ms(1)), 0, "unknown metrics count as 0");
     }
 
     #[test]
@@ -464,21 +374,13 @@ mod tests {
         // leaf 1 has heard from leaf 0 on tags 0..3
         for (tag, v) in [1u8, 2, 3, 4].iter().enumerate() {
             let i = c.idx(1, 0, tag);
-            c.from_leaf[i] = FromLeaf {
-                value: *v,
-                valid: true,
-                changed: true,
-            };
+            c.from_leaf[i] = FromLeaf { value: *v, valid: true, changed: true };
         }
         let got: Vec<u8> = (0..4).map(|_| c.pick_feedback(1, 0).unwrap().0).collect();
         assert_eq!(got, vec![0, 1, 2, 3]);
         // only tag 2 changes: it is sent next, out of turn
         let i = c.idx(1, 0, 2);
-        c.from_leaf[i] = FromLeaf {
-            value: 7,
-            valid: true,
-            changed: true,
-        };
+        c.from_leaf[i] = FromLeaf { value: 7, valid: true, changed: true };
         assert_eq!(c.pick_feedback(1, 0), Some((2, 7)));
         // nothing changed: plain round robin continues after the last sent
         assert_eq!(c.pick_feedback(1, 0).unwrap().0, 3);

@@ -78,11 +78,7 @@ mod tests {
     use super::*;
 
     fn params() -> DreParams {
-        DreParams {
-            t_dre: SimTime::from_us(5),
-            alpha: 1.0 / 32.0,
-            q_bits: 3,
-        }
+        DreParams { t_dre: SimTime::from_us(5), alpha: 1.0 / 32.0, q_bits: 3 }
     }
 
     #[test]
@@ -125,10 +121,7 @@ mod tests {
         d.add(&p, SimTime::ZERO, 80_000);
         // 32 ticks later: (31/32)^32 = 0.362
         let v = d.value(&p, SimTime::from_us(160));
-        assert!(
-            (v - 80_000.0 * (31.0f64 / 32.0).powi(32)).abs() < 1.0,
-            "{v}"
-        );
+        assert!((v - 80_000.0 * (31.0f64 / 32.0).powi(32)).abs() < 1.0, "{v}");
         assert_eq!(d.value(&p, SimTime::from_ms(100)), 0.0);
     }
 }

@@ -139,6 +139,13 @@ impl Discovery {
         &d.set
     }
 
+    /// Every destination `src` has a path set for, in host order.
+    pub fn path_sets(&self, src: u32) -> Vec<(u32, &PathSet)> {
+        let mut v: Vec<(u32, &PathSet)> = self.dests[src as usize].iter().map(|(d, x)| (*d, &x.set)).collect();
+        v.sort_by_key(|x| x.0);
+        v
+    }
+
     /// The current path set (no side effects).
     pub fn get(&self, src: u32, dst: u32) -> Option<&PathSet> {
         self.dests[src as usize].get(&dst).map(|d| &d.set)
@@ -431,6 +438,19 @@ impl Wrr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flowlets_split_on_idle_gaps_only() {
+        let mut f = Flowlets::new(SimTime::from_us(50), 1);
+        let t = |us| SimTime::from_us(us);
+        assert!(f.touch(0, 9, t(0), 0).1, "first packet starts a flowlet");
+        assert!(!f.touch(0, 9, t(40), 0).1, "40 us gap < 50 us");
+        assert!(!f.touch(0, 9, t(90), 0).1, "gaps are measured from the last packet");
+        assert!(f.touch(0, 9, t(141), 0).1, "51 us gap: new flowlet");
+        assert!(!f.touch(0, 7, t(141), 0).1 == false, "another flow has its own state");
+        assert!(f.touch(0, 9, t(142), 1).1, "a new path set starts a new flowlet");
+        assert_eq!(f.count, 4);
+    }
 
     #[test]
     fn wrr_follows_the_weights() {

@@ -15,7 +15,12 @@ use lbsim_net::{Ctx, HostRx, LoadBalancer, NodeId, Payload, PktId};
 
 pub const PARAMS: &[ParamDef] = &[
     num("flowlet_gap_rtts", "RTT", 2.0, "idle gap that starts a new flowlet, in RTTs (§3.2 recommends 2)"),
-    ParamDef { name: "choice", unit: "", default: DefaultValue::Str("random"), help: "\"random\": a random discovered port per flowlet (§3.2); \"hash\": hash of (5-tuple, flowlet id) (§5 testbed)" },
+    ParamDef {
+        name: "choice",
+        unit: "",
+        default: DefaultValue::Str("random"),
+        help: "\"random\": a random discovered port per flowlet (§3.2); \"hash\": hash of (5-tuple, flowlet id) (§5 testbed)",
+    },
     RTT,
     DISCOVERY[0],
     DISCOVERY[1],

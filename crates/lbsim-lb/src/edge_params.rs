@@ -10,7 +10,12 @@ pub const fn num(name: &'static str, unit: &'static str, default: f64, help: &'s
 }
 
 pub const DISCOVERY: [ParamDef; 6] = [
-    ParamDef { name: "discovery", unit: "", default: DefaultValue::Str("probe"), help: "\"probe\": traceroute probes (Clove §3.1), real packets; \"oracle\": read the ECMP mapping from routing state" },
+    ParamDef {
+        name: "discovery",
+        unit: "",
+        default: DefaultValue::Str("probe"),
+        help: "\"probe\": traceroute probes (Clove §3.1), real packets; \"oracle\": read the ECMP mapping from routing state",
+    },
     num("paths", "ports", 4.0, "source ports kept per destination, on distinct paths chosen greedily by fewest shared links (§3.1)"),
     num("probe_ports", "ports", 32.0, "random outer source ports probed per destination per round"),
     num("max_ttl", "hops", 6.0, "probes are sent with TTL 1..max_ttl"),
@@ -18,7 +23,8 @@ pub const DISCOVERY: [ParamDef; 6] = [
     num("probe_wait_us", "us", 500.0, "time to collect probe replies before the new mapping is used"),
 ];
 
-pub const RTT: ParamDef = num("rtt_us", "us", 0.0, "the network RTT that RTT-denominated timers use; 0 = the fabric's idle host-to-host RTT (printed in the summary)");
+pub const RTT: ParamDef =
+    num("rtt_us", "us", 0.0, "the network RTT that RTT-denominated timers use; 0 = the fabric's idle host-to-host RTT (printed in the summary)");
 
 pub fn discovery(p: &Params) -> Result<DiscoveryParams, ParamError> {
     let mode = match p.string("discovery", &["probe", "oracle"])?.as_str() {

@@ -36,10 +36,7 @@ pub enum Lookup {
 
 impl FlowletTable {
     pub fn new(size: usize, t_fl: SimTime) -> Self {
-        FlowletTable {
-            entries: vec![Entry::default(); size.max(1)],
-            t_fl,
-        }
+        FlowletTable { entries: vec![Entry::default(); size.max(1)], t_fl }
     }
 
     fn idx(&self, hash: u64) -> usize {
@@ -80,30 +77,15 @@ mod tests {
         assert_eq!(ft.lookup(7, SimTime::from_us(100)), Lookup::New(None));
         ft.set(7, PortId(3));
         // a gap shorter than T_fl never splits
-        assert_eq!(
-            ft.lookup(7, SimTime::from_us(550)),
-            Lookup::Active(PortId(3))
-        );
+        assert_eq!(ft.lookup(7, SimTime::from_us(550)), Lookup::Active(PortId(3)));
         // last packet at 550 (tick 1): still valid in tick 2 (up to 1000), expired from tick 3
-        assert_eq!(
-            ft.lookup(7, SimTime::from_us(999)),
-            Lookup::Active(PortId(3))
-        );
+        assert_eq!(ft.lookup(7, SimTime::from_us(999)), Lookup::Active(PortId(3)));
         // last packet at 999 (tick 1): a gap of 1.5 T_fl ends at 1749 (tick 3): expired
-        assert_eq!(
-            ft.lookup(7, SimTime::from_us(1749)),
-            Lookup::New(Some(PortId(3)))
-        );
+        assert_eq!(ft.lookup(7, SimTime::from_us(1749)), Lookup::New(Some(PortId(3))));
         // last packet at 1749 (tick 3): 1 T_fl + 1 us later is tick 4: still active
-        assert_eq!(
-            ft.lookup(7, SimTime::from_us(2250)),
-            Lookup::Active(PortId(3))
-        );
+        assert_eq!(ft.lookup(7, SimTime::from_us(2250)), Lookup::Active(PortId(3)));
         // a gap of 2 T_fl always expires
-        assert_eq!(
-            ft.lookup(7, SimTime::from_us(3250)),
-            Lookup::New(Some(PortId(3)))
-        );
+        assert_eq!(ft.lookup(7, SimTime::from_us(3250)), Lookup::New(Some(PortId(3))));
     }
 
     #[test]

@@ -10,18 +10,8 @@ use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, LoadBalancer, NodeId, PktId, PortId};
 
 pub const PARAMS: &[ParamDef] = &[
-    ParamDef {
-        name: "flowlet_us",
-        unit: "us",
-        default: DefaultValue::Num(500.0),
-        help: "flowlet inactivity timeout; gaps of T_fl..2 T_fl end a flowlet",
-    },
-    ParamDef {
-        name: "flowlet_table_size",
-        unit: "entries",
-        default: DefaultValue::Num(65536.0),
-        help: "flowlet table entries per switch",
-    },
+    ParamDef { name: "flowlet_us", unit: "us", default: DefaultValue::Num(500.0), help: "flowlet inactivity timeout; gaps of T_fl..2 T_fl end a flowlet" },
+    ParamDef { name: "flowlet_table_size", unit: "entries", default: DefaultValue::Num(65536.0), help: "flowlet table entries per switch" },
 ];
 
 pub struct LetFlow {
@@ -43,20 +33,12 @@ impl LetFlow {
 }
 
 impl LoadBalancer for LetFlow {
-    fn on_switch(
-        &mut self,
-        ctx: &mut Ctx,
-        sw: NodeId,
-        _in: PortId,
-        pkt: PktId,
-        c: &[PortId],
-    ) -> Forward {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, pkt: PktId, c: &[PortId]) -> Forward {
         if c.len() == 1 {
             return Forward::Port(c[0]);
         }
         let hash = ctx.pkt(pkt).hash;
-        let t =
-            self.tables[sw.idx()].get_or_insert_with(|| FlowletTable::new(self.size, self.t_fl));
+        let t = self.tables[sw.idx()].get_or_insert_with(|| FlowletTable::new(self.size, self.t_fl));
         match t.lookup(hash, ctx.now) {
             Lookup::Active(p) if c.contains(&p) => Forward::Port(p),
             _ => {

@@ -142,25 +142,11 @@ pub enum Scheme {
 
 impl Scheme {
     /// Builds scheme `name` from its scenario parameters.
-    pub fn new(
-        name: &str,
-        given: &BTreeMap<String, Value>,
-        env: &SchemeEnv,
-    ) -> Result<Scheme, ParamError> {
-        let info = SCHEMES
-            .iter()
-            .find(|s| s.name == name)
-            .ok_or_else(|| ParamError {
-                key: "scheme".into(),
-                msg: format!(
-                    "unknown scheme {name:?}; known: {}",
-                    SCHEMES
-                        .iter()
-                        .map(|s| s.name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            })?;
+    pub fn new(name: &str, given: &BTreeMap<String, Value>, env: &SchemeEnv) -> Result<Scheme, ParamError> {
+        let info = SCHEMES.iter().find(|s| s.name == name).ok_or_else(|| ParamError {
+            key: "scheme".into(),
+            msg: format!("unknown scheme {name:?}; known: {}", SCHEMES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")),
+        })?;
         let p = Params::new(given, info.params, name)?;
         Ok(match name {
             "ecmp" => Scheme::Ecmp(ecmp::Ecmp),
@@ -210,14 +196,19 @@ impl Scheme {
         }
     }
 
+    /// The path discovery state, for schemes that discover paths.
+    pub fn discovery(&self) -> Option<&edge::Discovery> {
+        match self {
+            Scheme::EdgeFlowlet(s) => s.discovery(),
+            Scheme::Clove(s) => Some(s.discovery()),
+            Scheme::Presto(s) => Some(s.discovery()),
+            _ => None,
+        }
+    }
+
     /// How paths are discovered, for schemes that discover them.
     pub fn discovery_mode(&self) -> Option<&'static str> {
-        let d = match self {
-            Scheme::EdgeFlowlet(s) => s.discovery()?,
-            Scheme::Clove(s) => s.discovery(),
-            Scheme::Presto(s) => s.discovery(),
-            _ => return None,
-        };
+        let d = self.discovery()?;
         Some(match d.p.mode {
             edge::DiscoveryMode::Probe => "probe (traceroute packets)",
             edge::DiscoveryMode::Oracle => "oracle (read from routing state)",
@@ -257,14 +248,7 @@ impl LoadBalancer for Scheme {
         dispatch!(self, s => s.on_host_receive(ctx, host, pkt))
     }
     #[inline]
-    fn on_switch(
-        &mut self,
-        ctx: &mut Ctx,
-        sw: NodeId,
-        in_port: PortId,
-        pkt: PktId,
-        c: &[PortId],
-    ) -> Forward {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId, c: &[PortId]) -> Forward {
         dispatch!(self, s => s.on_switch(ctx, sw, in_port, pkt, c))
     }
     #[inline]

@@ -76,11 +76,7 @@ pub struct Params<'a> {
 
 impl<'a> Params<'a> {
     /// Checks that every given key is declared.
-    pub fn new(
-        given: &'a BTreeMap<String, Value>,
-        defs: &'static [ParamDef],
-        scheme: &str,
-    ) -> Result<Self, ParamError> {
+    pub fn new(given: &'a BTreeMap<String, Value>, defs: &'static [ParamDef], scheme: &str) -> Result<Self, ParamError> {
         for k in given.keys() {
             if !defs.iter().any(|d| d.name == k) {
                 let known: Vec<&str> = defs.iter().map(|d| d.name).collect();
@@ -89,10 +85,7 @@ impl<'a> Params<'a> {
                     msg: if known.is_empty() {
                         format!("scheme {scheme:?} takes no parameters")
                     } else {
-                        format!(
-                            "unknown parameter of scheme {scheme:?}; it takes: {}",
-                            known.join(", ")
-                        )
+                        format!("unknown parameter of scheme {scheme:?}; it takes: {}", known.join(", "))
                     },
                 });
             }
@@ -101,20 +94,14 @@ impl<'a> Params<'a> {
     }
 
     fn def(&self, name: &str) -> &'static ParamDef {
-        self.defs
-            .iter()
-            .find(|d| d.name == name)
-            .unwrap_or_else(|| panic!("parameter {name} not declared"))
+        self.defs.iter().find(|d| d.name == name).unwrap_or_else(|| panic!("parameter {name} not declared"))
     }
 
     pub fn num(&self, name: &str) -> Result<f64, ParamError> {
         let d = self.def(name);
         match (self.given.get(name), d.default) {
             (Some(Value::Num(x)), _) if x.is_finite() => Ok(*x),
-            (Some(v), _) => Err(ParamError {
-                key: name.into(),
-                msg: format!("expected a number ({}), got {v}", d.unit),
-            }),
+            (Some(v), _) => Err(ParamError { key: name.into(), msg: format!("expected a number ({}), got {v}", d.unit) }),
             (None, DefaultValue::Num(x)) => Ok(x),
             (None, _) => unreachable!("{name}: default is not a number"),
         }
@@ -124,10 +111,7 @@ impl<'a> Params<'a> {
     pub fn positive(&self, name: &str) -> Result<f64, ParamError> {
         let x = self.num(name)?;
         if x <= 0.0 {
-            return Err(ParamError {
-                key: name.into(),
-                msg: format!("must be > 0, got {x}"),
-            });
+            return Err(ParamError { key: name.into(), msg: format!("must be > 0, got {x}") });
         }
         Ok(x)
     }
@@ -135,10 +119,7 @@ impl<'a> Params<'a> {
     pub fn non_negative(&self, name: &str) -> Result<f64, ParamError> {
         let x = self.num(name)?;
         if x < 0.0 {
-            return Err(ParamError {
-                key: name.into(),
-                msg: format!("must be >= 0, got {x}"),
-            });
+            return Err(ParamError { key: name.into(), msg: format!("must be >= 0, got {x}") });
         }
         Ok(x)
     }
@@ -147,10 +128,7 @@ impl<'a> Params<'a> {
         let d = self.def(name);
         match (self.given.get(name), d.default) {
             (Some(Value::Bool(b)), _) => Ok(*b),
-            (Some(v), _) => Err(ParamError {
-                key: name.into(),
-                msg: format!("expected true or false, got {v}"),
-            }),
+            (Some(v), _) => Err(ParamError { key: name.into(), msg: format!("expected true or false, got {v}") }),
             (None, DefaultValue::Bool(b)) => Ok(b),
             (None, _) => unreachable!(),
         }
@@ -160,20 +138,12 @@ impl<'a> Params<'a> {
         let d = self.def(name);
         let s = match (self.given.get(name), d.default) {
             (Some(Value::Str(s)), _) => s.clone(),
-            (Some(v), _) => {
-                return Err(ParamError {
-                    key: name.into(),
-                    msg: format!("expected a string, got {v}"),
-                })
-            }
+            (Some(v), _) => return Err(ParamError { key: name.into(), msg: format!("expected a string, got {v}") }),
             (None, DefaultValue::Str(s)) => s.to_string(),
             (None, _) => unreachable!(),
         };
         if !allowed.is_empty() && !allowed.contains(&s.as_str()) {
-            return Err(ParamError {
-                key: name.into(),
-                msg: format!("must be one of {}, got {s:?}", allowed.join(", ")),
-            });
+            return Err(ParamError { key: name.into(), msg: format!("must be one of {}, got {s:?}", allowed.join(", ")) });
         }
         Ok(s)
     }
@@ -181,10 +151,7 @@ impl<'a> Params<'a> {
     pub fn list(&self, name: &str) -> Result<Vec<f64>, ParamError> {
         match self.given.get(name) {
             Some(Value::List(v)) => Ok(v.clone()),
-            Some(v) => Err(ParamError {
-                key: name.into(),
-                msg: format!("expected a list of numbers, got {v}"),
-            }),
+            Some(v) => Err(ParamError { key: name.into(), msg: format!("expected a list of numbers, got {v}") }),
             None => Ok(vec![]),
         }
     }

@@ -24,22 +24,12 @@ pub struct Spray {
 impl Spray {
     pub fn new(p: &Params, nodes: usize) -> Result<Spray, ParamError> {
         let mode = p.string("mode", &["random", "round_robin"])?;
-        Ok(Spray {
-            round_robin: mode == "round_robin",
-            next: vec![0; nodes],
-        })
+        Ok(Spray { round_robin: mode == "round_robin", next: vec![0; nodes] })
     }
 }
 
 impl LoadBalancer for Spray {
-    fn on_switch(
-        &mut self,
-        ctx: &mut Ctx,
-        sw: NodeId,
-        _in: PortId,
-        _pkt: PktId,
-        c: &[PortId],
-    ) -> Forward {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, _pkt: PktId, c: &[PortId]) -> Forward {
         let i = if self.round_robin {
             let n = &mut self.next[sw.idx()];
             *n = n.wrapping_add(1);

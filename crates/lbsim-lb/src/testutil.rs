@@ -3,9 +3,7 @@
 
 use lbsim_engine::{BitsPerSec, Rng, SimTime, Slab};
 use lbsim_net::topology::{leaf_spine, LeafSpine, LinkSpec};
-use lbsim_net::{
-    Action, Ctx, Packet, Payload, PktId, PortQueue, Proto, Routing, Threshold, Topology,
-};
+use lbsim_net::{Action, Ctx, Packet, Payload, PktId, PortQueue, Proto, Routing, Threshold, Topology};
 
 pub struct Env {
     pub topo: Topology,
@@ -21,65 +19,23 @@ pub struct Env {
 impl Env {
     /// The Clove/CONGA testbed: 2 leaves, 2 spines, 2 x 40G per pair, 16 hosts per leaf at 10G.
     pub fn testbed() -> Env {
-        let s = |g| LinkSpec {
-            rate: BitsPerSec::gbps(g),
-            delay: SimTime::from_us(1),
-        };
+        let s = |g| LinkSpec { rate: BitsPerSec::gbps(g), delay: SimTime::from_us(1) };
         Env::from_topology(
-            leaf_spine(&LeafSpine {
-                leaves: 2,
-                spines: 2,
-                links_per_pair: 2,
-                hosts_per_leaf: vec![16, 16],
-                host_link: s(10),
-                fabric_link: s(40),
-            })
-            .unwrap(),
+            leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 2, hosts_per_leaf: vec![16, 16], host_link: s(10), fabric_link: s(40) }).unwrap(),
         )
     }
 
     pub fn from_topology(topo: Topology) -> Env {
         let routing = Routing::compute(&topo, &vec![true; topo.links.len()]);
-        let ports = topo
-            .ports
-            .iter()
-            .map(|p| {
-                PortQueue::new(
-                    p.rate,
-                    p.delay,
-                    Threshold::Packets(250),
-                    Some(Threshold::Packets(20)),
-                )
-            })
-            .collect();
-        let salts = (0..topo.nodes.len())
-            .map(|i| Rng::substream(1, "ecmp", i as u64).next_u64())
-            .collect();
-        Env {
-            topo,
-            routing,
-            ports,
-            salts,
-            pkts: Slab::new(),
-            rng: Rng::stream(1, "scheme"),
-            actions: vec![],
-            next_sport: 1000,
-        }
+        let ports = topo.ports.iter().map(|p| PortQueue::new(p.rate, p.delay, Threshold::Packets(250), Some(Threshold::Packets(20)))).collect();
+        let salts = (0..topo.nodes.len()).map(|i| Rng::substream(1, "ecmp", i as u64).next_u64()).collect();
+        Env { topo, routing, ports, salts, pkts: Slab::new(), rng: Rng::stream(1, "scheme"), actions: vec![], next_sport: 1000 }
     }
 
     /// A UDP-ish data packet between host indices with a fresh source port.
     pub fn packet(&mut self, src: u32, dst: u32, size: u32) -> PktId {
         self.next_sport += 1;
-        let p = Packet::new(
-            self.topo.host(src),
-            self.topo.host(dst),
-            self.next_sport,
-            80,
-            Proto::Tcp,
-            size,
-            Payload::Udp { source: 0 },
-            SimTime::ZERO,
-        );
+        let p = Packet::new(self.topo.host(src), self.topo.host(dst), self.next_sport, 80, Proto::Tcp, size, Payload::Udp { source: 0 }, SimTime::ZERO);
         PktId(self.pkts.insert(p))
     }
 

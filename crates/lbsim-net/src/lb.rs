@@ -57,11 +57,7 @@ pub enum Action {
     /// Put a packet the scheme created on `host`'s NIC (no `on_host_send`).
     SendFromHost { host: NodeId, pkt: PktId },
     /// Send a packet from switch `sw`: out of `port`, or routed if `None`.
-    SendFromSwitch {
-        sw: NodeId,
-        pkt: PktId,
-        port: Option<PortId>,
-    },
+    SendFromSwitch { sw: NodeId, pkt: PktId, port: Option<PortId> },
 }
 
 /// A hook's view of the simulation.
@@ -91,11 +87,7 @@ impl<'a> Ctx<'a> {
     /// packet's 5-tuple hash mixed with the switch's salt, modulo the group size.
     #[inline]
     pub fn ecmp(&self, node: NodeId, pkt: PktId, candidates: &[PortId]) -> PortId {
-        ecmp_pick(
-            self.salts[node.idx()],
-            self.pkts.get(pkt.0).hash,
-            candidates,
-        )
+        ecmp_pick(self.salts[node.idx()], self.pkts.get(pkt.0).hash, candidates)
     }
     pub fn schedule(&mut self, at: SimTime, token: u64) {
         self.actions.push(Action::Timer { at, token });
@@ -145,14 +137,7 @@ pub trait LoadBalancer {
 
     /// A packet at switch `sw`, arrived on `in_port`, bound for a host that
     /// `candidates` (the equal-cost next hops, never empty) lead to.
-    fn on_switch(
-        &mut self,
-        ctx: &mut Ctx,
-        sw: NodeId,
-        _in_port: PortId,
-        pkt: PktId,
-        candidates: &[PortId],
-    ) -> Forward {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in_port: PortId, pkt: PktId, candidates: &[PortId]) -> Forward {
         Forward::Port(ctx.ecmp(sw, pkt, candidates))
     }
 

@@ -43,21 +43,12 @@ mod tests {
         let mut rng = Rng::stream(42, "test");
         let mut counts = [0u32; 4];
         let mut same = 0;
-        let (salt_a, salt_b) = (
-            Rng::substream(1, "ecmp", 0).next_u64(),
-            Rng::substream(1, "ecmp", 1).next_u64(),
-        );
+        let (salt_a, salt_b) = (Rng::substream(1, "ecmp", 0).next_u64(), Rng::substream(1, "ecmp", 1).next_u64());
         let n = 10_000;
         for _ in 0..n {
             let src = NodeId(rng.below(64) as u32);
             let dst = NodeId(rng.below(64) as u32);
-            let h = packet::tuple_hash(
-                src,
-                dst,
-                rng.below(65536) as u16,
-                rng.below(65536) as u16,
-                Proto::Tcp,
-            );
+            let h = packet::tuple_hash(src, dst, rng.below(65536) as u16, rng.below(65536) as u16, Proto::Tcp);
             let a = ecmp_pick(salt_a, h, &cands);
             counts[(a.0 - 10) as usize] += 1;
             if ecmp_pick(salt_b, h, &cands) == a {
@@ -75,16 +66,7 @@ mod tests {
 
     #[test]
     fn encapsulation_changes_the_ecmp_key() {
-        let mut p = Packet::new(
-            NodeId(1),
-            NodeId(2),
-            1000,
-            80,
-            Proto::Tcp,
-            1500,
-            Payload::Udp { source: 0 },
-            SimTime::ZERO,
-        );
+        let mut p = Packet::new(NodeId(1), NodeId(2), 1000, 80, Proto::Tcp, 1500, Payload::Udp { source: 0 }, SimTime::ZERO);
         let inner = p.hash;
         p.set_outer_sport(5000);
         assert_ne!(p.hash, inner);

@@ -21,11 +21,7 @@ pub enum Proto {
 pub enum Payload {
     /// A TCP segment of connection `conn`; `to_receiver` is true for data
     /// and SYN (sender→receiver), false for ACKs and SYN-ACKs.
-    Tcp {
-        conn: u32,
-        to_receiver: bool,
-        hdr: TcpHeader,
-    },
+    Tcp { conn: u32, to_receiver: bool, hdr: TcpHeader },
     /// A UDP datagram of constant-rate source `source`.
     Udp { source: u32 },
     /// A packet a load-balancing scheme created (probes, feedback).
@@ -33,11 +29,7 @@ pub enum Payload {
     /// ICMP time-exceeded (RFC 792): sent back to the source by switch
     /// `from` when a packet's TTL runs out there; `tag` copies the expired
     /// packet's control tag, `in_port` is where it entered `from`.
-    TimeExceeded {
-        tag: u32,
-        from: NodeId,
-        in_port: crate::ids::PortId,
-    },
+    TimeExceeded { tag: u32, from: NodeId, in_port: crate::ids::PortId },
 }
 
 /// A load-balancing scheme's header extension (the overlay header fields
@@ -47,23 +39,11 @@ pub enum LbHeader {
     #[default]
     None,
     /// CONGA (§3.1): LBTag, CE, FB_LBTag, FB_Metric.
-    Conga {
-        lbtag: u8,
-        ce: u8,
-        fb_valid: bool,
-        fb_lbtag: u8,
-        fb_metric: u8,
-    },
+    Conga { lbtag: u8, ce: u8, fb_valid: bool, fb_lbtag: u8, fb_metric: u8 },
     /// Clove (§3.2, §4): the path-state relay in the encapsulation header:
     /// a source port the receiver reports on, with its ECN bit or the max
     /// utilisation seen; `int_util` is the INT path-max field switches update.
-    Clove {
-        fb_valid: bool,
-        fb_port: u16,
-        fb_ce: bool,
-        fb_util: u16,
-        int_util: u16,
-    },
+    Clove { fb_valid: bool, fb_port: u16, fb_ce: bool, fb_util: u16, int_util: u16 },
     /// Presto (Clove §5 adaptation): flowcell id and the flow's hash.
     Presto { flowcell: u32 },
 }
@@ -108,16 +88,7 @@ pub fn tuple_hash(src: NodeId, dst: NodeId, sport: u16, dport: u16, proto: Proto
 }
 
 impl Packet {
-    pub fn new(
-        src: NodeId,
-        dst: NodeId,
-        sport: u16,
-        dport: u16,
-        proto: Proto,
-        size: u32,
-        payload: Payload,
-        now: SimTime,
-    ) -> Self {
+    pub fn new(src: NodeId, dst: NodeId, sport: u16, dport: u16, proto: Proto, size: u32, payload: Payload, now: SimTime) -> Self {
         Packet {
             src,
             dst,
@@ -159,7 +130,6 @@ impl Packet {
 
     /// True for TCP segments carrying payload.
     pub fn is_data(&self) -> bool {
-        matches!(&self.payload, Payload::Tcp { hdr, .. } if hdr.len > 0)
-            || matches!(self.payload, Payload::Udp { .. })
+        matches!(&self.payload, Payload::Tcp { hdr, .. } if hdr.len > 0) || matches!(self.payload, Payload::Udp { .. })
     }
 }

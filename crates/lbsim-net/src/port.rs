@@ -157,13 +157,7 @@ impl PortQueue {
     pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes) -> Admit {
         self.forget_arrived(now);
         let qp = self.qlen_pkts(now);
-        let qb = if matches!(self.limit, Threshold::Bytes(_))
-            || matches!(self.ecn, Some(Threshold::Bytes(_)))
-        {
-            self.qlen_bytes(now)
-        } else {
-            0
-        };
+        let qb = if matches!(self.limit, Threshold::Bytes(_)) || matches!(self.ecn, Some(Threshold::Bytes(_))) { self.qlen_bytes(now) } else { 0 };
         let full = match self.limit {
             Threshold::Packets(n) => qp >= n,
             Threshold::Bytes(b) => qb + size.0 > b,
@@ -181,11 +175,7 @@ impl PortQueue {
         let start = self.busy_until.max(now);
         let tx_end = start + self.rate.tx_time(size);
         self.busy_until = tx_end;
-        self.fifo.push_back(Entry {
-            tx_end,
-            cum_before: self.admitted_bytes,
-            pkt,
-        });
+        self.fifo.push_back(Entry { tx_end, cum_before: self.admitted_bytes, pkt });
         self.admitted_bytes += size.0;
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes += size.0;
@@ -223,12 +213,7 @@ mod tests {
     use super::*;
 
     fn port(limit: u32, k: Option<u32>) -> PortQueue {
-        PortQueue::new(
-            BitsPerSec::gbps(10),
-            SimTime::from_us(1),
-            Threshold::Packets(limit),
-            k.map(Threshold::Packets),
-        )
+        PortQueue::new(BitsPerSec::gbps(10), SimTime::from_us(1), Threshold::Packets(limit), k.map(Threshold::Packets))
     }
 
     #[test]
@@ -237,20 +222,8 @@ mod tests {
         let t0 = SimTime::ZERO;
         let a = p.offer(t0, PktId(0), Bytes(1500));
         let b = p.offer(t0, PktId(1), Bytes(1500));
-        assert_eq!(
-            a,
-            Admit::Queued {
-                tx_end: SimTime::from_ns(1200),
-                mark: false
-            }
-        );
-        assert_eq!(
-            b,
-            Admit::Queued {
-                tx_end: SimTime::from_ns(2400),
-                mark: false
-            }
-        );
+        assert_eq!(a, Admit::Queued { tx_end: SimTime::from_ns(1200), mark: false });
+        assert_eq!(b, Admit::Queued { tx_end: SimTime::from_ns(2400), mark: false });
         assert_eq!(p.qlen_pkts(t0), 2);
         assert_eq!(p.drain_time(t0, 1), SimTime::from_ns(1200));
         assert_eq!(p.drain_time(t0, 0), SimTime::from_ns(2400));
@@ -261,34 +234,19 @@ mod tests {
         assert_eq!(p.transmitted_bytes(SimTime::from_ns(2400)), 3000);
         // an idle port starts a new packet at once
         let c = p.offer(SimTime::from_us(10), PktId(2), Bytes(1500));
-        assert_eq!(
-            c,
-            Admit::Queued {
-                tx_end: SimTime::from_ns(11_200),
-                mark: false
-            }
-        );
+        assert_eq!(c, Admit::Queued { tx_end: SimTime::from_ns(11_200), mark: false });
     }
 
     #[test]
     fn drop_tail_at_the_limit() {
         let mut p = port(3, None);
         for i in 0..3 {
-            assert!(matches!(
-                p.offer(SimTime::ZERO, PktId(i), Bytes(1500)),
-                Admit::Queued { .. }
-            ));
+            assert!(matches!(p.offer(SimTime::ZERO, PktId(i), Bytes(1500)), Admit::Queued { .. }));
         }
-        assert_eq!(
-            p.offer(SimTime::ZERO, PktId(9), Bytes(1500)),
-            Admit::Dropped
-        );
+        assert_eq!(p.offer(SimTime::ZERO, PktId(9), Bytes(1500)), Admit::Dropped);
         assert_eq!(p.stats.drops, 1);
         // once the first has left there is room again
-        assert!(matches!(
-            p.offer(SimTime::from_ns(1200), PktId(10), Bytes(1500)),
-            Admit::Queued { .. }
-        ));
+        assert!(matches!(p.offer(SimTime::from_ns(1200), PktId(10), Bytes(1500)), Admit::Queued { .. }));
     }
 
     #[test]
@@ -304,31 +262,14 @@ mod tests {
         assert_eq!(marks, vec![false, false, false, true, true]);
         // after the queue drains, no mark
         let later = SimTime::from_us(100);
-        assert_eq!(
-            p.offer(later, PktId(7), Bytes(1500)),
-            Admit::Queued {
-                tx_end: later + SimTime::from_ns(1200),
-                mark: false
-            }
-        );
+        assert_eq!(p.offer(later, PktId(7), Bytes(1500)), Admit::Queued { tx_end: later + SimTime::from_ns(1200), mark: false });
     }
 
     #[test]
     fn byte_limit() {
-        let mut p = PortQueue::new(
-            BitsPerSec::gbps(10),
-            SimTime::ZERO,
-            Threshold::Bytes(3000),
-            None,
-        );
-        assert!(matches!(
-            p.offer(SimTime::ZERO, PktId(0), Bytes(1500)),
-            Admit::Queued { .. }
-        ));
-        assert!(matches!(
-            p.offer(SimTime::ZERO, PktId(1), Bytes(1500)),
-            Admit::Queued { .. }
-        ));
+        let mut p = PortQueue::new(BitsPerSec::gbps(10), SimTime::ZERO, Threshold::Bytes(3000), None);
+        assert!(matches!(p.offer(SimTime::ZERO, PktId(0), Bytes(1500)), Admit::Queued { .. }));
+        assert!(matches!(p.offer(SimTime::ZERO, PktId(1), Bytes(1500)), Admit::Queued { .. }));
         assert_eq!(p.offer(SimTime::ZERO, PktId(2), Bytes(64)), Admit::Dropped);
     }
 

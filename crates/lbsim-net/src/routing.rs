@@ -84,11 +84,7 @@ impl Routing {
                 table[ni * h + hi] = gi;
             }
         }
-        Routing {
-            hosts: h,
-            table,
-            groups,
-        }
+        Routing { hosts: h, table, groups }
     }
 
     /// Equal-cost next hops from `node` toward host index `dst_host` (empty
@@ -143,19 +139,8 @@ mod tests {
     use lbsim_engine::{BitsPerSec, SimTime};
 
     fn testbed() -> Topology {
-        let s = |g| LinkSpec {
-            rate: BitsPerSec::gbps(g),
-            delay: SimTime::from_us(1),
-        };
-        leaf_spine(&LeafSpine {
-            leaves: 2,
-            spines: 2,
-            links_per_pair: 2,
-            hosts_per_leaf: vec![16, 16],
-            host_link: s(10),
-            fabric_link: s(40),
-        })
-        .unwrap()
+        let s = |g| LinkSpec { rate: BitsPerSec::gbps(g), delay: SimTime::from_us(1) };
+        leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 2, hosts_per_leaf: vec![16, 16], host_link: s(10), fabric_link: s(40) }).unwrap()
     }
 
     #[test]
@@ -167,11 +152,7 @@ mod tests {
         assert_eq!(r.next_hops(l0, 3), &[t.nodes[l0.idx()].ports[3]]);
         let s0 = t.node_by_name("S0").unwrap();
         assert_eq!(r.next_hops(s0, 20).len(), 2, "two parallel downlinks");
-        assert_eq!(
-            r.all_paths(&t, 0, 20).len(),
-            8,
-            "4 uplinks x 2 parallel downlinks"
-        );
+        assert_eq!(r.all_paths(&t, 0, 20).len(), 8, "4 uplinks x 2 parallel downlinks");
         assert!(r.first_unreachable_pair(&t).is_none());
     }
 

@@ -101,10 +101,7 @@ impl fmt::Display for TopologyError {
 impl std::error::Error for TopologyError {}
 
 fn err(field: &str, msg: impl Into<String>) -> TopologyError {
-    TopologyError {
-        field: field.to_string(),
-        msg: msg.into(),
-    }
+    TopologyError { field: field.to_string(), msg: msg.into() }
 }
 
 /// Link rate and delay of one class of links.
@@ -124,68 +121,27 @@ struct Builder {
 }
 
 impl Builder {
-    fn node(
-        &mut self,
-        name: String,
-        kind: NodeKind,
-        tier: Tier,
-        pod: u32,
-        index: u32,
-    ) -> Result<NodeId, TopologyError> {
+    fn node(&mut self, name: String, kind: NodeKind, tier: Tier, pod: u32, index: u32) -> Result<NodeId, TopologyError> {
         let id = NodeId(self.nodes.len() as u32);
         if self.names.insert(name.clone(), id).is_some() {
-            return Err(err(
-                "topology.nodes",
-                format!("duplicate node name {name:?}"),
-            ));
+            return Err(err("topology.nodes", format!("duplicate node name {name:?}")));
         }
-        self.nodes.push(Node {
-            name,
-            kind,
-            tier,
-            pod,
-            ports: vec![],
-            index,
-        });
+        self.nodes.push(Node { name, kind, tier, pod, ports: vec![], index });
         Ok(id)
     }
 
     fn link(&mut self, a: NodeId, b: NodeId, spec: LinkSpec) {
         let key = (a.0.min(b.0), a.0.max(b.0));
-        let k = *self
-            .pair_count
-            .entry(key)
-            .and_modify(|c| *c += 1)
-            .or_insert(0);
-        let (na, nb) = (
-            self.nodes[a.idx()].name.clone(),
-            self.nodes[b.idx()].name.clone(),
-        );
+        let k = *self.pair_count.entry(key).and_modify(|c| *c += 1).or_insert(0);
+        let (na, nb) = (self.nodes[a.idx()].name.clone(), self.nodes[b.idx()].name.clone());
         let lid = LinkId(self.links.len() as u32);
         let pa = PortId(self.ports.len() as u32);
         let pb = PortId(pa.0 + 1);
-        self.ports.push(Port {
-            node: a,
-            peer: pb,
-            link: lid,
-            rate: spec.rate,
-            delay: spec.delay,
-            name: format!("{na}->{nb}#{k}"),
-        });
-        self.ports.push(Port {
-            node: b,
-            peer: pa,
-            link: lid,
-            rate: spec.rate,
-            delay: spec.delay,
-            name: format!("{nb}->{na}#{k}"),
-        });
+        self.ports.push(Port { node: a, peer: pb, link: lid, rate: spec.rate, delay: spec.delay, name: format!("{na}->{nb}#{k}") });
+        self.ports.push(Port { node: b, peer: pa, link: lid, rate: spec.rate, delay: spec.delay, name: format!("{nb}->{na}#{k}") });
         self.nodes[a.idx()].ports.push(pa);
         self.nodes[b.idx()].ports.push(pb);
-        self.links.push(Link {
-            ports: [pa, pb],
-            name: format!("{na}-{nb}#{k}"),
-        });
+        self.links.push(Link { ports: [pa, pb], name: format!("{na}-{nb}#{k}") });
     }
 
     fn finish(self, kind: &str) -> Result<Topology, TopologyError> {
@@ -202,21 +158,11 @@ impl Builder {
             }
             let ports = &nodes[i].ports;
             if ports.len() != 1 {
-                return Err(err(
-                    "topology",
-                    format!(
-                        "host {} must have exactly one link, has {}",
-                        nodes[i].name,
-                        ports.len()
-                    ),
-                ));
+                return Err(err("topology", format!("host {} must have exactly one link, has {}", nodes[i].name, ports.len())));
             }
             let tor = self.ports[self.ports[ports[0].idx()].peer.idx()].node;
             if nodes[tor.idx()].kind != NodeKind::Switch {
-                return Err(err(
-                    "topology",
-                    format!("host {} is linked to another host", nodes[i].name),
-                ));
+                return Err(err("topology", format!("host {} is linked to another host", nodes[i].name)));
             }
             let r = *rack_of_leaf.entry(tor).or_insert_with(|| {
                 racks.push(tor);
@@ -236,25 +182,13 @@ impl Builder {
         // rack order check: hosts of a rack must be contiguous and racks ascending
         for w in host_rack.windows(2) {
             if w[1] < w[0] {
-                return Err(err(
-                    "topology",
-                    "hosts must be listed rack by rack (all hosts of one leaf together)",
-                ));
+                return Err(err("topology", "hosts must be listed rack by rack (all hosts of one leaf together)"));
             }
         }
         if hosts.is_empty() {
             return Err(err("topology", "no hosts"));
         }
-        Ok(Topology {
-            nodes,
-            ports: self.ports,
-            links: self.links,
-            hosts,
-            racks,
-            host_rack,
-            node_host,
-            kind: kind.to_string(),
-        })
+        Ok(Topology { nodes, ports: self.ports, links: self.links, hosts, racks, host_rack, node_host, kind: kind.to_string() })
     }
 }
 
@@ -282,14 +216,7 @@ pub fn leaf_spine(p: &LeafSpine) -> Result<Topology, TopologyError> {
         return Err(err("topology.links_per_pair", "must be at least 1"));
     }
     if p.hosts_per_leaf.len() != p.leaves as usize {
-        return Err(err(
-            "topology.hosts_per_leaf",
-            format!(
-                "has {} entries for {} leaves",
-                p.hosts_per_leaf.len(),
-                p.leaves
-            ),
-        ));
+        return Err(err("topology.hosts_per_leaf", format!("has {} entries for {} leaves", p.hosts_per_leaf.len(), p.leaves)));
     }
     let mut b = Builder::default();
     let mut h = 0;
@@ -303,9 +230,7 @@ pub fn leaf_spine(p: &LeafSpine) -> Result<Topology, TopologyError> {
             h += 1;
         }
     }
-    let spines: Vec<NodeId> = (0..p.spines)
-        .map(|s| b.node(format!("S{s}"), NodeKind::Switch, Tier::Spine, 0, s))
-        .collect::<Result<_, _>>()?;
+    let spines: Vec<NodeId> = (0..p.spines).map(|s| b.node(format!("S{s}"), NodeKind::Switch, Tier::Spine, 0, s)).collect::<Result<_, _>>()?;
     for &leaf in &leaves {
         for &sp in &spines {
             for _ in 0..p.links_per_pair {
@@ -344,13 +269,7 @@ pub fn clos3(p: &Clos3) -> Result<Topology, TopologyError> {
         }
     }
     if p.cores == 0 || p.cores % p.aggs_per_pod != 0 {
-        return Err(err(
-            "topology.cores",
-            format!(
-                "must be a positive multiple of aggs_per_pod ({}), got {}",
-                p.aggs_per_pod, p.cores
-            ),
-        ));
+        return Err(err("topology.cores", format!("must be a positive multiple of aggs_per_pod ({}), got {}", p.aggs_per_pod, p.cores)));
     }
     let per_plane = p.cores / p.aggs_per_pod;
     let mut b = Builder::default();
@@ -367,9 +286,8 @@ pub fn clos3(p: &Clos3) -> Result<Topology, TopologyError> {
                 h += 1;
             }
         }
-        let pod_aggs: Vec<NodeId> = (0..p.aggs_per_pod)
-            .map(|a| b.node(format!("A{pod}_{a}"), NodeKind::Switch, Tier::Spine, pod, a))
-            .collect::<Result<_, _>>()?;
+        let pod_aggs: Vec<NodeId> =
+            (0..p.aggs_per_pod).map(|a| b.node(format!("A{pod}_{a}"), NodeKind::Switch, Tier::Spine, pod, a)).collect::<Result<_, _>>()?;
         for &tor in &tors {
             for &agg in &pod_aggs {
                 b.link(tor, agg, p.tor_agg_link);
@@ -377,17 +295,11 @@ pub fn clos3(p: &Clos3) -> Result<Topology, TopologyError> {
         }
         aggs.push(pod_aggs);
     }
-    let cores: Vec<NodeId> = (0..p.cores)
-        .map(|c| b.node(format!("C{c}"), NodeKind::Switch, Tier::Core, 0, c))
-        .collect::<Result<_, _>>()?;
+    let cores: Vec<NodeId> = (0..p.cores).map(|c| b.node(format!("C{c}"), NodeKind::Switch, Tier::Core, 0, c)).collect::<Result<_, _>>()?;
     for pod_aggs in &aggs {
         for (j, &agg) in pod_aggs.iter().enumerate() {
             for c in 0..per_plane {
-                b.link(
-                    agg,
-                    cores[(j as u32 * per_plane + c) as usize],
-                    p.agg_core_link,
-                );
+                b.link(agg, cores[(j as u32 * per_plane + c) as usize], p.agg_core_link);
             }
         }
     }
@@ -396,16 +308,9 @@ pub fn clos3(p: &Clos3) -> Result<Topology, TopologyError> {
 
 /// The k-ary fat-tree (Al-Fares et al.): k pods of k/2 ToRs and k/2
 /// aggregation switches, (k/2)² cores, k/2 hosts per ToR.
-pub fn fat_tree(
-    k: u32,
-    host_link: LinkSpec,
-    fabric_link: LinkSpec,
-) -> Result<Topology, TopologyError> {
+pub fn fat_tree(k: u32, host_link: LinkSpec, fabric_link: LinkSpec) -> Result<Topology, TopologyError> {
     if k < 2 || k % 2 != 0 {
-        return Err(err(
-            "topology.k",
-            format!("must be an even number >= 2, got {k}"),
-        ));
+        return Err(err("topology.k", format!("must be an even number >= 2, got {k}")));
     }
     let mut t = clos3(&Clos3 {
         pods: k,
@@ -439,37 +344,17 @@ pub struct ExplicitLink {
 
 impl Topology {
     /// A topology from node and link lists. Hosts must be listed rack by rack.
-    pub fn explicit(
-        nodes: &[ExplicitNode],
-        links: &[ExplicitLink],
-    ) -> Result<Topology, TopologyError> {
+    pub fn explicit(nodes: &[ExplicitNode], links: &[ExplicitLink]) -> Result<Topology, TopologyError> {
         let mut b = Builder::default();
         for n in nodes {
-            let (kind, tier) = if n.host {
-                (NodeKind::Host, Tier::Host)
-            } else {
-                (NodeKind::Switch, Tier::Other)
-            };
+            let (kind, tier) = if n.host { (NodeKind::Host, Tier::Host) } else { (NodeKind::Switch, Tier::Other) };
             b.node(n.name.clone(), kind, tier, 0, 0)?;
         }
         for (i, l) in links.iter().enumerate() {
-            let a = *b.names.get(&l.a).ok_or_else(|| {
-                err(
-                    &format!("topology.links[{i}].a"),
-                    format!("unknown node {:?}", l.a),
-                )
-            })?;
-            let bb = *b.names.get(&l.b).ok_or_else(|| {
-                err(
-                    &format!("topology.links[{i}].b"),
-                    format!("unknown node {:?}", l.b),
-                )
-            })?;
+            let a = *b.names.get(&l.a).ok_or_else(|| err(&format!("topology.links[{i}].a"), format!("unknown node {:?}", l.a)))?;
+            let bb = *b.names.get(&l.b).ok_or_else(|| err(&format!("topology.links[{i}].b"), format!("unknown node {:?}", l.b)))?;
             if a == bb {
-                return Err(err(
-                    &format!("topology.links[{i}]"),
-                    "a link must join two different nodes",
-                ));
+                return Err(err(&format!("topology.links[{i}]"), "a link must join two different nodes"));
             }
             for _ in 0..l.count.max(1) {
                 b.link(a, bb, l.spec);
@@ -507,17 +392,10 @@ impl Topology {
     }
     /// Host indices of a rack.
     pub fn rack_hosts(&self, rack: u32) -> impl Iterator<Item = u32> + '_ {
-        self.host_rack
-            .iter()
-            .enumerate()
-            .filter(move |(_, &r)| r == rack)
-            .map(|(h, _)| h as u32)
+        self.host_rack.iter().enumerate().filter(move |(_, &r)| r == rack).map(|(h, _)| h as u32)
     }
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.nodes
-            .iter()
-            .position(|n| n.name == name)
-            .map(|i| NodeId(i as u32))
+        self.nodes.iter().position(|n| n.name == name).map(|i| NodeId(i as u32))
     }
     /// Whether `port` leads from a leaf up into the fabric.
     pub fn is_uplink(&self, port: PortId) -> bool {
@@ -537,11 +415,7 @@ impl Topology {
     /// "A-B#k" selects both directions, a port name "A->B#k" one; a name
     /// without "#k" selects every parallel link).
     pub fn match_ports(&self, pattern: &str) -> Vec<PortId> {
-        let pat = if pattern.contains('#') {
-            pattern.to_string()
-        } else {
-            format!("{pattern}#*")
-        };
+        let pat = if pattern.contains('#') { pattern.to_string() } else { format!("{pattern}#*") };
         let mut v = vec![];
         if pat.contains("->") {
             for (i, p) in self.ports.iter().enumerate() {
@@ -554,10 +428,7 @@ impl Topology {
                 let (a, b) = (&self.ports[l.ports[0].idx()], &self.ports[l.ports[1].idx()]);
                 // accept either orientation of the link name
                 let rev = {
-                    let (na, nb) = (
-                        &self.nodes[a.node.idx()].name,
-                        &self.nodes[b.node.idx()].name,
-                    );
+                    let (na, nb) = (&self.nodes[a.node.idx()].name, &self.nodes[b.node.idx()].name);
                     let k = l.name.rsplit('#').next().unwrap_or("0");
                     format!("{nb}-{na}#{k}")
                 };
@@ -571,11 +442,7 @@ impl Topology {
 
     /// Links whose name matches (see [`Topology::match_ports`]).
     pub fn match_links(&self, pattern: &str) -> Vec<LinkId> {
-        let mut v: Vec<LinkId> = self
-            .match_ports(pattern)
-            .into_iter()
-            .map(|p| self.ports[p.idx()].link)
-            .collect();
+        let mut v: Vec<LinkId> = self.match_ports(pattern).into_iter().map(|p| self.ports[p.idx()].link).collect();
         v.dedup();
         v
     }
@@ -612,22 +479,11 @@ mod tests {
     use super::*;
 
     fn spec(g: u64) -> LinkSpec {
-        LinkSpec {
-            rate: BitsPerSec::gbps(g),
-            delay: SimTime::from_us(1),
-        }
+        LinkSpec { rate: BitsPerSec::gbps(g), delay: SimTime::from_us(1) }
     }
 
     pub(crate) fn testbed() -> Topology {
-        leaf_spine(&LeafSpine {
-            leaves: 2,
-            spines: 2,
-            links_per_pair: 2,
-            hosts_per_leaf: vec![16, 16],
-            host_link: spec(10),
-            fabric_link: spec(40),
-        })
-        .unwrap()
+        leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 2, hosts_per_leaf: vec![16, 16], host_link: spec(10), fabric_link: spec(40) }).unwrap()
     }
 
     #[test]
@@ -641,11 +497,7 @@ mod tests {
         let l0 = t.node_by_name("L0").unwrap();
         assert_eq!(t.leaf_of_host(t.host(3)), l0);
         assert_eq!(t.match_ports("L0->S1").len(), 2, "two parallel uplinks");
-        assert_eq!(
-            t.match_ports("S1-L1#0").len(),
-            2,
-            "both directions, either name order"
-        );
+        assert_eq!(t.match_ports("S1-L1#0").len(), 2, "both directions, either name order");
         assert_eq!(t.match_ports("L0->S*").len(), 4);
         assert!(t.is_uplink(t.match_ports("L0->S0#1")[0]));
         assert!(!t.is_uplink(t.match_ports("S0->L0#1")[0]));
@@ -653,15 +505,8 @@ mod tests {
 
     #[test]
     fn uneven_hosts_per_leaf() {
-        let t = leaf_spine(&LeafSpine {
-            leaves: 3,
-            spines: 1,
-            links_per_pair: 1,
-            hosts_per_leaf: vec![2, 5, 1],
-            host_link: spec(1),
-            fabric_link: spec(1),
-        })
-        .unwrap();
+        let t = leaf_spine(&LeafSpine { leaves: 3, spines: 1, links_per_pair: 1, hosts_per_leaf: vec![2, 5, 1], host_link: spec(1), fabric_link: spec(1) })
+            .unwrap();
         assert_eq!(t.num_hosts(), 8);
         assert_eq!(t.rack_hosts(1).collect::<Vec<_>>(), vec![2, 3, 4, 5, 6]);
     }
@@ -670,11 +515,7 @@ mod tests {
     fn fat_tree_has_textbook_sizes() {
         let t = fat_tree(4, spec(10), spec(10)).unwrap();
         assert_eq!(t.num_hosts(), 16);
-        let switches = t
-            .nodes
-            .iter()
-            .filter(|n| n.kind == NodeKind::Switch)
-            .count();
+        let switches = t.nodes.iter().filter(|n| n.kind == NodeKind::Switch).count();
         assert_eq!(switches, 20);
         assert_eq!(t.links.len(), 16 + 16 + 16);
         assert_eq!(t.racks.len(), 8);
@@ -683,21 +524,9 @@ mod tests {
 
     #[test]
     fn explicit_topology_and_errors() {
-        let n = |s: &str, host| ExplicitNode {
-            name: s.into(),
-            host,
-        };
-        let l = |a: &str, b: &str| ExplicitLink {
-            a: a.into(),
-            b: b.into(),
-            spec: spec(10),
-            count: 1,
-        };
-        let t = Topology::explicit(
-            &[n("a", true), n("b", true), n("sw", false)],
-            &[l("a", "sw"), l("b", "sw")],
-        )
-        .unwrap();
+        let n = |s: &str, host| ExplicitNode { name: s.into(), host };
+        let l = |a: &str, b: &str| ExplicitLink { a: a.into(), b: b.into(), spec: spec(10), count: 1 };
+        let t = Topology::explicit(&[n("a", true), n("b", true), n("sw", false)], &[l("a", "sw"), l("b", "sw")]).unwrap();
         assert_eq!(t.num_hosts(), 2);
         assert_eq!(t.racks.len(), 1);
         let e = Topology::explicit(&[n("a", true), n("sw", false)], &[l("a", "nope")]).unwrap_err();

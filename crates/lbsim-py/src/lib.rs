@@ -10,12 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 
-create_exception!(
-    _lbsim,
-    ScenarioError,
-    PyValueError,
-    "A scenario is invalid; `.field` names the offending field."
-);
+create_exception!(_lbsim, ScenarioError, PyValueError, "A scenario is invalid; `.field` names the offending field.");
 
 fn scenario_err(py: Python<'_>, e: &lbsim_sim::ScenarioError) -> PyErr {
     let err = ScenarioError::new_err(e.to_string());
@@ -38,12 +33,7 @@ fn validate(py: Python<'_>, text: &str, sets: Vec<String>) -> PyResult<u64> {
 /// The flow list a scenario generates, as CSV text (`src,dst,size_bytes,start_us`).
 #[pyfunction]
 #[pyo3(signature = (text, sets=vec![], base_dir=None))]
-fn flows_csv(
-    py: Python<'_>,
-    text: &str,
-    sets: Vec<String>,
-    base_dir: Option<PathBuf>,
-) -> PyResult<String> {
+fn flows_csv(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>) -> PyResult<String> {
     let sc = parse(py, text, sets)?;
     let f = flow_list(&sc, base_dir.as_deref()).map_err(|e| scenario_err(py, &e))?;
     Ok(lbsim_workload::write_flow_list(&f))
@@ -53,13 +43,7 @@ fn flows_csv(
 /// `queues`, `ports`) and the summary as JSON text.
 #[pyfunction]
 #[pyo3(signature = (text, sets=vec![], base_dir=None, progress=None))]
-fn run(
-    py: Python<'_>,
-    text: &str,
-    sets: Vec<String>,
-    base_dir: Option<PathBuf>,
-    progress: Option<PyObject>,
-) -> PyResult<PyObject> {
+fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>, progress: Option<PyObject>) -> PyResult<PyObject> {
     let sc = parse(py, text, sets)?;
     let mut cb_err: Option<PyErr> = None;
     let mut cb = |p: &Progress| -> bool {
@@ -91,11 +75,7 @@ fn run(
     let out = match run_sim(&sc, base_dir.as_deref(), &mut cb) {
         Ok(o) => o,
         Err(SimError::Scenario(e)) => return Err(scenario_err(py, &e)),
-        Err(SimError::Interrupted) => {
-            return Err(cb_err.unwrap_or_else(|| {
-                PyKeyboardInterrupt::new_err("run stopped by the progress callback")
-            }))
-        }
+        Err(SimError::Interrupted) => return Err(cb_err.unwrap_or_else(|| PyKeyboardInterrupt::new_err("run stopped by the progress callback"))),
     };
     let res = PyDict::new(py);
     // flows
@@ -106,26 +86,10 @@ fn run(
     flows.set_item("src", f.iter().map(|x| x.src).collect::<Vec<_>>())?;
     flows.set_item("dst", f.iter().map(|x| x.dst).collect::<Vec<_>>())?;
     flows.set_item("size_bytes", f.iter().map(|x| x.size).collect::<Vec<_>>())?;
-    flows.set_item(
-        "start_us",
-        f.iter().map(|x| x.start.as_us_f64()).collect::<Vec<_>>(),
-    )?;
-    flows.set_item(
-        "finish_us",
-        f.iter()
-            .map(|x| x.finish.map_or(nan, |t| t.as_us_f64()))
-            .collect::<Vec<_>>(),
-    )?;
-    flows.set_item(
-        "fct_us",
-        f.iter()
-            .map(|x| x.fct().map_or(nan, |t| t.as_us_f64()))
-            .collect::<Vec<_>>(),
-    )?;
-    flows.set_item(
-        "ideal_fct_us",
-        f.iter().map(|x| x.ideal.as_us_f64()).collect::<Vec<_>>(),
-    )?;
+    flows.set_item("start_us", f.iter().map(|x| x.start.as_us_f64()).collect::<Vec<_>>())?;
+    flows.set_item("finish_us", f.iter().map(|x| x.finish.map_or(nan, |t| t.as_us_f64())).collect::<Vec<_>>())?;
+    flows.set_item("fct_us", f.iter().map(|x| x.fct().map_or(nan, |t| t.as_us_f64())).collect::<Vec<_>>())?;
+    flows.set_item("ideal_fct_us", f.iter().map(|x| x.ideal.as_us_f64()).collect::<Vec<_>>())?;
     flows.set_item(
         "slowdown",
         f.iter()
@@ -135,66 +99,36 @@ fn run(
             })
             .collect::<Vec<_>>(),
     )?;
-    flows.set_item(
-        "completed",
-        f.iter().map(|x| x.finish.is_some()).collect::<Vec<_>>(),
-    )?;
-    flows.set_item(
-        "retransmits",
-        f.iter().map(|x| x.retransmits).collect::<Vec<_>>(),
-    )?;
+    flows.set_item("completed", f.iter().map(|x| x.finish.is_some()).collect::<Vec<_>>())?;
+    flows.set_item("retransmits", f.iter().map(|x| x.retransmits).collect::<Vec<_>>())?;
     flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
-    flows.set_item(
-        "reorder_events",
-        f.iter().map(|x| x.reorder).collect::<Vec<_>>(),
-    )?;
-    flows.set_item(
-        "incast_request",
-        f.iter()
-            .map(|x| x.incast_request.map_or(-1i64, |r| r as i64))
-            .collect::<Vec<_>>(),
-    )?;
+    flows.set_item("reorder_events", f.iter().map(|x| x.reorder).collect::<Vec<_>>())?;
+    flows.set_item("duplicate_segments", f.iter().map(|x| x.duplicates).collect::<Vec<_>>())?;
+    flows.set_item("incast_request", f.iter().map(|x| x.incast_request.map_or(-1i64, |r| r as i64)).collect::<Vec<_>>())?;
     res.set_item("flows", flows)?;
     // ports
     let ports = PyDict::new(py);
     let p = &out.ports;
     ports.set_item("port", p.iter().map(|x| x.name.clone()).collect::<Vec<_>>())?;
-    ports.set_item(
-        "rate_gbps",
-        p.iter()
-            .map(|x| x.rate_bps as f64 / 1e9)
-            .collect::<Vec<_>>(),
-    )?;
+    ports.set_item("rate_gbps", p.iter().map(|x| x.rate_bps as f64 / 1e9).collect::<Vec<_>>())?;
     ports.set_item("tx_pkts", p.iter().map(|x| x.tx_pkts).collect::<Vec<_>>())?;
     ports.set_item("tx_bytes", p.iter().map(|x| x.tx_bytes).collect::<Vec<_>>())?;
     ports.set_item("drops", p.iter().map(|x| x.drops).collect::<Vec<_>>())?;
-    ports.set_item(
-        "ecn_marks",
-        p.iter().map(|x| x.ecn_marks).collect::<Vec<_>>(),
-    )?;
-    ports.set_item(
-        "max_qlen_pkts",
-        p.iter().map(|x| x.max_qlen_pkts).collect::<Vec<_>>(),
-    )?;
+    ports.set_item("ecn_marks", p.iter().map(|x| x.ecn_marks).collect::<Vec<_>>())?;
+    ports.set_item("max_qlen_pkts", p.iter().map(|x| x.max_qlen_pkts).collect::<Vec<_>>())?;
     ports.set_item("up", p.iter().map(|x| x.up).collect::<Vec<_>>())?;
     res.set_item("ports", ports)?;
     // samples
     let name = |id: u32| out.ports[id as usize].name.clone();
     let links = PyDict::new(py);
     let l = &out.link_samples;
-    links.set_item(
-        "t_ms",
-        l.iter().map(|x| x.t.as_ms_f64()).collect::<Vec<_>>(),
-    )?;
+    links.set_item("t_ms", l.iter().map(|x| x.t.as_ms_f64()).collect::<Vec<_>>())?;
     links.set_item("port", l.iter().map(|x| name(x.port.0)).collect::<Vec<_>>())?;
     links.set_item("bytes", l.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
     res.set_item("links", links)?;
     let queues = PyDict::new(py);
     let q = &out.queue_samples;
-    queues.set_item(
-        "t_us",
-        q.iter().map(|x| x.t.as_us_f64()).collect::<Vec<_>>(),
-    )?;
+    queues.set_item("t_us", q.iter().map(|x| x.t.as_us_f64()).collect::<Vec<_>>())?;
     queues.set_item("port", q.iter().map(|x| name(x.port.0)).collect::<Vec<_>>())?;
     queues.set_item("qlen_pkts", q.iter().map(|x| x.pkts).collect::<Vec<_>>())?;
     queues.set_item("qlen_bytes", q.iter().map(|x| x.bytes).collect::<Vec<_>>())?;

@@ -21,9 +21,7 @@ pub use scenario::{Scenario, ScenarioError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
 use lbsim_net::{NodeKind, PortId, PortQueue, Routing, Threshold, Topology};
-use lbsim_workload::{
-    poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern,
-};
+use lbsim_workload::{poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
 use scenario::bad;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -95,14 +93,7 @@ pub struct Prepared {
 }
 
 fn layout(topo: &Topology) -> HostLayout {
-    HostLayout {
-        rack: topo.host_rack.clone(),
-        pod: topo
-            .hosts
-            .iter()
-            .map(|&h| topo.nodes[h.idx()].pod)
-            .collect(),
-    }
+    HostLayout { rack: topo.host_rack.clone(), pod: topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).collect() }
 }
 
 fn resolve(base: Option<&Path>, p: &str) -> std::path::PathBuf {
@@ -114,31 +105,17 @@ fn resolve(base: Option<&Path>, p: &str) -> std::path::PathBuf {
 }
 
 /// The capacity a load refers to, bits/s, and its description.
-fn capacity(
-    sc: &Scenario,
-    topo: &Topology,
-    pairs: &PairSampler,
-) -> Result<(f64, String), ScenarioError> {
+fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64, String), ScenarioError> {
     let w = &sc.workload;
     if let Some(c) = w.capacity_gbps {
         return Ok((c * 1e9, format!("capacity_gbps override ({c} Gb/s)")));
     }
     let srcs = pairs.sources();
-    let racks: std::collections::BTreeSet<u32> =
-        srcs.iter().map(|&h| topo.host_rack[h as usize]).collect();
+    let racks: std::collections::BTreeSet<u32> = srcs.iter().map(|&h| topo.host_rack[h as usize]).collect();
     Ok(match w.load_of.as_str() {
         "host_links" => {
-            let c: u64 = srcs
-                .iter()
-                .map(|&h| topo.ports[topo.nic(topo.host(h)).idx()].rate.0)
-                .sum();
-            (
-                c as f64,
-                format!(
-                    "sum of the access-link rates of the {} sending hosts",
-                    srcs.len()
-                ),
-            )
+            let c: u64 = srcs.iter().map(|&h| topo.ports[topo.nic(topo.host(h)).idx()].rate.0).sum();
+            (c as f64, format!("sum of the access-link rates of the {} sending hosts", srcs.len()))
         }
         "leaf_uplinks" => {
             let mut c = 0u64;
@@ -153,13 +130,7 @@ fn capacity(
             if c == 0 {
                 return Err(bad("workload.load_of", "leaf_uplinks: the sending racks' leaves have no uplinks; use host_links or capacity_gbps"));
             }
-            (
-                c as f64,
-                format!(
-                    "sum of the uplink rates of the {} leaves with sending hosts (intact topology)",
-                    racks.len()
-                ),
-            )
+            (c as f64, format!("sum of the uplink rates of the {} leaves with sending hosts (intact topology)", racks.len()))
         }
         "bisection" => {
             // the smallest tier cut: per tier, the sum of upward link rates, halved
@@ -170,18 +141,14 @@ fn capacity(
                     *tiers.entry(from.tier as u8).or_default() += p.rate.0;
                 }
             }
-            let c = tiers.values().copied().min().ok_or_else(|| bad("workload.load_of", "bisection: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
-            (
-                c as f64 / 2.0,
-                "half the smallest per-tier sum of switch uplink rates".to_string(),
-            )
+            let c = tiers
+                .values()
+                .copied()
+                .min()
+                .ok_or_else(|| bad("workload.load_of", "bisection: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
+            (c as f64 / 2.0, "half the smallest per-tier sum of switch uplink rates".to_string())
         }
-        other => {
-            return Err(bad(
-                "workload.load_of",
-                format!("unknown capacity {other:?}"),
-            ))
-        }
+        other => return Err(bad("workload.load_of", format!("unknown capacity {other:?}"))),
     })
 }
 
@@ -199,8 +166,7 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                 Cdf::fixed(sz)
             } else if let Some(f) = &w.cdf_file {
                 let path = resolve(base_dir, f);
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| bad("workload.cdf_file", format!("{}: {e}", path.display())))?;
+                let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.cdf_file", format!("{}: {e}", path.display())))?;
                 let fmt = match w.cdf_unit_bytes {
                     Some(u) => CdfFormat::Packets { unit: u },
                     None => CdfFormat::Bytes,
@@ -210,32 +176,19 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                 Cdf::builtin(&w.cdf, w.cdf_unit_bytes).map_err(|e| bad("workload.cdf", e.0))?
             };
             let pattern = match w.pattern.as_str() {
-                "inter_rack" => Pattern::InterRack {
-                    src_racks: w.src_racks.clone(),
-                    dst_racks: w.dst_racks.clone(),
-                },
+                "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
                 "all_to_all" => Pattern::AllToAll,
                 "stride" => Pattern::Stride { stride: w.stride },
                 "bijection" => Pattern::Bijection,
                 "random_inter_pod" => Pattern::RandomInterPod,
                 p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
             };
-            for (f, racks) in [
-                ("workload.src_racks", &w.src_racks),
-                ("workload.dst_racks", &w.dst_racks),
-            ] {
+            for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
                 if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
-                    return Err(bad(
-                        f,
-                        format!(
-                            "rack {r} does not exist (the topology has {} racks)",
-                            topo.racks.len()
-                        ),
-                    ));
+                    return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
                 }
             }
-            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
-                .map_err(|e| bad("workload.pattern", e.0))?;
+            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng).map_err(|e| bad("workload.pattern", e.0))?;
             let mean = cdf.mean(mss);
             let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
             let offered = w.load * cap;
@@ -259,10 +212,8 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
         }
         "flow_list" => {
             let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
-            let flows = read_flow_list(&text, topo.num_hosts() as u32)
-                .map_err(|e| bad("workload.flow_list", e))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
+            let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
             let bytes: u64 = flows.iter().map(|f| f.size).sum();
             let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
             (flows, info)
@@ -274,12 +225,7 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
         }
         _ => (vec![], json!({"kind": "none"})),
     };
-    Ok(Prepared {
-        topo,
-        flows,
-        workload_info: info,
-        base_dir: base_dir.map(|p| p.to_path_buf()),
-    })
+    Ok(Prepared { topo, flows, workload_info: info, base_dir: base_dir.map(|p| p.to_path_buf()) })
 }
 
 /// The flow list a scenario generates (`lbsim flows`).
@@ -299,10 +245,7 @@ fn base_rtt(topo: &Topology, routing: &Routing, mss: u32, hb: u32) -> SimTime {
         let mut port = topo.nic(topo.host(0));
         for _ in 0..64 {
             let p = &topo.ports[port.idx()];
-            t += p.delay
-                + p.rate.tx_time(Bytes((mss + hb) as u64))
-                + p.delay
-                + p.rate.tx_time(Bytes(hb as u64));
+            t += p.delay + p.rate.tx_time(Bytes((mss + hb) as u64)) + p.delay + p.rate.tx_time(Bytes(hb as u64));
             let next = topo.ports[p.peer.idx()].node;
             if next == topo.host(d) {
                 break;
@@ -319,19 +262,10 @@ fn base_rtt(topo: &Topology, routing: &Routing, mss: u32, hb: u32) -> SimTime {
 
 /// Runs a scenario. `progress` is called about every 0.25 s of wall time;
 /// returning false stops the run with [`SimError::Interrupted`].
-pub fn run(
-    sc: &Scenario,
-    base_dir: Option<&Path>,
-    progress: &mut dyn FnMut(&Progress) -> bool,
-) -> Result<RunOutput, SimError> {
+pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
     let wall0 = std::time::Instant::now();
     let prep = prepare(sc, base_dir)?;
-    let Prepared {
-        topo,
-        flows,
-        workload_info,
-        ..
-    } = prep;
+    let Prepared { topo, flows, workload_info, .. } = prep;
     let _ = &prep.base_dir;
     let n = &sc.network;
     let tcp = sc.tcp_config();
@@ -342,31 +276,16 @@ pub fn run(
     for (i, f) in sc.failures.iter().enumerate() {
         let links = topo.match_links(&f.link);
         if links.is_empty() {
-            return Err(bad(
-                format!("failures[{i}].link"),
-                format!(
-                    "no link matches {:?} (links are named like \"L0-S1#0\")",
-                    f.link
-                ),
-            )
-            .into());
+            return Err(bad(format!("failures[{i}].link"), format!("no link matches {:?} (links are named like \"L0-S1#0\")", f.link)).into());
         }
         let at = SimTime::from_us_f64(f.at_ms * 1e3);
         if at == SimTime::ZERO {
             down0.extend(links.iter().copied());
         } else {
-            link_events.push(LinkEvent {
-                at,
-                links: links.clone(),
-                up: false,
-            });
+            link_events.push(LinkEvent { at, links: links.clone(), up: false });
         }
         if let Some(r) = f.restore_ms {
-            link_events.push(LinkEvent {
-                at: SimTime::from_us_f64(r * 1e3),
-                links,
-                up: true,
-            });
+            link_events.push(LinkEvent { at: SimTime::from_us_f64(r * 1e3), links, up: true });
         }
     }
     let mut up = vec![true; topo.links.len()];
@@ -377,14 +296,7 @@ pub fn run(
     if let Some((s, d)) = routing0.first_unreachable_pair(&topo) {
         return Err(bad(
             "topology",
-            format!(
-                "host {s} cannot reach host {d}{}",
-                if down0.is_empty() {
-                    ""
-                } else {
-                    " once the links failed at t = 0 are down"
-                }
-            ),
+            format!("host {s} cannot reach host {d}{}", if down0.is_empty() { "" } else { " once the links failed at t = 0 are down" }),
         )
         .into());
     }
@@ -395,10 +307,7 @@ pub fn run(
         (Some(p), _) => Threshold::Packets(p),
         _ => Threshold::Packets(250),
     };
-    let host_limit = n
-        .host_buffer_pkts
-        .map(Threshold::Packets)
-        .unwrap_or(sw_limit);
+    let host_limit = n.host_buffer_pkts.map(Threshold::Packets).unwrap_or(sw_limit);
     let ecn = match (n.ecn_k_pkts, n.ecn_k_bytes) {
         (Some(k), _) => Some(Threshold::Packets(k)),
         (_, Some(b)) => Some(Threshold::Bytes(b)),
@@ -408,9 +317,7 @@ pub fn run(
     let backpressure = n.host_nic.as_deref() != Some("drop_tail");
     let host_nic_limit = match host_limit {
         Threshold::Packets(p) => p,
-        Threshold::Bytes(b) => {
-            (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32
-        }
+        Threshold::Bytes(b) => (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32,
     };
     let ports: Vec<PortQueue> = topo
         .ports
@@ -424,18 +331,12 @@ pub fn run(
             PortQueue::new(p.rate, p.delay, limit, ecn)
         })
         .collect();
-    let salts: Vec<u64> = (0..topo.nodes.len())
-        .map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64())
-        .collect();
+    let salts: Vec<u64> = (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect();
 
     // scheme
     let params = sc.lb_params()?;
     let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
-    let env = SchemeEnv {
-        topo: &topo,
-        mss: tcp.mss,
-        base_rtt: rtt,
-    };
+    let env = SchemeEnv { topo: &topo, mss: tcp.mss, base_rtt: rtt };
     let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
         if e.key == "scheme" {
             bad("lb.scheme", e.msg)
@@ -444,17 +345,8 @@ pub fn run(
         }
     })?;
 
-    let persistent =
-        (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
-    let mut w = World::new(
-        topo,
-        ports,
-        salts,
-        scheme,
-        Rng::stream(sc.seed, "scheme"),
-        tcp,
-        persistent,
-    );
+    let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
+    let mut w = World::new(topo, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
     for l in &down0 {
         w.link_up[l.idx()] = false;
         for p in w.topo.links[l.idx()].ports {
@@ -481,34 +373,14 @@ pub fn run(
         let i = &wl.incast;
         let h = w.topo.num_hosts() as u32;
         if i.client >= h {
-            return Err(bad(
-                "workload.incast.client",
-                format!("host {} does not exist ({} hosts)", i.client, h),
-            )
-            .into());
+            return Err(bad("workload.incast.client", format!("host {} does not exist ({} hosts)", i.client, h)).into());
         }
-        let servers: Vec<u32> = if i.servers.is_empty() {
-            (0..h).filter(|&x| x != i.client).collect()
-        } else {
-            i.servers.clone()
-        };
+        let servers: Vec<u32> = if i.servers.is_empty() { (0..h).filter(|&x| x != i.client).collect() } else { i.servers.clone() };
         if let Some(&s) = servers.iter().find(|&&s| s >= h || s == i.client) {
-            return Err(bad(
-                "workload.incast.servers",
-                format!("server {s} is not a host other than the client"),
-            )
-            .into());
+            return Err(bad("workload.incast.servers", format!("server {s} is not a host other than the client")).into());
         }
         if (i.fan_in as usize) > servers.len() {
-            return Err(bad(
-                "workload.incast.fan_in",
-                format!(
-                    "{} exceeds the {} candidate servers",
-                    i.fan_in,
-                    servers.len()
-                ),
-            )
-            .into());
+            return Err(bad("workload.incast.fan_in", format!("{} exceeds the {} candidate servers", i.fan_in, servers.len())).into());
         }
         w.incast = Some(Incast {
             client: i.client,
@@ -529,17 +401,10 @@ pub fn run(
         let h = w.topo.num_hosts() as u32;
         for (f, v) in [("src", u.src), ("dst", u.dst)] {
             if v >= h {
-                return Err(bad(
-                    format!("udp[{k}].{f}"),
-                    format!("host {v} does not exist ({h} hosts)"),
-                )
-                .into());
+                return Err(bad(format!("udp[{k}].{f}"), format!("host {v} does not exist ({h} hosts)")).into());
             }
         }
-        let stop = u
-            .stop_ms
-            .map(|s| SimTime::from_us_f64(s * 1e3))
-            .unwrap_or(SimTime::MAX);
+        let stop = u.stop_ms.map(|s| SimTime::from_us_f64(s * 1e3)).unwrap_or(SimTime::MAX);
         if stop != SimTime::MAX {
             w.udp_until = w.udp_until.max(stop);
         }
@@ -561,22 +426,14 @@ pub fn run(
     for (i, pat) in m.link_samplers.iter().enumerate() {
         let ps = w.topo.match_ports(pat);
         if ps.is_empty() {
-            return Err(bad(
-                format!("metrics.link_samplers[{i}]"),
-                format!("no port matches {pat:?}"),
-            )
-            .into());
+            return Err(bad(format!("metrics.link_samplers[{i}]"), format!("no port matches {pat:?}")).into());
         }
         w.link_sample_ports.extend(ps);
     }
     for (i, pat) in m.queue_samplers.iter().enumerate() {
         let ps = w.topo.match_ports(pat);
         if ps.is_empty() {
-            return Err(bad(
-                format!("metrics.queue_samplers[{i}]"),
-                format!("no port matches {pat:?}"),
-            )
-            .into());
+            return Err(bad(format!("metrics.queue_samplers[{i}]"), format!("no port matches {pat:?}")).into());
         }
         w.queue_sample_ports.extend(ps);
     }
@@ -585,26 +442,14 @@ pub fn run(
 
     let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
-        (None, "poisson" | "flow_list") => {
-            last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3)
-        }
+        (None, "poisson" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
         (None, "incast") => SimTime::from_ms(3_600_000),
-        (None, _) => {
-            return Err(bad(
-                "run.stop_ms",
-                "required when the workload has no flows (kind = \"none\")",
-            )
-            .into())
-        }
+        (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
     };
 
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
-    let total = if w.incast.is_some() {
-        (wl.incast.requests * wl.incast.fan_in) as usize
-    } else {
-        w.arrivals.len()
-    };
+    let total = if w.incast.is_some() { (wl.incast.requests * wl.incast.fan_in) as usize } else { w.arrivals.len() };
     let setup_s = wall0.elapsed().as_secs_f64();
     let t_run = std::time::Instant::now();
     let mut last_report = t_run;
@@ -619,13 +464,8 @@ pub fn run(
         steps += 1;
         if steps & 0xFFFF == 0 && last_report.elapsed().as_secs_f64() >= 0.25 {
             last_report = std::time::Instant::now();
-            let p = Progress {
-                sim_time: w.now(),
-                flows_done: w.done,
-                flows_total: total,
-                events: w.q.events_processed(),
-                wall_s: t_run.elapsed().as_secs_f64(),
-            };
+            let p =
+                Progress { sim_time: w.now(), flows_done: w.done, flows_total: total, events: w.q.events_processed(), wall_s: t_run.elapsed().as_secs_f64() };
             if !progress(&p) {
                 return Err(SimError::Interrupted);
             }
@@ -637,6 +477,20 @@ pub fn run(
     summary["network"]["ecn_threshold"] = ecn_desc;
     if let Some(d) = w.lb.discovery_mode() {
         summary["scheme"]["path_discovery"] = json!(d);
+    }
+    if let Some(d) = w.lb.discovery() {
+        // the paths host 0 uses at the end, per destination, as link names
+        let mut m = serde_json::Map::new();
+        for (dst, set) in d.path_sets(0) {
+            let paths: Vec<Value> = set
+                .paths
+                .iter()
+                .zip(&set.ports)
+                .map(|(p, port)| json!({"port": port, "links": p.iter().map(|q| w.topo.links[w.topo.ports[q.idx()].link.idx()].name.clone()).collect::<Vec<_>>()}))
+                .collect();
+            m.insert(dst.to_string(), Value::Array(paths));
+        }
+        summary["scheme"]["paths_from_host0"] = Value::Object(m);
     }
     if let Some(n) = w.mptcp_n {
         summary["transport"]["mptcp_subflows"] = json!(n);
@@ -665,30 +519,16 @@ pub fn run(
     })
 }
 
-fn summarize(
-    sc: &Scenario,
-    w: &World,
-    workload: Value,
-    rtt: SimTime,
-    setup_s: f64,
-    run_s: f64,
-) -> Value {
+fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
     let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
     let (retx, tos) = w.tcp_totals();
     let c = &w.c;
     let (live, live_bytes) = w.in_flight();
-    let ok = c.sent == c.delivered + c.dropped + live
-        && c.sent_bytes == c.delivered_bytes + c.dropped_bytes + live_bytes;
+    let ok = c.sent == c.delivered + c.dropped + live && c.sent_bytes == c.delivered_bytes + c.dropped_bytes + live_bytes;
     let marks: u64 = w.ports.iter().map(|p| p.stats.ecn_marks).sum();
     let events = w.q.events_processed();
-    let failed: Vec<&str> = w
-        .link_up
-        .iter()
-        .enumerate()
-        .filter(|(_, u)| !**u)
-        .map(|(i, _)| w.topo.links[i].name.as_str())
-        .collect();
+    let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
     let mut s = json!({
         "lbsim_version": env!("CARGO_PKG_VERSION"),
         "scenario": sc.name,
@@ -744,11 +584,7 @@ fn summarize(
         s["udp"] = w.udp.iter().map(|u| json!({"sent_pkts": u.sent_pkts, "recv_pkts": u.recv_pkts, "recv_bytes": u.recv_bytes})).collect();
     }
     if let Some(i) = &w.incast {
-        let durs: Vec<f64> = i
-            .completed
-            .iter()
-            .map(|(a, b)| (*b - *a).as_secs_f64())
-            .collect();
+        let durs: Vec<f64> = i.completed.iter().map(|(a, b)| (*b - *a).as_secs_f64()).collect();
         let total: f64 = durs.iter().sum();
         let bytes = i.request_bytes as f64 * durs.len() as f64;
         s["incast"] = json!({

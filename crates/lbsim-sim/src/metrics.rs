@@ -23,6 +23,8 @@ pub struct FlowRecord {
     pub timeouts: u64,
     /// Data segments the receiver got above its next expected byte.
     pub reorder: u64,
+    /// Data segments the receiver already had (spurious retransmissions).
+    pub duplicates: u64,
     pub incast_request: Option<u32>,
 }
 
@@ -74,15 +76,7 @@ pub struct Counters {
 /// packet's store-and-forward latency over the path plus the remaining
 /// packets back to back at the path's bottleneck rate. No slow start: this
 /// is the line-rate lower bound pFabric/CONGA normalise by.
-pub fn ideal_fct(
-    topo: &Topology,
-    routing: &Routing,
-    tcp: &TcpConfig,
-    src: u32,
-    dst: u32,
-    size: u64,
-    handshake: bool,
-) -> SimTime {
+pub fn ideal_fct(topo: &Topology, routing: &Routing, tcp: &TcpConfig, src: u32, dst: u32, size: u64, handshake: bool) -> SimTime {
     let mut hops = vec![];
     let mut port = topo.nic(topo.host(src));
     let dst_node = topo.host(dst);
@@ -134,15 +128,9 @@ pub fn describe(v: &mut [f64]) -> Value {
 /// FCT (µs) and slowdown statistics overall and per size bucket.
 pub fn fct_summary(flows: &[FlowRecord], edges: &[u64]) -> (Value, Value, Vec<Value>) {
     let done: Vec<&FlowRecord> = flows.iter().filter(|f| f.finish.is_some()).collect();
-    let fct = |fs: &[&FlowRecord]| -> Vec<f64> {
-        fs.iter().map(|f| f.fct().unwrap().as_us_f64()).collect()
-    };
-    let slow = |fs: &[&FlowRecord]| -> Vec<f64> {
-        fs.iter()
-            .filter(|f| f.ideal > SimTime::ZERO)
-            .map(|f| f.fct().unwrap().0 as f64 / f.ideal.0 as f64)
-            .collect()
-    };
+    let fct = |fs: &[&FlowRecord]| -> Vec<f64> { fs.iter().map(|f| f.fct().unwrap().as_us_f64()).collect() };
+    let slow =
+        |fs: &[&FlowRecord]| -> Vec<f64> { fs.iter().filter(|f| f.ideal > SimTime::ZERO).map(|f| f.fct().unwrap().0 as f64 / f.ideal.0 as f64).collect() };
     let mut buckets = vec![];
     let mut lo = 0u64;
     for i in 0..=edges.len() {
@@ -169,11 +157,7 @@ pub fn fct_summary(flows: &[FlowRecord], edges: &[u64]) -> (Value, Value, Vec<Va
             lo = h;
         }
     }
-    (
-        describe(&mut fct(&done)),
-        describe(&mut slow(&done)),
-        buckets,
-    )
+    (describe(&mut fct(&done)), describe(&mut slow(&done)), buckets)
 }
 
 fn human(b: u64) -> String {
@@ -213,6 +197,7 @@ mod tests {
             retransmits: 0,
             timeouts: 0,
             reorder: 0,
+            duplicates: 0,
             incast_request: None,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];

@@ -58,10 +58,7 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 pub(crate) fn bad(field: impl Into<String>, msg: impl Into<String>) -> ScenarioError {
-    ScenarioError {
-        field: field.into(),
-        msg: msg.into(),
-    }
+    ScenarioError { field: field.into(), msg: msg.into() }
 }
 
 fn one() -> u64 {
@@ -336,13 +333,7 @@ pub struct IncastCfg {
 
 impl Default for IncastCfg {
     fn default() -> Self {
-        IncastCfg {
-            client: 0,
-            servers: vec![],
-            fan_in: 8,
-            request_bytes: 10_000_000,
-            requests: 10,
-        }
+        IncastCfg { client: 0, servers: vec![], fan_in: 8, request_bytes: 10_000_000, requests: 10 }
     }
 }
 
@@ -355,10 +346,7 @@ pub struct LbCfg {
 
 impl Default for LbCfg {
     fn default() -> Self {
-        LbCfg {
-            scheme: s("ecmp"),
-            params: toml::Table::new(),
-        }
+        LbCfg { scheme: s("ecmp"), params: toml::Table::new() }
     }
 }
 
@@ -434,10 +422,7 @@ pub struct RunCfg {
 
 impl Default for RunCfg {
     fn default() -> Self {
-        RunCfg {
-            stop_ms: None,
-            stop_after_last_start_ms: 20_000.0,
-        }
+        RunCfg { stop_ms: None, stop_after_last_start_ms: 20_000.0 }
     }
 }
 
@@ -446,9 +431,7 @@ impl Default for RunCfg {
 /// Applies `key=value` overrides (TOML value syntax; bare words are strings).
 pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), ScenarioError> {
     for kv in sets {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| bad(kv.as_str(), "override must be key=value"))?;
+        let (k, v) = kv.split_once('=').ok_or_else(|| bad(kv.as_str(), "override must be key=value"))?;
         let (k, v) = (k.trim(), v.trim());
         let val: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {v}")) {
             Ok(mut t) => t.remove("v").unwrap(),
@@ -457,12 +440,8 @@ pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), Sce
         let parts: Vec<&str> = k.split('.').collect();
         let mut t = &mut *doc;
         for p in &parts[..parts.len() - 1] {
-            let e = t
-                .entry(p.to_string())
-                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            t = e
-                .as_table_mut()
-                .ok_or_else(|| bad(k, format!("`{p}` is not a table")))?;
+            let e = t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            t = e.as_table_mut().ok_or_else(|| bad(k, format!("`{p}` is not a table")))?;
         }
         t.insert(parts[parts.len() - 1].to_string(), val);
     }
@@ -472,18 +451,13 @@ pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), Sce
 impl Scenario {
     /// Parses scenario TOML text with overrides applied, and validates it.
     pub fn from_toml(text: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
-        let mut doc: toml::Table = toml::from_str(text)
-            .map_err(|e| bad("", format!("not valid TOML: {}", e.message())))?;
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| bad("", format!("not valid TOML: {}", e.message())))?;
         apply_overrides(&mut doc, sets)?;
-        let sc: Scenario =
-            serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
-                let path = e.path().to_string();
-                let inner = e.into_inner().to_string();
-                bad(
-                    if path == "." { String::new() } else { path },
-                    inner.trim().replace('\n', " "),
-                )
-            })?;
+        let sc: Scenario = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner().to_string();
+            bad(if path == "." { String::new() } else { path }, inner.trim().replace('\n', " "))
+        })?;
         sc.validate()?;
         Ok(sc)
     }
@@ -502,34 +476,18 @@ impl Scenario {
             Ok(())
         }
         match &self.topology {
-            TopologyCfg::LeafSpine {
-                host_rate_gbps,
-                fabric_rate_gbps,
-                link_delay_us,
-                ..
-            } => {
+            TopologyCfg::LeafSpine { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. } => {
                 pos("topology.host_rate_gbps", *host_rate_gbps)?;
                 pos("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
                 nonneg("topology.link_delay_us", *link_delay_us)?;
             }
-            TopologyCfg::Clos3 {
-                host_rate_gbps,
-                tor_agg_rate_gbps,
-                agg_core_rate_gbps,
-                link_delay_us,
-                ..
-            } => {
+            TopologyCfg::Clos3 { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. } => {
                 pos("topology.host_rate_gbps", *host_rate_gbps)?;
                 pos("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
                 pos("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
                 nonneg("topology.link_delay_us", *link_delay_us)?;
             }
-            TopologyCfg::FatTree {
-                host_rate_gbps,
-                fabric_rate_gbps,
-                link_delay_us,
-                ..
-            } => {
+            TopologyCfg::FatTree { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. } => {
                 pos("topology.host_rate_gbps", *host_rate_gbps)?;
                 pos("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
                 nonneg("topology.link_delay_us", *link_delay_us)?;
@@ -543,23 +501,14 @@ impl Scenario {
         }
         let n = &self.network;
         if n.buffer_pkts.is_some() && n.buffer_bytes.is_some() {
-            return Err(bad(
-                "network.buffer_bytes",
-                "give buffer_pkts or buffer_bytes, not both",
-            ));
+            return Err(bad("network.buffer_bytes", "give buffer_pkts or buffer_bytes, not both"));
         }
         if n.ecn_k_pkts.is_some() && n.ecn_k_bytes.is_some() {
-            return Err(bad(
-                "network.ecn_k_bytes",
-                "give ecn_k_pkts or ecn_k_bytes, not both",
-            ));
+            return Err(bad("network.ecn_k_bytes", "give ecn_k_pkts or ecn_k_bytes, not both"));
         }
         if let Some(m) = &n.host_nic {
             if !["backpressure", "drop_tail"].contains(&m.as_str()) {
-                return Err(bad(
-                    "network.host_nic",
-                    format!("must be \"backpressure\" or \"drop_tail\", got {m:?}"),
-                ));
+                return Err(bad("network.host_nic", format!("must be \"backpressure\" or \"drop_tail\", got {m:?}")));
             }
         }
         if let Some(j) = n.host_jitter_ns {
@@ -570,28 +519,16 @@ impl Scenario {
         }
         let t = &self.transport;
         if !["newreno", "dctcp"].contains(&t.cc.as_str()) {
-            return Err(bad(
-                "transport.cc",
-                format!("must be \"newreno\" or \"dctcp\", got {:?}", t.cc),
-            ));
+            return Err(bad("transport.cc", format!("must be \"newreno\" or \"dctcp\", got {:?}", t.cc)));
         }
         if t.cc == "dctcp" && n.ecn_k_pkts.is_none() && n.ecn_k_bytes.is_none() {
-            return Err(bad(
-                "network.ecn_k_pkts",
-                "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)",
-            ));
+            return Err(bad("network.ecn_k_pkts", "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)"));
         }
         if !(t.dctcp_g > 0.0 && t.dctcp_g <= 1.0) {
-            return Err(bad(
-                "transport.dctcp_g",
-                format!("must be in (0, 1], got {}", t.dctcp_g),
-            ));
+            return Err(bad("transport.dctcp_g", format!("must be in (0, 1], got {}", t.dctcp_g)));
         }
         if t.mss_bytes < 64 {
-            return Err(bad(
-                "transport.mss_bytes",
-                format!("must be >= 64, got {}", t.mss_bytes),
-            ));
+            return Err(bad("transport.mss_bytes", format!("must be >= 64, got {}", t.mss_bytes)));
         }
         if t.init_cwnd_pkts == 0 {
             return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
@@ -609,43 +546,22 @@ impl Scenario {
             return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
         }
         if !["per_flow", "persistent"].contains(&t.connections.as_str()) {
-            return Err(bad(
-                "transport.connections",
-                format!(
-                    "must be \"per_flow\" or \"persistent\", got {:?}",
-                    t.connections
-                ),
-            ));
+            return Err(bad("transport.connections", format!("must be \"per_flow\" or \"persistent\", got {:?}", t.connections)));
         }
         if !["bytes", "per_ack"].contains(&t.cwnd_growth.as_str()) {
-            return Err(bad(
-                "transport.cwnd_growth",
-                format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth),
-            ));
+            return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth)));
         }
         if t.connections_per_pair == 0 {
             return Err(bad("transport.connections_per_pair", "must be >= 1"));
         }
         let w = &self.workload;
         if !["poisson", "flow_list", "incast", "none"].contains(&w.kind.as_str()) {
-            return Err(bad(
-                "workload.kind",
-                format!(
-                    "must be poisson, flow_list, incast or none; got {:?}",
-                    w.kind
-                ),
-            ));
+            return Err(bad("workload.kind", format!("must be poisson, flow_list, incast or none; got {:?}", w.kind)));
         }
         if w.kind == "poisson" {
             pos("workload.load", w.load)?;
             if !["leaf_uplinks", "host_links", "bisection"].contains(&w.load_of.as_str()) {
-                return Err(bad(
-                    "workload.load_of",
-                    format!(
-                        "must be leaf_uplinks, host_links or bisection; got {:?}",
-                        w.load_of
-                    ),
-                ));
+                return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links or bisection; got {:?}", w.load_of)));
             }
             if w.load >= 1.0 && !w.allow_overload {
                 return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", w.load, w.load_of)));
@@ -656,23 +572,12 @@ impl Scenario {
             if w.flows == 0 {
                 return Err(bad("workload.flows", "must be >= 1"));
             }
-            if ![
-                "inter_rack",
-                "all_to_all",
-                "stride",
-                "bijection",
-                "random_inter_pod",
-            ]
-            .contains(&w.pattern.as_str())
-            {
+            if !["inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod"].contains(&w.pattern.as_str()) {
                 return Err(bad("workload.pattern", format!("must be inter_rack, all_to_all, stride, bijection or random_inter_pod; got {:?}", w.pattern)));
             }
         }
         if w.kind == "flow_list" && w.flow_list.is_none() {
-            return Err(bad(
-                "workload.flow_list",
-                "required when workload.kind = \"flow_list\"",
-            ));
+            return Err(bad("workload.flow_list", "required when workload.kind = \"flow_list\""));
         }
         if w.kind == "incast" {
             if w.incast.fan_in == 0 {
@@ -687,10 +592,7 @@ impl Scenario {
             nonneg(&format!("failures[{i}].at_ms"), f.at_ms)?;
             if let Some(r) = f.restore_ms {
                 if r <= f.at_ms {
-                    return Err(bad(
-                        format!("failures[{i}].restore_ms"),
-                        "must be after at_ms",
-                    ));
+                    return Err(bad(format!("failures[{i}].restore_ms"), "must be after at_ms"));
                 }
             }
         }
@@ -708,52 +610,24 @@ impl Scenario {
                 return Err(bad(format!("udp[{i}].packet_bytes"), "must be >= 64"));
             }
         }
-        pos(
-            "metrics.utilization_window_ms",
-            self.metrics.utilization_window_ms,
-        )?;
-        pos(
-            "metrics.queue_sample_interval_us",
-            self.metrics.queue_sample_interval_us,
-        )?;
-        if self
-            .metrics
-            .size_buckets_bytes
-            .windows(2)
-            .any(|w| w[1] <= w[0])
-        {
-            return Err(bad(
-                "metrics.size_buckets_bytes",
-                "must be strictly increasing",
-            ));
+        pos("metrics.utilization_window_ms", self.metrics.utilization_window_ms)?;
+        pos("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
+        if self.metrics.size_buckets_bytes.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(bad("metrics.size_buckets_bytes", "must be strictly increasing"));
         }
         if let Some(s) = self.run.stop_ms {
             pos("run.stop_ms", s)?;
         }
-        pos(
-            "run.stop_after_last_start_ms",
-            self.run.stop_after_last_start_ms,
-        )?;
+        pos("run.stop_after_last_start_ms", self.run.stop_after_last_start_ms)?;
         Ok(())
     }
 
     /// Builds the topology with link overrides applied (failures are events).
     pub fn build_topology(&self) -> Result<Topology, ScenarioError> {
-        let spec = |g: f64, d: f64| LinkSpec {
-            rate: BitsPerSec::from_gbps_f64(g),
-            delay: SimTime::from_us_f64(d),
-        };
+        let spec = |g: f64, d: f64| LinkSpec { rate: BitsPerSec::from_gbps_f64(g), delay: SimTime::from_us_f64(d) };
         let tr = |e: lbsim_net::TopologyError| bad(e.field, e.msg);
         let mut topo = match &self.topology {
-            TopologyCfg::LeafSpine {
-                leaves,
-                spines,
-                links_per_pair,
-                hosts_per_leaf,
-                host_rate_gbps,
-                fabric_rate_gbps,
-                link_delay_us,
-            } => {
+            TopologyCfg::LeafSpine { leaves, spines, links_per_pair, hosts_per_leaf, host_rate_gbps, fabric_rate_gbps, link_delay_us } => {
                 let hpl = match hosts_per_leaf {
                     HostsPerLeaf::Same(n) => vec![*n; *leaves as usize],
                     HostsPerLeaf::Each(v) => v.clone(),
@@ -789,44 +663,20 @@ impl Scenario {
                 agg_core_link: spec(*agg_core_rate_gbps, *link_delay_us),
             })
             .map_err(tr)?,
-            TopologyCfg::FatTree {
-                k,
-                host_rate_gbps,
-                fabric_rate_gbps,
-                link_delay_us,
-            } => topology::fat_tree(
-                *k,
-                spec(*host_rate_gbps, *link_delay_us),
-                spec(*fabric_rate_gbps, *link_delay_us),
-            )
-            .map_err(tr)?,
+            TopologyCfg::FatTree { k, host_rate_gbps, fabric_rate_gbps, link_delay_us } => {
+                topology::fat_tree(*k, spec(*host_rate_gbps, *link_delay_us), spec(*fabric_rate_gbps, *link_delay_us)).map_err(tr)?
+            }
             TopologyCfg::Explicit { nodes, links } => {
-                let ns: Vec<ExplicitNode> = nodes
-                    .iter()
-                    .map(|n| ExplicitNode {
-                        name: n.name.clone(),
-                        host: n.host,
-                    })
-                    .collect();
-                let ls: Vec<ExplicitLink> = links
-                    .iter()
-                    .map(|l| ExplicitLink {
-                        a: l.a.clone(),
-                        b: l.b.clone(),
-                        spec: spec(l.rate_gbps, l.delay_us),
-                        count: l.count,
-                    })
-                    .collect();
+                let ns: Vec<ExplicitNode> = nodes.iter().map(|n| ExplicitNode { name: n.name.clone(), host: n.host }).collect();
+                let ls: Vec<ExplicitLink> =
+                    links.iter().map(|l| ExplicitLink { a: l.a.clone(), b: l.b.clone(), spec: spec(l.rate_gbps, l.delay_us), count: l.count }).collect();
                 Topology::explicit(&ns, &ls).map_err(tr)?
             }
         };
         for (i, o) in self.link_overrides.iter().enumerate() {
             let ports = topo.match_ports(&o.link);
             if ports.is_empty() {
-                return Err(bad(
-                    format!("link_overrides[{i}].link"),
-                    format!("no link or port matches {:?}", o.link),
-                ));
+                return Err(bad(format!("link_overrides[{i}].link"), format!("no link or port matches {:?}", o.link)));
             }
             for p in ports {
                 if let Some(r) = o.rate_gbps {
@@ -856,11 +706,7 @@ impl Scenario {
             rcv_wnd: t.rcv_wnd_bytes,
             byte_counting: t.cwnd_growth == "bytes",
             tso_bytes: t.tso_bytes,
-            cc: if t.cc == "dctcp" {
-                CongestionControl::Dctcp { g: t.dctcp_g }
-            } else {
-                CongestionControl::NewReno
-            },
+            cc: if t.cc == "dctcp" { CongestionControl::Dctcp { g: t.dctcp_g } } else { CongestionControl::NewReno },
             ecn: t.ecn,
         }
     }
@@ -922,10 +768,7 @@ fabric_rate_gbps = 40
         let e = err_of(&format!("{MIN}\n[transport]\nmin_rto = 5\n"), &[]);
         assert!(e.to_string().contains("min_rto"), "{e}");
         assert!(e.field.starts_with("transport"), "{e:?}");
-        let e = err_of(
-            &MIN.replace("spines = 2", "spines = 2\nspine_rate = 3"),
-            &[],
-        );
+        let e = err_of(&MIN.replace("spines = 2", "spines = 2\nspine_rate = 3"), &[]);
         assert!(e.to_string().contains("spine_rate"), "{e}");
     }
 
@@ -940,14 +783,7 @@ fabric_rate_gbps = 40
     fn overload_is_refused_without_the_override() {
         let e = err_of(MIN, &["workload.load=1.2"]);
         assert_eq!(e.field, "workload.load");
-        assert!(Scenario::from_toml(
-            MIN,
-            &[
-                "workload.load=1.2".into(),
-                "workload.allow_overload=true".into()
-            ]
-        )
-        .is_ok());
+        assert!(Scenario::from_toml(MIN, &["workload.load=1.2".into(), "workload.allow_overload=true".into()]).is_ok());
     }
 
     #[test]
@@ -958,15 +794,7 @@ fabric_rate_gbps = 40
 
     #[test]
     fn overrides_parse_toml_values_and_bare_strings() {
-        let s = Scenario::from_toml(
-            MIN,
-            &[
-                "lb.scheme=spray".into(),
-                "workload.src_racks=[0]".into(),
-                "seed=7".into(),
-            ],
-        )
-        .unwrap();
+        let s = Scenario::from_toml(MIN, &["lb.scheme=spray".into(), "workload.src_racks=[0]".into(), "seed=7".into()]).unwrap();
         assert_eq!(s.lb.scheme, "spray");
         assert_eq!(s.workload.src_racks, vec![0]);
         assert_eq!(s.seed, 7);

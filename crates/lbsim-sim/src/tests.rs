@@ -65,10 +65,7 @@ fn single_flow_reaches_line_rate() {
     assert!(f.finish.is_some());
     let payload_line_rate = 10.0 * 1448.0 / 1500.0;
     let g = goodput_gbps(f);
-    assert!(
-        g >= 0.95 * payload_line_rate,
-        "goodput {g:.3} Gb/s of {payload_line_rate:.3}"
-    );
+    assert!(g >= 0.95 * payload_line_rate, "goodput {g:.3} Gb/s of {payload_line_rate:.3}");
     assert_eq!(f.retransmits, 0);
 }
 
@@ -114,30 +111,14 @@ fn eight_dctcp_flows_hold_the_queue_near_k_at_full_utilisation() {
     // steady state: from 20 ms until the first flow finishes
     let first_done = out.flows.iter().map(|f| f.finish.unwrap()).min().unwrap();
     let t0 = SimTime::from_ms(20);
-    let qs: Vec<f64> = out
-        .queue_samples
-        .iter()
-        .filter(|q| q.t >= t0 && q.t < first_done)
-        .map(|q| q.pkts as f64)
-        .collect();
+    let qs: Vec<f64> = out.queue_samples.iter().filter(|q| q.t >= t0 && q.t < first_done).map(|q| q.pkts as f64).collect();
     assert!(qs.len() > 100);
     let mean = qs.iter().sum::<f64>() / qs.len() as f64;
-    assert!(
-        mean >= 0.5 * k && mean <= 2.0 * k,
-        "mean queue {mean:.1} pkts, K = {k}"
-    );
-    let ls: Vec<f64> = out
-        .link_samples
-        .iter()
-        .filter(|s| s.t > t0 && s.t <= first_done)
-        .map(|s| s.bytes as f64 * 8.0 / 1e-3 / 10e9)
-        .collect();
+    assert!(mean >= 0.5 * k && mean <= 2.0 * k, "mean queue {mean:.1} pkts, K = {k}");
+    let ls: Vec<f64> = out.link_samples.iter().filter(|s| s.t > t0 && s.t <= first_done).map(|s| s.bytes as f64 * 8.0 / 1e-3 / 10e9).collect();
     let util = ls.iter().sum::<f64>() / ls.len() as f64;
     assert!(util > 0.97, "utilisation {util:.3}");
-    assert_eq!(
-        out.summary["network"]["drops"]["total"], 0,
-        "DCTCP at K = 20 with 250-packet buffers does not drop"
-    );
+    assert_eq!(out.summary["network"]["drops"]["total"], 0, "DCTCP at K = 20 with 250-packet buffers does not drop");
     assert!(out.summary["network"]["ecn_marks"].as_u64().unwrap() > 0);
 }
 
@@ -168,19 +149,13 @@ fn failed_link_carries_nothing_and_traffic_uses_the_other_paths() {
     assert_eq!(port("L1->S1#0").tx_pkts, 0);
     assert!(!port("S1->L1#0").up);
     // all four uplinks of L0 and the three surviving spine->L1 links carry data
-    for n in [
-        "L0->S0#0", "L0->S0#1", "L0->S1#0", "L0->S1#1", "S0->L1#0", "S0->L1#1", "S1->L1#1",
-    ] {
+    for n in ["L0->S0#0", "L0->S0#1", "L0->S1#0", "L0->S1#1", "S0->L1#0", "S0->L1#1", "S1->L1#1"] {
         assert!(port(n).tx_bytes > 10_000_000, "{n}: {}", port(n).tx_bytes);
     }
     // ECMP at L0 is oblivious: S1 gets about half, all of it on one downlink
     let s1 = port("S1->L1#1").tx_bytes as f64;
     let s0 = (port("S0->L1#0").tx_bytes + port("S0->L1#1").tx_bytes) as f64;
-    assert!(
-        s1 / (s0 + s1) > 0.3 && s1 / (s0 + s1) < 0.7,
-        "S1 share {}",
-        s1 / (s0 + s1)
-    );
+    assert!(s1 / (s0 + s1) > 0.3 && s1 / (s0 + s1) < 0.7, "S1 share {}", s1 / (s0 + s1));
     assert_eq!(out.summary["flows"]["unfinished"], 0);
 }
 
@@ -189,47 +164,21 @@ fn mid_run_failure_reroutes_and_loses_only_packets_on_the_link() {
     let out = run_ok(TESTBED, &["failures=[{link=\"L0-S0#*\", at_ms=2.0}]"]);
     let port = |n: &str| out.ports.iter().find(|p| p.name == n).unwrap();
     assert!(port("L0->S0#0").tx_pkts > 0, "used before the failure");
-    assert_eq!(
-        out.summary["flows"]["unfinished"], 0,
-        "every flow completes over S1"
-    );
-    assert_eq!(
-        out.summary["topology"]["links_down_at_end"]
-            .as_array()
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(out.summary["flows"]["unfinished"], 0, "every flow completes over S1");
+    assert_eq!(out.summary["topology"]["links_down_at_end"].as_array().unwrap().len(), 2);
 }
 
 #[test]
 fn same_seed_same_results_and_scheme_does_not_change_traffic() {
-    let a = run_ok(
-        TESTBED,
-        &["flows=0"]
-            .iter()
-            .filter(|_| false)
-            .copied()
-            .collect::<Vec<_>>(),
-    );
+    let a = run_ok(TESTBED, &["flows=0"].iter().filter(|_| false).copied().collect::<Vec<_>>());
     let b = run_ok(TESTBED, &[]);
-    let key = |o: &RunOutput| {
-        o.flows
-            .iter()
-            .map(|f| (f.src, f.dst, f.size, f.start, f.finish, f.retransmits))
-            .collect::<Vec<_>>()
-    };
+    let key = |o: &RunOutput| o.flows.iter().map(|f| (f.src, f.dst, f.size, f.start, f.finish, f.retransmits)).collect::<Vec<_>>();
     assert_eq!(key(&a), key(&b));
     let sc = scenario(TESTBED, &[]);
     let sp = scenario(TESTBED, &["lb.scheme=spray"]);
     assert_eq!(flow_list(&sc, None).unwrap(), flow_list(&sp, None).unwrap());
     let c = run_ok(TESTBED, &["lb.scheme=spray"]);
-    let spec = |o: &RunOutput| {
-        o.flows
-            .iter()
-            .map(|f| (f.src, f.dst, f.size, f.start))
-            .collect::<Vec<_>>()
-    };
+    let spec = |o: &RunOutput| o.flows.iter().map(|f| (f.src, f.dst, f.size, f.start)).collect::<Vec<_>>();
     assert_eq!(spec(&a), spec(&c));
     assert_ne!(key(&a), key(&c), "spraying changes the outcome");
     let d = run_ok(TESTBED, &["seed=2"]);
@@ -240,29 +189,14 @@ fn same_seed_same_results_and_scheme_does_not_change_traffic() {
 fn persistent_connections_skip_the_handshake_and_reuse_connections() {
     let out = run_ok(TESTBED, &["transport.connections=persistent"]);
     assert_eq!(out.summary["flows"]["unfinished"], 0);
-    let opened = out.summary["transport"]["connections_opened"]
-        .as_u64()
-        .unwrap();
-    let pairs: std::collections::BTreeSet<(u32, u32)> =
-        out.flows.iter().map(|f| (f.src, f.dst)).collect();
-    assert_eq!(
-        opened,
-        3 * pairs.len() as u64,
-        "3 connections per pair, opened on first use"
-    );
-    assert!(
-        pairs.len() < out.flows.len(),
-        "some pair carried several flows"
-    );
+    let opened = out.summary["transport"]["connections_opened"].as_u64().unwrap();
+    let pairs: std::collections::BTreeSet<(u32, u32)> = out.flows.iter().map(|f| (f.src, f.dst)).collect();
+    assert_eq!(opened, 3 * pairs.len() as u64, "3 connections per pair, opened on first use");
+    assert!(pairs.len() < out.flows.len(), "some pair carried several flows");
     // no handshake: small flows finish sooner than with a connection each
     let per_flow = run_ok(TESTBED, &[]);
     let p50 = |o: &RunOutput| o.summary["buckets"][0]["fct_us"]["p50"].as_f64().unwrap();
-    assert!(
-        p50(&out) < p50(&per_flow),
-        "persistent {} vs per-flow {}",
-        p50(&out),
-        p50(&per_flow)
-    );
+    assert!(p50(&out) < p50(&per_flow), "persistent {} vs per-flow {}", p50(&out), p50(&per_flow));
 }
 
 #[test]
@@ -300,13 +234,7 @@ fn incast_completes_every_request() {
 
 #[test]
 fn udp_background_is_delivered_at_its_rate() {
-    let out = run_ok(
-        TESTBED,
-        &[
-            "workload.flows=50",
-            "udp=[{src=1, dst=20, rate_gbps=2.0, stop_ms=5.0}]",
-        ],
-    );
+    let out = run_ok(TESTBED, &["workload.flows=50", "udp=[{src=1, dst=20, rate_gbps=2.0, stop_ms=5.0}]"]);
     let u = &out.summary["udp"][0];
     // 5 ms at 2 Gb/s in 1500-byte packets = 833 packets
     let sent = u["sent_pkts"].as_u64().unwrap();
@@ -318,30 +246,18 @@ fn udp_background_is_delivered_at_its_rate() {
 fn malformed_scenarios_fail_with_the_field_named() {
     let e = |sets: &[&str]| {
         let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        match Scenario::from_toml(TESTBED, &sets)
-            .map_err(SimError::from)
-            .and_then(|sc| run(&sc, None, &mut |_| true))
-        {
+        match Scenario::from_toml(TESTBED, &sets).map_err(SimError::from).and_then(|sc| run(&sc, None, &mut |_| true)) {
             Err(SimError::Scenario(e)) => e,
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("accepted {sets:?}"),
         }
     };
-    assert_eq!(
-        e(&["topology.fabric_rate_gbps=-40"]).field,
-        "topology.fabric_rate_gbps"
-    );
+    assert_eq!(e(&["topology.fabric_rate_gbps=-40"]).field, "topology.fabric_rate_gbps");
     assert_eq!(e(&["workload.load=1.0"]).field, "workload.load");
     assert_eq!(e(&["lb.scheme=nope"]).field, "lb.scheme");
-    assert_eq!(
-        e(&["lb.scheme=spray", "lb.params.mode=sideways"]).field,
-        "lb.params.mode"
-    );
+    assert_eq!(e(&["lb.scheme=spray", "lb.params.mode=sideways"]).field, "lb.params.mode");
     assert_eq!(e(&["lb.params.x=1"]).field, "lb.params.x");
-    assert_eq!(
-        e(&["failures=[{link=\"L9-S0\"}]"]).field,
-        "failures[0].link"
-    );
+    assert_eq!(e(&["failures=[{link=\"L9-S0\"}]"]).field, "failures[0].link");
     assert_eq!(e(&["workload.src_racks=[7]"]).field, "workload.src_racks");
     // a topology that leaves hosts unreachable
     let cut = e(&["failures=[{link=\"L1-S*\"}]"]);

@@ -11,10 +11,7 @@
 use crate::metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
 use lbsim_lb::Scheme;
-use lbsim_net::{
-    Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId,
-    PortId, PortQueue, Proto, Routing, Topology,
-};
+use lbsim_net::{Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, PortQueue, Proto, Routing, Topology};
 use lbsim_tcp::{TcpConfig, TcpHeader, TcpReceiver, TcpSender};
 use lbsim_workload::FlowSpec;
 use std::collections::{BTreeMap, VecDeque};
@@ -191,15 +188,7 @@ pub(crate) struct World {
 
 impl World {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        topo: Topology,
-        ports: Vec<PortQueue>,
-        salts: Vec<u64>,
-        lb: Scheme,
-        lb_rng: Rng,
-        tcp: TcpConfig,
-        persistent: Option<u32>,
-    ) -> World {
+    pub fn new(topo: Topology, ports: Vec<PortQueue>, salts: Vec<u64>, lb: Scheme, lb_rng: Rng, tcp: TcpConfig, persistent: Option<u32>) -> World {
         let link_up = vec![true; topo.links.len()];
         let routing = Routing::compute(&topo, &link_up);
         let hosts = topo.num_hosts();
@@ -261,8 +250,7 @@ impl World {
             self.q.schedule(self.arrivals[0].start, Ev::FlowArrival);
         }
         for i in 0..self.link_events.len() {
-            self.q
-                .schedule(self.link_events[i].at, Ev::Link { idx: i as u32 });
+            self.q.schedule(self.link_events[i].at, Ev::Link { idx: i as u32 });
         }
         if self.incast.is_some() {
             self.q.schedule(start_at, Ev::IncastRequest);
@@ -284,16 +272,9 @@ impl World {
 
     /// Whether the workload is complete.
     pub fn finished(&self) -> bool {
-        let open_loop_done =
-            self.next_arrival == self.arrivals.len() && self.done == self.flows.len();
-        let incast_done = self
-            .incast
-            .as_ref()
-            .is_none_or(|i| i.issued == i.requests && i.outstanding == 0);
-        open_loop_done
-            && incast_done
-            && (!self.flows.is_empty() || self.incast.is_some())
-            && self.now() >= self.udp_until
+        let open_loop_done = self.next_arrival == self.arrivals.len() && self.done == self.flows.len();
+        let incast_done = self.incast.as_ref().is_none_or(|i| i.issued == i.requests && i.outstanding == 0);
+        open_loop_done && incast_done && (!self.flows.is_empty() || self.incast.is_some()) && self.now() >= self.udp_until
     }
 
     /// Processes one event; false when the queue is empty.
@@ -353,9 +334,7 @@ impl World {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
             Admit::Queued { tx_end, mark } => {
                 let mut arrive = tx_end + pq.delay;
-                if self.jitter > SimTime::ZERO
-                    && self.topo.is_host(self.topo.ports[port.idx()].node)
-                {
+                if self.jitter > SimTime::ZERO && self.topo.is_host(self.topo.ports[port.idx()].node) {
                     let j = SimTime(self.jitter_rng.below(self.jitter.0 + 1));
                     arrive = (arrive + j).max(self.last_arrive[port.idx()]);
                     self.last_arrive[port.idx()] = arrive;
@@ -391,9 +370,7 @@ impl World {
     fn arrive(&mut self, pkt: PktId, port: PortId) {
         let in_port = self.topo.ports[port.idx()].peer;
         let node = self.topo.ports[in_port.idx()].node;
-        if self.pkts.get(pkt.0).on_failed_link
-            || !self.link_up[self.topo.ports[port.idx()].link.idx()]
-        {
+        if self.pkts.get(pkt.0).on_failed_link || !self.link_up[self.topo.ports[port.idx()].link.idx()] {
             self.drop_pkt(pkt, Drop::LinkDown);
             return;
         }
@@ -421,9 +398,7 @@ impl World {
             self.drop_pkt(pkt, Drop::NoRoute);
             return;
         }
-        let f = self
-            .lb
-            .on_switch(&mut ctx!(self), node, in_port, pkt, cands);
+        let f = self.lb.on_switch(&mut ctx!(self), node, in_port, pkt, cands);
         self.run_actions();
         match f {
             Forward::Port(p) => self.enqueue(p, pkt),
@@ -439,20 +414,7 @@ impl World {
             Payload::Control { tag } => tag,
             _ => u32::MAX,
         };
-        let mut icmp = Packet::new(
-            p.dst,
-            p.src,
-            0,
-            0,
-            Proto::Udp,
-            64,
-            Payload::TimeExceeded {
-                tag,
-                from: sw,
-                in_port,
-            },
-            self.now(),
-        );
+        let mut icmp = Packet::new(p.dst, p.src, 0, 0, Proto::Udp, 64, Payload::TimeExceeded { tag, from: sw, in_port }, self.now());
         icmp.outer_sport = p.outer_sport;
         let id = PktId(self.pkts.insert(icmp));
         self.send_from_switch(sw, id, None);
@@ -488,18 +450,14 @@ impl World {
             let acts = std::mem::take(&mut self.actions);
             for a in &acts {
                 match *a {
-                    Action::Timer { at, token } => {
-                        self.q.schedule(at.max(self.now()), Ev::Lb { token })
-                    }
+                    Action::Timer { at, token } => self.q.schedule(at.max(self.now()), Ev::Lb { token }),
                     Action::Deliver { host, pkt } => self.deliver(host, pkt),
                     Action::Consume { pkt } => self.consume(pkt),
                     Action::SendFromHost { host, pkt } => {
                         let nic = self.topo.nic(host);
                         self.inject(pkt, nic);
                     }
-                    Action::SendFromSwitch { sw, pkt, port } => {
-                        self.send_from_switch(sw, pkt, port)
-                    }
+                    Action::SendFromSwitch { sw, pkt, port } => self.send_from_switch(sw, pkt, port),
                 }
             }
             if self.actions.is_empty() {
@@ -516,11 +474,7 @@ impl World {
         self.c.delivered += 1;
         self.c.delivered_bytes += p.size as u64;
         match p.payload {
-            Payload::Tcp {
-                conn,
-                to_receiver,
-                hdr,
-            } => self.tcp_input(conn, to_receiver, &hdr, p.ce),
+            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce),
             Payload::Udp { source } => {
                 let u = &mut self.udp[source as usize];
                 u.recv_pkts += 1;
@@ -564,6 +518,7 @@ impl World {
                     fr.retransmits = s.retransmits - fr.retransmits;
                     fr.timeouts = s.timeouts - fr.timeouts;
                     fr.reorder = r.out_of_order - fr.reorder;
+                    fr.duplicates = r.duplicates - fr.duplicates;
                     self.done += 1;
                     if fr.incast_request.is_some() {
                         self.done_incast.push(f);
@@ -646,7 +601,10 @@ impl World {
         self.mp_schedule(mp);
         // free a finished per-flow MPTCP connection once everything is acknowledged
         let m = self.mps[mp as usize].as_ref().unwrap();
-        if m.per_flow && m.flow_ends.is_empty() && m.subflows.iter().all(|&sf| self.conns[sf as usize].as_ref().is_none_or(|c| c.sender.all_acked() && c.receiver.next_wakeup().is_none())) {
+        if m.per_flow
+            && m.flow_ends.is_empty()
+            && m.subflows.iter().all(|&sf| self.conns[sf as usize].as_ref().is_none_or(|c| c.sender.all_acked() && c.receiver.next_wakeup().is_none()))
+        {
             for &sf in &m.subflows.clone() {
                 self.conns[sf as usize] = None;
             }
@@ -717,13 +675,14 @@ impl World {
         if done.is_empty() {
             return;
         }
-        let (retx, tos, ooo) = self.mp_stats(mp);
+        let (retx, tos, ooo, dup) = self.mp_stats(mp);
         for f in done {
             let fr = &mut self.flows[f as usize];
             fr.finish = Some(now);
             fr.retransmits = retx - fr.retransmits;
             fr.timeouts = tos - fr.timeouts;
             fr.reorder = ooo - fr.reorder;
+            fr.duplicates = dup - fr.duplicates;
             self.done += 1;
             if let Some(r) = fr.incast_request {
                 self.incast_flow_done(r);
@@ -731,14 +690,15 @@ impl World {
         }
     }
 
-    fn mp_stats(&self, mp: u32) -> (u64, u64, u64) {
+    fn mp_stats(&self, mp: u32) -> (u64, u64, u64, u64) {
         let m = self.mps[mp as usize].as_ref().unwrap();
-        let mut t = (0, 0, 0);
+        let mut t = (0, 0, 0, 0);
         for &sf in &m.subflows {
             if let Some(c) = self.conns[sf as usize].as_ref() {
                 t.0 += c.sender.stats.retransmits;
                 t.1 += c.sender.stats.timeouts;
                 t.2 += c.receiver.stats.out_of_order;
+                t.3 += c.receiver.stats.duplicates;
             }
         }
         t
@@ -756,11 +716,20 @@ impl World {
                 sf
             })
             .collect();
-        self.mps.push(Some(Box::new(Mptcp { subflows, next_dsn: 0, app_end: 0, rcv: Default::default(), rcv_nxt: 0, flow_ends: VecDeque::new(), per_flow, joined: established })));
+        self.mps.push(Some(Box::new(Mptcp {
+            subflows,
+            next_dsn: 0,
+            app_end: 0,
+            rcv: Default::default(),
+            rcv_nxt: 0,
+            flow_ends: VecDeque::new(),
+            per_flow,
+            joined: established,
+        })));
         id
     }
 
-    fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32) -> (u64, u64, u64) {
+    fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32) -> (u64, u64, u64, u64) {
         let now = self.now();
         let mp = match self.persistent {
             None => self.new_mp(f.src, f.dst, false, true, 0),
@@ -773,10 +742,13 @@ impl World {
                         p
                     }
                 };
-                *pool.iter().min_by_key(|&&m| {
-                    let m = self.mps[m as usize].as_ref().unwrap();
-                    m.app_end - m.rcv_nxt
-                }).unwrap()
+                *pool
+                    .iter()
+                    .min_by_key(|&&m| {
+                        let m = self.mps[m as usize].as_ref().unwrap();
+                        m.app_end - m.rcv_nxt
+                    })
+                    .unwrap()
             }
         };
         let base = self.mp_stats(mp);
@@ -802,9 +774,7 @@ impl World {
     fn nic_budget(&self, host: NodeId) -> u32 {
         match self.host_nic_limit {
             None => u32::MAX,
-            Some(l) => (l / 2)
-                .max(1)
-                .saturating_sub(self.ports[self.topo.nic(host).idx()].qlen_pkts(self.now())),
+            Some(l) => (l / 2).max(1).saturating_sub(self.ports[self.topo.nic(host).idx()].qlen_pkts(self.now())),
         }
     }
 
@@ -829,9 +799,7 @@ impl World {
         }
         let limit = self.host_nic_limit.unwrap();
         let nic = self.topo.nic(self.topo.host(h as u32));
-        let at = self.ports[nic.idx()]
-            .drain_time(self.now(), limit / 4)
-            .max(self.now());
+        let at = self.ports[nic.idx()].drain_time(self.now(), limit / 4).max(self.now());
         self.nic_wake_at[h] = at;
         self.q.schedule(at, Ev::NicReady { host: h as u32 });
     }
@@ -880,30 +848,13 @@ impl World {
         }
         let now = self.now();
         let c = self.conns[conn as usize].as_ref().unwrap();
-        let (src, dst, sport, dport) = if to_receiver {
-            (c.src, c.dst, c.sport, c.dport)
-        } else {
-            (c.dst, c.src, c.dport, c.sport)
-        };
+        let (src, dst, sport, dport) = if to_receiver { (c.src, c.dst, c.sport, c.dport) } else { (c.dst, c.src, c.dport, c.sport) };
         let ect = self.tcp.ecn_capable();
         let hb = self.tcp.header_bytes;
         let nic = self.topo.nic(src);
         for hdr in out.drain(..) {
             let size = hb + hdr.len + hdr.sack_option_bytes();
-            let mut p = Packet::new(
-                src,
-                dst,
-                sport,
-                dport,
-                Proto::Tcp,
-                size,
-                Payload::Tcp {
-                    conn,
-                    to_receiver,
-                    hdr,
-                },
-                now,
-            );
+            let mut p = Packet::new(src, dst, sport, dport, Proto::Tcp, size, Payload::Tcp { conn, to_receiver, hdr }, now);
             p.ect = ect && hdr.len > 0; // RFC 3168 §6.1.4: pure ACKs are not ECT
             let id = PktId(self.pkts.insert(p));
             self.lb.on_host_send(&mut ctx!(self), src, id);
@@ -917,22 +868,12 @@ impl World {
         let Some(c) = self.conns[conn as usize].as_mut() else {
             return;
         };
-        let want = if side == 0 {
-            c.sender.next_wakeup()
-        } else {
-            c.receiver.next_wakeup()
-        };
+        let want = if side == 0 { c.sender.next_wakeup() } else { c.receiver.next_wakeup() };
         if let Some(w) = want {
             if w < c.timer_at[side] {
                 c.timer_gen[side] = c.timer_gen[side].wrapping_add(1);
                 c.timer_at[side] = w;
-                self.q.schedule(
-                    w.max(self.q.now()),
-                    Ev::Timer {
-                        ep: conn * 2 + side as u32,
-                        gen: c.timer_gen[side],
-                    },
-                );
+                self.q.schedule(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
             }
         }
     }
@@ -968,36 +909,19 @@ impl World {
     /// Frees a per-flow connection once its flow is delivered and acknowledged.
     fn maybe_free(&mut self, conn: u32) {
         let c = self.conns[conn as usize].as_ref().unwrap();
-        if c.per_flow
-            && c.flow_ends.is_empty()
-            && c.sender.all_acked()
-            && c.receiver.next_wakeup().is_none()
-        {
+        if c.per_flow && c.flow_ends.is_empty() && c.sender.all_acked() && c.receiver.next_wakeup().is_none() {
             self.conns[conn as usize] = None;
         }
     }
 
-    fn new_conn(
-        &mut self,
-        src: u32,
-        dst: u32,
-        established: bool,
-        per_flow: bool,
-        dport: u16,
-    ) -> u32 {
+    fn new_conn(&mut self, src: u32, dst: u32, established: bool, per_flow: bool, dport: u16) -> u32 {
         let sp = &mut self.next_sport[src as usize];
         let sport = 10_000 + (*sp % 50_000);
         *sp = sp.wrapping_add(1);
         let (sender, receiver) = if established {
-            (
-                TcpSender::new_established(self.tcp.clone()),
-                TcpReceiver::new_established(&self.tcp),
-            )
+            (TcpSender::new_established(self.tcp.clone()), TcpReceiver::new_established(&self.tcp))
         } else {
-            (
-                TcpSender::new(self.tcp.clone()),
-                TcpReceiver::new(&self.tcp),
-            )
+            (TcpSender::new(self.tcp.clone()), TcpReceiver::new(&self.tcp))
         };
         let id = self.conns.len() as u32;
         self.conns.push(Some(Box::new(Conn {
@@ -1027,13 +951,26 @@ impl World {
         let ideal = crate::metrics::ideal_fct(&self.topo, &self.routing, &self.tcp, f.src, f.dst, f.size, handshake);
         if self.mptcp_n.is_some() {
             let start = f.start.max(now);
-            self.flows.push(FlowRecord { src: f.src, dst: f.dst, size: f.size, start, finish: None, ideal, retransmits: 0, timeouts: 0, reorder: 0, incast_request });
-            let (r, t, o) = self.start_mptcp_flow(f, fid);
+            self.flows.push(FlowRecord {
+                src: f.src,
+                dst: f.dst,
+                size: f.size,
+                start,
+                finish: None,
+                ideal,
+                retransmits: 0,
+                timeouts: 0,
+                reorder: 0,
+                duplicates: 0,
+                incast_request,
+            });
+            let (r, t, o, d) = self.start_mptcp_flow(f, fid);
             // counters are read as differences at completion
             let fr = &mut self.flows[fid as usize];
             fr.retransmits = r;
             fr.timeouts = t;
             fr.reorder = o;
+            fr.duplicates = d;
             return;
         }
         let conn = match self.persistent {
@@ -1042,9 +979,7 @@ impl World {
                 let pool = match self.pools.get(&(f.src, f.dst)) {
                     Some(p) => p.clone(),
                     None => {
-                        let p: Vec<u32> = (0..n)
-                            .map(|k| self.new_conn(f.src, f.dst, true, false, 5000 + k as u16))
-                            .collect();
+                        let p: Vec<u32> = (0..n).map(|k| self.new_conn(f.src, f.dst, true, false, 5000 + k as u16)).collect();
                         self.pools.insert((f.src, f.dst), p.clone());
                         p
                     }
@@ -1072,6 +1007,7 @@ impl World {
             retransmits: c.sender.stats.retransmits,
             timeouts: c.sender.stats.timeouts,
             reorder: c.receiver.stats.out_of_order,
+            duplicates: c.receiver.stats.duplicates,
             incast_request,
         });
         c.sender.write(f.size);
@@ -1097,13 +1033,14 @@ impl World {
             if self.mps[mp].is_none() {
                 continue;
             }
-            let (r, t, o) = self.mp_stats(mp as u32);
+            let (r, t, o, d) = self.mp_stats(mp as u32);
             let ends: Vec<u32> = self.mps[mp].as_ref().unwrap().flow_ends.iter().map(|e| e.1).collect();
             for f in ends {
                 let fr = &mut self.flows[f as usize];
                 fr.retransmits = r - fr.retransmits;
                 fr.timeouts = t - fr.timeouts;
                 fr.reorder = o - fr.reorder;
+                fr.duplicates = d - fr.duplicates;
             }
         }
         for c in self.conns.iter().flatten() {
@@ -1112,6 +1049,7 @@ impl World {
                 fr.retransmits = c.sender.stats.retransmits - fr.retransmits;
                 fr.timeouts = c.sender.stats.timeouts - fr.timeouts;
                 fr.reorder = c.receiver.stats.out_of_order - fr.reorder;
+                fr.duplicates = c.receiver.stats.duplicates - fr.duplicates;
             }
         }
     }
@@ -1148,15 +1086,7 @@ impl World {
         let client = inc.client;
         for (k, &srv) in pool[..n].iter().enumerate() {
             let size = base + if (k as u64) < extra { 1 } else { 0 };
-            self.start_flow(
-                FlowSpec {
-                    src: srv,
-                    dst: client,
-                    size: size.max(1),
-                    start: now,
-                },
-                Some(r),
-            );
+            self.start_flow(FlowSpec { src: srv, dst: client, size: size.max(1), start: now }, Some(r));
         }
     }
 
@@ -1182,16 +1112,7 @@ impl World {
         }
         u.sent_pkts += 1;
         let (s, d, size, gap) = (u.src, u.dst, u.size, u.rate.tx_time(Bytes(u.size as u64)));
-        let p = Packet::new(
-            s,
-            d,
-            20_000 + src as u16,
-            9,
-            Proto::Udp,
-            size,
-            Payload::Udp { source: src },
-            now,
-        );
+        let p = Packet::new(s, d, 20_000 + src as u16, 9, Proto::Udp, size, Payload::Udp { source: src }, now);
         let id = PktId(self.pkts.insert(p));
         self.lb.on_host_send(&mut ctx!(self), s, id);
         self.run_actions();
@@ -1238,11 +1159,7 @@ impl World {
         let now = self.now();
         for (i, &p) in self.link_sample_ports.iter().enumerate() {
             let b = self.ports[p.idx()].transmitted_bytes(now);
-            self.link_samples.push(LinkSample {
-                t: now,
-                port: p,
-                bytes: b - self.link_last_bytes[i],
-            });
+            self.link_samples.push(LinkSample { t: now, port: p, bytes: b - self.link_last_bytes[i] });
             self.link_last_bytes[i] = b;
         }
         if !self.finished() {
@@ -1254,12 +1171,7 @@ impl World {
         let now = self.now();
         for &p in &self.queue_sample_ports {
             let q = &self.ports[p.idx()];
-            self.queue_samples.push(QueueSample {
-                t: now,
-                port: p,
-                pkts: q.qlen_pkts(now),
-                bytes: q.qlen_bytes(now),
-            });
+            self.queue_samples.push(QueueSample { t: now, port: p, pkts: q.qlen_pkts(now), bytes: q.qlen_bytes(now) });
         }
         if !self.finished() {
             self.q.schedule(now + self.queue_interval, Ev::SampleQueues);

@@ -8,11 +8,7 @@ use lbsim_sim::{run, RunOutput, Scenario};
 fn run_ok(text: &str, sets: &[String]) -> RunOutput {
     let sc = Scenario::from_toml(text, sets).unwrap_or_else(|e| panic!("{e}"));
     let out = run(&sc, None, &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        out.summary["conservation"]["ok"], true,
-        "{}",
-        out.summary["conservation"]
-    );
+    assert_eq!(out.summary["conservation"]["ok"], true, "{}", out.summary["conservation"]);
     out
 }
 
@@ -53,20 +49,9 @@ fn fig2_throughput(scheme: &str) -> f64 {
         s.push_str(&format!("{h},{},{},{}\n", 40 + h, 30_000_000, h * 100));
     }
     std::fs::write(&path, s).unwrap();
-    let out = run_ok(
-        FIG2,
-        &sets(&[
-            &format!("workload.flow_list=\"{}\"", path.display()),
-            &format!("lb.scheme={scheme}"),
-        ]),
-    );
+    let out = run_ok(FIG2, &sets(&[&format!("workload.flow_list=\"{}\"", path.display()), &format!("lb.scheme={scheme}")]));
     // aggregate delivery rate into L1's hosts over 10..60 ms (all flows active), wire bytes
-    let w: Vec<u64> = out
-        .link_samples
-        .iter()
-        .filter(|s| s.t.as_ms_f64() > 10.0 && s.t.as_ms_f64() <= 60.0)
-        .map(|s| s.bytes)
-        .collect();
+    let w: Vec<u64> = out.link_samples.iter().filter(|s| s.t.as_ms_f64() > 10.0 && s.t.as_ms_f64() <= 60.0).map(|s| s.bytes).collect();
     assert_eq!(w.len(), 40 * 10, "40 host links x 10 windows");
     w.iter().sum::<u64>() as f64 * 8.0 / 0.050 / 1e9
 }
@@ -75,9 +60,7 @@ fn fig2_throughput(scheme: &str) -> f64 {
 fn conga_figure_2_asymmetry() {
     let ecmp = fig2_throughput("ecmp");
     let conga = fig2_throughput("conga");
-    eprintln!(
-        "Figure 2 case: ECMP {ecmp:.1} Gb/s, CONGA {conga:.1} Gb/s of 100 (paper: 90 and 100)"
-    );
+    eprintln!("Figure 2 case: ECMP {ecmp:.1} Gb/s, CONGA {conga:.1} Gb/s of 100 (paper: 90 and 100)");
     assert!(ecmp > 80.0 && ecmp < 95.0, "ECMP {ecmp:.1}");
     assert!(conga >= 95.0, "CONGA {conga:.1}");
 }
@@ -121,16 +104,7 @@ fn conga_controls_the_hotspot_after_a_link_failure() {
     let e = run_scheme("ecmp");
     let c = run_scheme("conga");
     let last_start = e.flows.iter().map(|f| f.start).max().unwrap();
-    let q = |o: &RunOutput| {
-        pct(
-            o.queue_samples
-                .iter()
-                .filter(|s| s.t <= last_start)
-                .map(|s| s.pkts as f64)
-                .collect(),
-            0.9,
-        )
-    };
+    let q = |o: &RunOutput| pct(o.queue_samples.iter().filter(|s| s.t <= last_start).map(|s| s.pkts as f64).collect(), 0.9);
     let fct = |o: &RunOutput| o.summary["fct_us"]["mean"].as_f64().unwrap();
     let (qe, qc) = (q(&e), q(&c));
     eprintln!("hotspot S1->L1 queue p90: ECMP {qe} pkts, CONGA {qc} pkts; mean FCT ECMP {:.0} us, CONGA {:.0} us", fct(&e), fct(&c));
@@ -141,14 +115,7 @@ fn conga_controls_the_hotspot_after_a_link_failure() {
 #[test]
 fn conga_balances_leaf_uplinks_better_than_ecmp() {
     let imbalance = |scheme: &str| {
-        let o = run_ok(
-            TESTBED,
-            &sets(&[
-                &format!("lb.scheme={scheme}"),
-                "metrics.link_samplers=[\"L0->S*\"]",
-                "metrics.utilization_window_ms=10",
-            ]),
-        );
+        let o = run_ok(TESTBED, &sets(&[&format!("lb.scheme={scheme}"), "metrics.link_samplers=[\"L0->S*\"]", "metrics.utilization_window_ms=10"]));
         let last_start = o.flows.iter().map(|f| f.start).max().unwrap();
         let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
         for s in &o.link_samples {
@@ -160,10 +127,7 @@ fn conga_balances_leaf_uplinks_better_than_ecmp() {
             .values()
             .filter(|w| w.iter().sum::<f64>() > 0.0)
             .map(|w| {
-                let (mx, mn) = (
-                    w.iter().cloned().fold(f64::MIN, f64::max),
-                    w.iter().cloned().fold(f64::MAX, f64::min),
-                );
+                let (mx, mn) = (w.iter().cloned().fold(f64::MIN, f64::max), w.iter().cloned().fold(f64::MAX, f64::min));
                 (mx - mn) / (w.iter().sum::<f64>() / w.len() as f64)
             })
             .collect();
@@ -177,30 +141,11 @@ fn conga_balances_leaf_uplinks_better_than_ecmp() {
 
 #[test]
 fn every_in_network_scheme_is_deterministic_and_conserves_packets() {
-    let small = TESTBED
-        .replace("flows = 4000", "flows = 150")
-        .replace("datamining", "websearch");
+    let small = TESTBED.replace("flows = 4000", "flows = 150").replace("datamining", "websearch");
     for scheme in ["spray", "letflow", "conga", "conga_flow"] {
-        let a = run_ok(
-            &small,
-            &sets(&[
-                &format!("lb.scheme={scheme}"),
-                "failures=[{link=\"L1-S1#0\"}]",
-            ]),
-        );
-        let b = run_ok(
-            &small,
-            &sets(&[
-                &format!("lb.scheme={scheme}"),
-                "failures=[{link=\"L1-S1#0\"}]",
-            ]),
-        );
-        let key = |o: &RunOutput| {
-            o.flows
-                .iter()
-                .map(|f| (f.finish, f.retransmits, f.reorder))
-                .collect::<Vec<_>>()
-        };
+        let a = run_ok(&small, &sets(&[&format!("lb.scheme={scheme}"), "failures=[{link=\"L1-S1#0\"}]"]));
+        let b = run_ok(&small, &sets(&[&format!("lb.scheme={scheme}"), "failures=[{link=\"L1-S1#0\"}]"]));
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.retransmits, f.reorder)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme} not deterministic");
         assert_eq!(a.summary["flows"]["unfinished"], 0, "{scheme}");
     }
@@ -229,36 +174,12 @@ fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("flows.csv");
     std::fs::write(&path, "src,dst,size_bytes,start_us\n0,2,20000000,0\n").unwrap();
-    let go = |scheme: &str| {
-        run_ok(
-            ONE_FLOW,
-            &sets(&[
-                &format!("workload.flow_list=\"{}\"", path.display()),
-                &format!("lb.scheme={scheme}"),
-            ]),
-        )
-    };
+    let go = |scheme: &str| run_ok(ONE_FLOW, &sets(&[&format!("workload.flow_list=\"{}\"", path.display()), &format!("lb.scheme={scheme}")]));
     let (e, s, l) = (go("ecmp"), go("spray"), go("letflow"));
-    let up = |o: &RunOutput| -> Vec<u64> {
-        o.ports
-            .iter()
-            .filter(|p| p.name.starts_with("L0->S"))
-            .map(|p| p.tx_pkts)
-            .collect()
-    };
+    let up = |o: &RunOutput| -> Vec<u64> { o.ports.iter().filter(|p| p.name.starts_with("L0->S")).map(|p| p.tx_pkts).collect() };
     // ECMP and LetFlow (no flowlet gaps in a line-rate flow) keep one uplink; spraying uses all four evenly
-    assert_eq!(
-        up(&e).iter().filter(|&&n| n > 100).count(),
-        1,
-        "{:?}",
-        up(&e)
-    );
-    assert_eq!(
-        up(&l).iter().filter(|&&n| n > 100).count(),
-        1,
-        "{:?}",
-        up(&l)
-    );
+    assert_eq!(up(&e).iter().filter(|&&n| n > 100).count(), 1, "{:?}", up(&e));
+    assert_eq!(up(&l).iter().filter(|&&n| n > 100).count(), 1, "{:?}", up(&l));
     let su = up(&s);
     let total: u64 = su.iter().sum();
     for n in &su {
@@ -266,16 +187,8 @@ fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
         assert!((f - 0.25).abs() < 0.02, "{su:?}");
     }
     let ooo = |o: &RunOutput| o.flows[0].reorder;
-    eprintln!(
-        "out-of-order arrivals: ECMP {}, spray {}, LetFlow {}",
-        ooo(&e),
-        ooo(&s),
-        ooo(&l)
-    );
+    eprintln!("out-of-order arrivals: ECMP {}, spray {}, LetFlow {}", ooo(&e), ooo(&s), ooo(&l));
     assert_eq!(ooo(&e), 0);
     assert_eq!(ooo(&l), 0);
-    assert!(
-        ooo(&s) > 1000,
-        "a quarter of the packets take a 50 us longer path"
-    );
+    assert!(ooo(&s) > 1000, "a quarter of the packets take a 50 us longer path");
 }

@@ -100,25 +100,13 @@ impl TcpReceiver {
 
     /// Processes a segment from the sender; `ce` is the IP CE mark it arrived
     /// with. Returns the number of bytes newly delivered in order.
-    pub fn on_segment(
-        &mut self,
-        h: &TcpHeader,
-        ce: bool,
-        now: SimTime,
-        out: &mut Vec<TcpHeader>,
-    ) -> u64 {
+    pub fn on_segment(&mut self, h: &TcpHeader, ce: bool, now: SimTime, out: &mut Vec<TcpHeader>) -> u64 {
         if h.has(SYN) {
             if self.state == ReceiverState::Listen {
                 self.state = ReceiverState::SynReceived;
             }
             self.ts_recent = h.ts_val;
-            out.push(TcpHeader {
-                flags: SYN | ACK,
-                wnd: self.wnd,
-                ts_val: now,
-                ts_ecr: h.ts_val,
-                ..Default::default()
-            });
+            out.push(TcpHeader { flags: SYN | ACK, wnd: self.wnd, ts_val: now, ts_ecr: h.ts_val, ..Default::default() });
             self.stats.acks_sent += 1;
             return 0;
         }
@@ -186,19 +174,8 @@ impl TcpReceiver {
     }
 
     fn send_ack(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
-        let mut h = TcpHeader {
-            ack: self.rcv_nxt,
-            flags: ACK,
-            wnd: self.wnd,
-            ts_val: now,
-            ts_ecr: self.ts_recent,
-            ..Default::default()
-        };
-        let ece = if self.dctcp {
-            self.ce_state
-        } else {
-            self.ece_latched
-        };
+        let mut h = TcpHeader { ack: self.rcv_nxt, flags: ACK, wnd: self.wnd, ts_val: now, ts_ecr: self.ts_recent, ..Default::default() };
+        let ece = if self.dctcp { self.ce_state } else { self.ece_latched };
         if ece {
             h.flags |= ECE;
         }

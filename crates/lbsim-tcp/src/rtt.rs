@@ -14,14 +14,7 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     pub fn new(initial_rto: SimTime, min_rto: SimTime, max_rto: SimTime) -> Self {
-        RttEstimator {
-            srtt: 0,
-            rttvar: 0,
-            has_sample: false,
-            rto: initial_rto,
-            min_rto,
-            max_rto,
-        }
+        RttEstimator { srtt: 0, rttvar: 0, has_sample: false, rto: initial_rto, min_rto, max_rto }
     }
 
     /// Feeds one RTT measurement R (RFC 6298 2.2 / 2.3).
@@ -63,11 +56,7 @@ mod tests {
 
     #[test]
     fn first_sample_and_smoothing_follow_rfc6298() {
-        let mut e = RttEstimator::new(
-            SimTime::from_ms(10),
-            SimTime::from_us(1),
-            SimTime::from_ms(60_000),
-        );
+        let mut e = RttEstimator::new(SimTime::from_ms(10), SimTime::from_us(1), SimTime::from_ms(60_000));
         assert_eq!(e.rto(), SimTime::from_ms(10));
         e.sample(SimTime::from_us(100));
         // srtt 100, rttvar 50 -> rto 300 us
@@ -80,11 +69,7 @@ mod tests {
 
     #[test]
     fn min_rto_bounds_from_below() {
-        let mut e = RttEstimator::new(
-            SimTime::from_ms(10),
-            SimTime::from_ms(10),
-            SimTime::from_ms(60_000),
-        );
+        let mut e = RttEstimator::new(SimTime::from_ms(10), SimTime::from_ms(10), SimTime::from_ms(60_000));
         e.sample(SimTime::from_us(20));
         assert_eq!(e.rto(), SimTime::from_ms(10));
     }

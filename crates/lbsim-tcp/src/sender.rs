@@ -391,11 +391,7 @@ impl TcpSender {
                 }
             }
             // RFC 6298 (5.2)/(5.3)
-            self.rto_deadline = if self.una < self.max {
-                Some(now + self.current_rto())
-            } else {
-                None
-            };
+            self.rto_deadline = if self.una < self.max { Some(now + self.current_rto()) } else { None };
         } else if h.len == 0 && ack == self.una && self.una < self.max {
             // A duplicate ACK (RFC 5681 §2).
             self.dupacks += 1;
@@ -470,12 +466,7 @@ impl TcpSender {
     }
 
     fn send_syn(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
-        out.push(TcpHeader {
-            flags: SYN,
-            wnd: self.cfg.rcv_wnd,
-            ts_val: now,
-            ..Default::default()
-        });
+        out.push(TcpHeader { flags: SYN, wnd: self.cfg.rcv_wnd, ts_val: now, ..Default::default() });
         self.rto_deadline = Some(now + self.current_rto());
     }
 
@@ -510,13 +501,8 @@ impl TcpSender {
             if let Recovery::Fast { .. } = self.recovery {
                 let sacked = self.scoreboard.covered_in(self.una, self.max);
                 let holes = (self.max - self.una) - sacked;
-                let thr =
-                    (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
-                let l = self
-                    .scoreboard
-                    .loss_point(thr)
-                    .unwrap_or(self.una)
-                    .clamp(self.una, self.max);
+                let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
+                let l = self.scoreboard.loss_point(thr).unwrap_or(self.una).clamp(self.una, self.max);
                 let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
                 let hr = self.high_rxt.clamp(self.una, self.max);
                 let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
@@ -623,15 +609,7 @@ impl TcpSender {
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.current_rto());
         }
-        out.push(TcpHeader {
-            seq,
-            len,
-            flags,
-            wnd: self.cfg.rcv_wnd,
-            ts_val: now,
-            dsn: self.dsn_of(seq),
-            ..Default::default()
-        });
+        out.push(TcpHeader { seq, len, flags, wnd: self.cfg.rcv_wnd, ts_val: now, dsn: self.dsn_of(seq), ..Default::default() });
     }
 
     fn dsn_of(&self, seq: u64) -> u64 {
@@ -661,9 +639,7 @@ impl TcpSender {
         }
         // Retransmit the first unacknowledged segment now (RFC 6675 §5 step 4.3,
         // RFC 6582 §3.2 step 2), whatever the window says; `poll` sends it.
-        let (s, e) = self
-            .hole_at_or_after(self.una, self.max)
-            .unwrap_or((self.una, self.max));
+        let (s, e) = self.hole_at_or_after(self.una, self.max).unwrap_or((self.una, self.max));
         let len = (e - s).min(mss) as u32;
         self.force = Some((s, len));
         self.high_rxt = s + len as u64;
@@ -680,8 +656,7 @@ impl TcpSender {
         let pipe = self.pipe();
         let sndcnt = if pipe > self.ssthresh {
             // proportional part
-            let target = (self.prr_delivered as u128 * self.ssthresh as u128)
-                .div_ceil(self.recover_fs.max(1) as u128) as u64;
+            let target = (self.prr_delivered as u128 * self.ssthresh as u128).div_ceil(self.recover_fs.max(1) as u128) as u64;
             target.saturating_sub(self.prr_out)
         } else {
             // slow-start reduction bound (PRR-SSRB)
@@ -698,11 +673,7 @@ impl TcpSender {
         let mss = self.cfg.mss as u64;
         if self.cwnd < self.ssthresh {
             // slow start: RFC 3465 (L = 2) or RFC 5681 (one MSS per ACK)
-            let inc = if self.cfg.byte_counting {
-                acked.min(2 * mss)
-            } else {
-                acked.min(mss)
-            };
+            let inc = if self.cfg.byte_counting { acked.min(2 * mss) } else { acked.min(mss) };
             self.cwnd = (self.cwnd + inc).min(self.ssthresh.max(self.cwnd));
             return;
         }
@@ -743,11 +714,7 @@ impl TcpSender {
         }
         if self.una >= self.dctcp_window_end {
             // RFC 8257 §3.3: once per window of data
-            let f = if self.dctcp_acked > 0 {
-                self.dctcp_marked as f64 / self.dctcp_acked as f64
-            } else {
-                0.0
-            };
+            let f = if self.dctcp_acked > 0 { self.dctcp_marked as f64 / self.dctcp_acked as f64 } else { 0.0 };
             self.alpha = (1.0 - g) * self.alpha + g * f;
             self.dctcp_acked = 0;
             self.dctcp_marked = 0;

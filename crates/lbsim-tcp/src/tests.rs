@@ -51,11 +51,7 @@ impl Wire {
                 self.link_free = start + self.rate.tx_time(size);
                 let k = self.data_sent.len();
                 self.data_sent.push((h.seq, h.len));
-                let (drop, mark) = if h.len > 0 {
-                    (self.rule)(k, &h)
-                } else {
-                    (false, false)
-                };
+                let (drop, mark) = if h.len > 0 { (self.rule)(k, &h) } else { (false, false) };
                 if drop {
                     continue;
                 }
@@ -77,13 +73,8 @@ impl Wire {
         while self.delivered < bytes {
             // next event: a segment or a timer
             let next_pkt = self.q.keys().next().map(|k| k.0);
-            let next_t = [next_pkt, self.s.next_wakeup(), self.r.next_wakeup()]
-                .into_iter()
-                .flatten()
-                .min();
-            let Some(t) = next_t else {
-                panic!("stalled at {} with {} delivered", self.now, self.delivered)
-            };
+            let next_t = [next_pkt, self.s.next_wakeup(), self.r.next_wakeup()].into_iter().flatten().min();
+            let Some(t) = next_t else { panic!("stalled at {} with {} delivered", self.now, self.delivered) };
             assert!(t <= limit, "did not finish by {limit}");
             self.now = t;
             if next_pkt == Some(t) {
@@ -132,12 +123,7 @@ fn delayed_acks_halve_the_ack_count() {
     w.run(1448 * 1000, SimTime::from_ms(100));
     let segs = w.s.stats.segments_sent;
     // one SYN-ACK + one ACK per two segments (+ a few timer-driven ones)
-    assert!(
-        w.acks <= segs / 2 + 20 && w.acks >= segs / 2,
-        "acks {} segs {}",
-        w.acks,
-        segs
-    );
+    assert!(w.acks <= segs / 2 + 20 && w.acks >= segs / 2, "acks {} segs {}", w.acks, segs);
     let mut cfg = TcpConfig::default();
     cfg.delack_count = 1;
     let mut w = Wire::new(cfg, no_loss());
@@ -173,10 +159,7 @@ fn one_loss_is_repaired_by_fast_retransmit_newreno() {
 #[test]
 fn several_losses_in_one_window_need_one_recovery_with_sack() {
     let drops = [40usize, 43, 47, 52];
-    let mut w = Wire::new(
-        TcpConfig::default(),
-        Box::new(move |k, _| (drops.contains(&k), false)),
-    );
+    let mut w = Wire::new(TcpConfig::default(), Box::new(move |k, _| (drops.contains(&k), false)));
     w.run(1448 * 300, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 0);
     assert_eq!(w.s.stats.fast_recoveries, 1);
@@ -234,12 +217,7 @@ fn receiver_sends_sack_blocks_newest_first() {
     let cfg = TcpConfig::default();
     let mut r = TcpReceiver::new_established(&cfg);
     let mut out = vec![];
-    let seg = |seq: u64| TcpHeader {
-        seq,
-        len: 100,
-        flags: crate::header::ACK,
-        ..Default::default()
-    };
+    let seg = |seq: u64| TcpHeader { seq, len: 100, flags: crate::header::ACK, ..Default::default() };
     r.on_segment(&seg(0), false, SimTime(1), &mut out);
     r.on_segment(&seg(200), false, SimTime(2), &mut out);
     r.on_segment(&seg(400), false, SimTime(3), &mut out);
@@ -284,12 +262,7 @@ fn dctcp_receiver_acks_immediately_when_ce_state_changes() {
     cfg.cc = CongestionControl::Dctcp { g: 1.0 / 16.0 };
     let mut r = TcpReceiver::new_established(&cfg);
     let mut out = vec![];
-    let seg = |seq: u64| TcpHeader {
-        seq,
-        len: 1000,
-        flags: crate::header::ACK,
-        ..Default::default()
-    };
+    let seg = |seq: u64| TcpHeader { seq, len: 1000, flags: crate::header::ACK, ..Default::default() };
     r.on_segment(&seg(0), false, SimTime(1), &mut out);
     assert!(out.is_empty(), "first segment is delayed");
     r.on_segment(&seg(1000), true, SimTime(2), &mut out);
@@ -336,12 +309,7 @@ fn lia_coupling_limits_the_increase() {
                 s.set_coupling(1.0, 4 * c);
             }
             t += SimTime::from_us(1);
-            let h = TcpHeader {
-                ack: s.snd_una() + 1448,
-                flags: crate::header::ACK,
-                wnd: 1 << 30,
-                ..Default::default()
-            };
+            let h = TcpHeader { ack: s.snd_una() + 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
             out.clear();
             s.on_segment(&h, t, &mut out);
         }
@@ -350,10 +318,7 @@ fn lia_coupling_limits_the_increase() {
     };
     let (plain, coupled) = (run(false), run(true));
     let ratio = coupled / plain;
-    assert!(
-        (ratio - 0.25).abs() < 0.02,
-        "plain {plain} coupled {coupled}"
-    );
+    assert!((ratio - 0.25).abs() < 0.02, "plain {plain} coupled {coupled}");
     assert!((plain - 8000.0).abs() < 400.0, "{plain}");
 }
 
@@ -361,10 +326,7 @@ fn lia_coupling_limits_the_increase() {
 fn a_burst_of_losses_is_repaired_without_a_timeout_with_sack() {
     // every other segment of a 300-segment stretch lost (a queue overflowing
     // under slow start): SACK + PRR must repair it in one recovery.
-    let mut w = Wire::new(
-        TcpConfig::default(),
-        Box::new(|k, _| ((300..600).contains(&k) && k % 2 == 1, false)),
-    );
+    let mut w = Wire::new(TcpConfig::default(), Box::new(|k, _| ((300..600).contains(&k) && k % 2 == 1, false)));
     w.run(1448 * 3000, SimTime::from_ms(500));
     assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
     assert_eq!(w.s.stats.fast_recoveries, 1, "{:?}", w.s.stats);
@@ -397,12 +359,7 @@ fn slow_start_growth_per_ack_or_per_byte() {
         s.write(1 << 30);
         s.poll(SimTime::ZERO, &mut out);
         for i in 0..10u64 {
-            let h = TcpHeader {
-                ack: (i + 1) * 2 * 1448,
-                flags: crate::header::ACK,
-                wnd: 1 << 30,
-                ..Default::default()
-            };
+            let h = TcpHeader { ack: (i + 1) * 2 * 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
             s.on_segment(&h, SimTime(1 + i), &mut out);
         }
         (s.cwnd() - 10 * 1448) / 1448

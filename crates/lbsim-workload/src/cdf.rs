@@ -41,63 +41,25 @@ impl std::error::Error for CdfError {}
 
 /// The CDFs shipped with lbsim: (name, file text, format).
 pub const BUILTIN: &[(&str, &str, CdfFormat)] = &[
-    (
-        "websearch",
-        include_str!("../cdfs/websearch_bytes.txt"),
-        CdfFormat::Bytes,
-    ),
-    (
-        "websearch_packets",
-        include_str!("../cdfs/websearch_packets.txt"),
-        CdfFormat::Packets { unit: 1460.0 },
-    ),
-    (
-        "datamining",
-        include_str!("../cdfs/datamining_vl2_bytes.txt"),
-        CdfFormat::Bytes,
-    ),
-    (
-        "datamining_packets",
-        include_str!("../cdfs/datamining_vl2_packets.txt"),
-        CdfFormat::Packets { unit: 1460.0 },
-    ),
-    (
-        "enterprise",
-        include_str!("../cdfs/enterprise_bytes.txt"),
-        CdfFormat::Bytes,
-    ),
-    (
-        "fb_hadoop",
-        include_str!("../cdfs/fb_hadoop_bytes.txt"),
-        CdfFormat::Percent,
-    ),
-    (
-        "fb_cache_follower",
-        include_str!("../cdfs/fb_cache_follower_bytes.txt"),
-        CdfFormat::MeanHeader,
-    ),
-    (
-        "fb_webserver",
-        include_str!("../cdfs/fb_webserver_bytes.txt"),
-        CdfFormat::MeanHeader,
-    ),
-    (
-        "alistorage",
-        include_str!("../cdfs/alistorage_bytes_percent.txt"),
-        CdfFormat::Percent,
-    ),
+    ("websearch", include_str!("../cdfs/websearch_bytes.txt"), CdfFormat::Bytes),
+    ("websearch_packets", include_str!("../cdfs/websearch_packets.txt"), CdfFormat::Packets { unit: 1460.0 }),
+    ("datamining", include_str!("../cdfs/datamining_vl2_bytes.txt"), CdfFormat::Bytes),
+    ("datamining_packets", include_str!("../cdfs/datamining_vl2_packets.txt"), CdfFormat::Packets { unit: 1460.0 }),
+    ("enterprise", include_str!("../cdfs/enterprise_bytes.txt"), CdfFormat::Bytes),
+    ("fb_hadoop", include_str!("../cdfs/fb_hadoop_bytes.txt"), CdfFormat::Percent),
+    ("fb_cache_follower", include_str!("../cdfs/fb_cache_follower_bytes.txt"), CdfFormat::MeanHeader),
+    ("fb_webserver", include_str!("../cdfs/fb_webserver_bytes.txt"), CdfFormat::MeanHeader),
+    ("alistorage", include_str!("../cdfs/alistorage_bytes_percent.txt"), CdfFormat::Percent),
 ];
 
 impl Cdf {
     /// A built-in CDF by name; for packet-form CDFs `unit` overrides the
     /// bytes per packet.
     pub fn builtin(name: &str, unit: Option<f64>) -> Result<Cdf, CdfError> {
-        let (n, text, fmt) = BUILTIN.iter().find(|(n, _, _)| *n == name).ok_or_else(|| {
-            CdfError(format!(
-                "unknown CDF {name:?}; built-in: {}",
-                BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
-            ))
-        })?;
+        let (n, text, fmt) = BUILTIN
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .ok_or_else(|| CdfError(format!("unknown CDF {name:?}; built-in: {}", BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", "))))?;
         let fmt = match (fmt, unit) {
             (CdfFormat::Packets { .. }, Some(u)) => CdfFormat::Packets { unit: u },
             (f, _) => *f,
@@ -107,29 +69,18 @@ impl Cdf {
 
     pub fn parse(name: &str, text: &str, fmt: CdfFormat) -> Result<Cdf, CdfError> {
         let mut pts = vec![];
-        let mut lines = text
-            .lines()
-            .filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
         if fmt == CdfFormat::MeanHeader {
             lines.next();
         }
         for (i, l) in lines.enumerate() {
-            let f: Vec<f64> = l
-                .split_whitespace()
-                .map(|t| t.parse::<f64>())
-                .collect::<Result<_, _>>()
-                .map_err(|e| CdfError(format!("{name}: line {}: {e}", i + 1)))?;
+            let f: Vec<f64> =
+                l.split_whitespace().map(|t| t.parse::<f64>()).collect::<Result<_, _>>().map_err(|e| CdfError(format!("{name}: line {}: {e}", i + 1)))?;
             let (x, p) = match (fmt, f.as_slice()) {
                 (CdfFormat::Bytes | CdfFormat::MeanHeader, [x, p]) => (*x, *p),
                 (CdfFormat::Percent, [x, p]) => (*x, *p / 100.0),
                 (CdfFormat::Packets { unit }, [x, _, p]) => (*x * unit, *p),
-                _ => {
-                    return Err(CdfError(format!(
-                        "{name}: line {}: unexpected {} fields",
-                        i + 1,
-                        f.len()
-                    )))
-                }
+                _ => return Err(CdfError(format!("{name}: line {}: unexpected {} fields", i + 1, f.len()))),
             };
             pts.push((x, p));
         }
@@ -142,33 +93,22 @@ impl Cdf {
         }
         for w in pts.windows(2) {
             if w[1].0 < w[0].0 || w[1].1 < w[0].1 {
-                return Err(CdfError(format!(
-                    "{name}: points must be non-decreasing ({:?} then {:?})",
-                    w[0], w[1]
-                )));
+                return Err(CdfError(format!("{name}: points must be non-decreasing ({:?} then {:?})", w[0], w[1])));
             }
         }
         let last = pts.last().unwrap().1;
         if (last - 1.0).abs() > 1e-6 {
-            return Err(CdfError(format!(
-                "{name}: last probability is {last}, expected 1"
-            )));
+            return Err(CdfError(format!("{name}: last probability is {last}, expected 1")));
         }
         if pts[0].0 < 0.0 || pts[0].1 < 0.0 {
             return Err(CdfError(format!("{name}: negative value")));
         }
-        Ok(Cdf {
-            name: name.to_string(),
-            points: pts,
-        })
+        Ok(Cdf { name: name.to_string(), points: pts })
     }
 
     /// A single fixed size.
     pub fn fixed(bytes: u64) -> Cdf {
-        Cdf {
-            name: format!("fixed_{bytes}"),
-            points: vec![(bytes as f64, 1.0)],
-        }
+        Cdf { name: format!("fixed_{bytes}"), points: vec![(bytes as f64, 1.0)] }
     }
 
     /// The size at quantile `u` in [0, 1).
@@ -188,9 +128,7 @@ impl Cdf {
 
     /// One flow size in bytes, at least `min_bytes`.
     pub fn sample(&self, rng: &mut Rng, min_bytes: u64) -> u64 {
-        (self.quantile(rng.f64()).round() as u64)
-            .max(min_bytes)
-            .max(1)
+        (self.quantile(rng.f64()).round() as u64).max(min_bytes).max(1)
     }
 
     /// Exact mean of [`Cdf::sample`] (before rounding to whole bytes).

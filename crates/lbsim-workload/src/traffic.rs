@@ -38,10 +38,7 @@ pub enum Pattern {
     /// Source uniform over hosts of `src_racks` (all racks if empty),
     /// destination uniform over hosts of `dst_racks` (all if empty) in a
     /// different rack than the source.
-    InterRack {
-        src_racks: Vec<u32>,
-        dst_racks: Vec<u32>,
-    },
+    InterRack { src_racks: Vec<u32>, dst_racks: Vec<u32> },
     /// Source and destination uniform over all hosts, distinct.
     AllToAll,
     /// Source uniform; destination `(src + stride) mod H`.
@@ -66,52 +63,35 @@ pub struct PairSampler {
 }
 
 impl PairSampler {
-    pub fn new(
-        pattern: Pattern,
-        layout: &HostLayout,
-        rng: &mut Rng,
-    ) -> Result<PairSampler, PatternError> {
+    pub fn new(pattern: Pattern, layout: &HostLayout, rng: &mut Rng) -> Result<PairSampler, PatternError> {
         let h = layout.hosts() as u32;
         if h < 2 {
-            return Err(PatternError(
-                "a traffic pattern needs at least 2 hosts".into(),
-            ));
+            return Err(PatternError("a traffic pattern needs at least 2 hosts".into()));
         }
         let all: Vec<u32> = (0..h).collect();
         let in_racks = |racks: &[u32]| -> Vec<u32> {
             if racks.is_empty() {
                 all.clone()
             } else {
-                all.iter()
-                    .copied()
-                    .filter(|&x| racks.contains(&layout.rack[x as usize]))
-                    .collect()
+                all.iter().copied().filter(|&x| racks.contains(&layout.rack[x as usize])).collect()
             }
         };
         let (mut srcs, dsts) = match &pattern {
-            Pattern::InterRack {
-                src_racks,
-                dst_racks,
-            } => (in_racks(src_racks), in_racks(dst_racks)),
+            Pattern::InterRack { src_racks, dst_racks } => (in_racks(src_racks), in_racks(dst_racks)),
             _ => (all.clone(), all.clone()),
         };
         let mut perm = vec![];
         match &pattern {
             Pattern::InterRack { .. } => {
                 // keep only sources that have some destination in another rack
-                srcs.retain(|&s| {
-                    dsts.iter()
-                        .any(|&d| layout.rack[d as usize] != layout.rack[s as usize])
-                });
+                srcs.retain(|&s| dsts.iter().any(|&d| layout.rack[d as usize] != layout.rack[s as usize]));
                 if srcs.is_empty() {
                     return Err(PatternError("inter_rack: no source has a destination in another rack (check src_racks/dst_racks)".into()));
                 }
             }
             Pattern::Stride { stride } => {
                 if stride % h == 0 {
-                    return Err(PatternError(format!(
-                        "stride {stride} maps every host to itself with {h} hosts"
-                    )));
+                    return Err(PatternError(format!("stride {stride} maps every host to itself with {h} hosts")));
                 }
             }
             Pattern::Bijection => {
@@ -125,20 +105,12 @@ impl PairSampler {
             Pattern::RandomInterPod => {
                 let p0 = layout.pod[0];
                 if layout.pod.iter().all(|&p| p == p0) {
-                    return Err(PatternError(
-                        "random_inter_pod needs a topology with several pods".into(),
-                    ));
+                    return Err(PatternError("random_inter_pod needs a topology with several pods".into()));
                 }
             }
             Pattern::AllToAll => {}
         }
-        Ok(PairSampler {
-            pattern,
-            srcs,
-            dsts,
-            perm,
-            layout: layout.clone(),
-        })
+        Ok(PairSampler { pattern, srcs, dsts, perm, layout: layout.clone() })
     }
 
     pub fn pattern(&self) -> &Pattern {
@@ -179,15 +151,7 @@ impl PairSampler {
 }
 
 /// `n` flows with Poisson arrivals at `rate` flows/s starting at `t0`.
-pub fn poisson_flows(
-    n: usize,
-    rate_per_s: f64,
-    t0: SimTime,
-    cdf: &Cdf,
-    min_bytes: u64,
-    pairs: &PairSampler,
-    rng: &mut Rng,
-) -> Vec<FlowSpec> {
+pub fn poisson_flows(n: usize, rate_per_s: f64, t0: SimTime, cdf: &Cdf, min_bytes: u64, pairs: &PairSampler, rng: &mut Rng) -> Vec<FlowSpec> {
     let mut t = t0.as_secs_f64();
     let mean_gap = 1.0 / rate_per_s;
     (0..n)
@@ -195,12 +159,7 @@ pub fn poisson_flows(
             t += rng.exp(mean_gap);
             let (src, dst) = pairs.draw(rng);
             let size = cdf.sample(rng, min_bytes);
-            FlowSpec {
-                src,
-                dst,
-                size,
-                start: SimTime::from_secs_f64(t),
-            }
+            FlowSpec { src, dst, size, start: SimTime::from_secs_f64(t) }
         })
         .collect()
 }
@@ -212,15 +171,7 @@ pub fn write_flow_list(flows: &[FlowSpec]) -> String {
     s.push_str("src,dst,size_bytes,start_us\n");
     for f in flows {
         let ps = f.start.ps();
-        let _ = writeln!(
-            s,
-            "{},{},{},{}.{:06}",
-            f.src,
-            f.dst,
-            f.size,
-            ps / 1_000_000,
-            ps % 1_000_000
-        );
+        let _ = writeln!(s, "{},{},{},{}.{:06}", f.src, f.dst, f.size, ps / 1_000_000, ps % 1_000_000);
     }
     s
 }
@@ -228,49 +179,21 @@ pub fn write_flow_list(flows: &[FlowSpec]) -> String {
 /// Reads a flow list written by [`write_flow_list`] (or by hand). Hosts must
 /// be below `hosts`. Flows are returned sorted by start time (stable).
 pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("flow list is empty")?;
     let cols: Vec<&str> = header.split(',').map(|c| c.trim()).collect();
-    let idx = |name: &str| {
-        cols.iter().position(|c| *c == name).ok_or(format!(
-            "flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"
-        ))
-    };
-    let (is, id, iz, it) = (
-        idx("src")?,
-        idx("dst")?,
-        idx("size_bytes")?,
-        idx("start_us")?,
-    );
+    let idx = |name: &str| cols.iter().position(|c| *c == name).ok_or(format!("flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"));
+    let (is, id, iz, it) = (idx("src")?, idx("dst")?, idx("size_bytes")?, idx("start_us")?);
     let mut v = vec![];
     for (ln, l) in lines {
         let f: Vec<&str> = l.split(',').map(|c| c.trim()).collect();
-        let get = |i: usize, what: &str| {
-            f.get(i)
-                .copied()
-                .ok_or(format!("flow list line {}: missing {what}", ln + 1))
-        };
-        let src: u32 = get(is, "src")?
-            .parse()
-            .map_err(|e| format!("flow list line {}: src: {e}", ln + 1))?;
-        let dst: u32 = get(id, "dst")?
-            .parse()
-            .map_err(|e| format!("flow list line {}: dst: {e}", ln + 1))?;
-        let size: u64 = get(iz, "size_bytes")?
-            .parse()
-            .map_err(|e| format!("flow list line {}: size_bytes: {e}", ln + 1))?;
-        let us: f64 = get(it, "start_us")?
-            .parse()
-            .map_err(|e| format!("flow list line {}: start_us: {e}", ln + 1))?;
+        let get = |i: usize, what: &str| f.get(i).copied().ok_or(format!("flow list line {}: missing {what}", ln + 1));
+        let src: u32 = get(is, "src")?.parse().map_err(|e| format!("flow list line {}: src: {e}", ln + 1))?;
+        let dst: u32 = get(id, "dst")?.parse().map_err(|e| format!("flow list line {}: dst: {e}", ln + 1))?;
+        let size: u64 = get(iz, "size_bytes")?.parse().map_err(|e| format!("flow list line {}: size_bytes: {e}", ln + 1))?;
+        let us: f64 = get(it, "start_us")?.parse().map_err(|e| format!("flow list line {}: start_us: {e}", ln + 1))?;
         if src >= hosts || dst >= hosts {
-            return Err(format!(
-                "flow list line {}: host out of range (topology has {hosts} hosts, numbered 0..{})",
-                ln + 1,
-                hosts - 1
-            ));
+            return Err(format!("flow list line {}: host out of range (topology has {hosts} hosts, numbered 0..{})", ln + 1, hosts - 1));
         }
         if src == dst {
             return Err(format!("flow list line {}: src equals dst ({src})", ln + 1));
@@ -281,12 +204,7 @@ pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
         if size == 0 {
             return Err(format!("flow list line {}: size_bytes must be > 0", ln + 1));
         }
-        v.push(FlowSpec {
-            src,
-            dst,
-            size,
-            start: SimTime::from_us_f64(us),
-        });
+        v.push(FlowSpec { src, dst, size, start: SimTime::from_us_f64(us) });
     }
     v.sort_by_key(|f| f.start);
     Ok(v)
@@ -297,37 +215,18 @@ mod tests {
     use super::*;
 
     fn layout() -> HostLayout {
-        HostLayout {
-            rack: (0..32).map(|h| h / 16).collect(),
-            pod: vec![0; 32],
-        }
+        HostLayout { rack: (0..32).map(|h| h / 16).collect(), pod: vec![0; 32] }
     }
 
     #[test]
     fn inter_rack_pairs_cross_racks_and_respect_filters() {
         let mut rng = Rng::stream(1, "t");
-        let ps = PairSampler::new(
-            Pattern::InterRack {
-                src_racks: vec![0],
-                dst_racks: vec![1],
-            },
-            &layout(),
-            &mut rng,
-        )
-        .unwrap();
+        let ps = PairSampler::new(Pattern::InterRack { src_racks: vec![0], dst_racks: vec![1] }, &layout(), &mut rng).unwrap();
         for _ in 0..1000 {
             let (s, d) = ps.draw(&mut rng);
             assert!(s < 16 && d >= 16);
         }
-        let ps = PairSampler::new(
-            Pattern::InterRack {
-                src_racks: vec![],
-                dst_racks: vec![],
-            },
-            &layout(),
-            &mut rng,
-        )
-        .unwrap();
+        let ps = PairSampler::new(Pattern::InterRack { src_racks: vec![], dst_racks: vec![] }, &layout(), &mut rng).unwrap();
         let mut from_rack1 = 0;
         for _ in 0..1000 {
             let (s, d) = ps.draw(&mut rng);
