@@ -22,8 +22,12 @@
 //! **Clove-INT** (§3.2 "Clove-INT"): every switch writes its egress link
 //! utilisation into a path-max header field (estimated by a DRE, τ =
 //! `util_tau_us`); the receiver relays (port, max utilisation); each new
-//! flowlet takes the least-utilised path (ties at random). A report older
-//! than `util_age_us` is forgotten (our choice).
+//! flowlet takes the least-utilised path. *Our choices:* utilisation is
+//! compared quantised to `util_q_bits` (3, as CONGA's metric) and a flowlet
+//! stays on its flow's current path unless another is strictly less
+//! utilised (CONGA §3.5's tie rule; without it flows flap between paths
+//! whose utilisation differs by noise); other ties at random. A report
+//! older than `util_age_us` is forgotten.
 
 use crate::dre::{Dre, DreParams};
 use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, Relay, Wrr};
@@ -59,6 +63,7 @@ pub const ECN_PARAMS: &[ParamDef] = clove_params!(
 
 pub const INT_PARAMS: &[ParamDef] = clove_params!(
     num("util_tau_us", "us", 160.0, "time constant of the switches' utilisation estimator (DRE, as CONGA §3.2)"),
+    num("util_q_bits", "bits", 3.0, "utilisation is compared quantised to this many bits (our choice, as CONGA's Q)"),
     num("util_age_us", "us", 1000.0, "a utilisation report older than this is forgotten (our choice)")
 );
 
@@ -85,6 +90,7 @@ pub struct Clove {
     dre: Vec<Dre>,
     switch_port: Vec<bool>,
     util_age: SimTime,
+    util_q: u8,
     pub ecn_reports: u64,
     pub ece_masked: u64,
 }
@@ -117,6 +123,7 @@ impl Clove {
             dre: if int { vec![Dre::default(); env.topo.ports.len()] } else { vec![] },
             switch_port: env.topo.ports.iter().map(|pt| env.topo.nodes[pt.node.idx()].kind == NodeKind::Switch).collect(),
             util_age,
+            util_q: if int { p.positive("util_q_bits")?.min(16.0) as u8 } else { 3 },
             ecn_reports: 0,
             ece_masked: 0,
         })
@@ -218,6 +225,7 @@ impl LoadBalancer for Clove {
         let now = ctx.now;
         let (f, new) = self.flowlets.touch(src, p.inner_hash(), now, epoch);
         let mut port = f.port;
+        let current = f.port;
         if new {
             port = if ports.is_empty() {
                 hashed_port(&p)
@@ -226,11 +234,19 @@ impl LoadBalancer for Clove {
                 let util_age = self.util_age;
                 let mut d = std::mem::take(self.dest(src, dst, ports.len(), epoch));
                 let i = if int {
-                    // least utilised path; unknown or stale reports count as 0
-                    let u: Vec<u16> = d.util.iter().map(|&(u, t)| if t == SimTime::ZERO || now - t > util_age { 0 } else { u }).collect();
+                    // least utilised path (quantised); unknown or stale reports count as 0
+                    let q = self.util_q;
+                    let u: Vec<u8> = d
+                        .util
+                        .iter()
+                        .map(|&(u, t)| if t == SimTime::ZERO || now - t > util_age { 0 } else { crate::dre::quantise(u as f64 / 1000.0, q) })
+                        .collect();
                     let best = *u.iter().min().unwrap();
                     let ties: Vec<usize> = (0..u.len()).filter(|&j| u[j] == best).collect();
-                    ties[ctx.rng.below(ties.len() as u64) as usize]
+                    match ties.iter().find(|&&j| ports[j] == current) {
+                        Some(&j) => j,
+                        None => ties[ctx.rng.below(ties.len() as u64) as usize],
+                    }
                 } else {
                     self.recover(&mut d, now);
                     d.wrr.pick(&d.weights)

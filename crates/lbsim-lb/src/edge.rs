@@ -77,6 +77,8 @@ pub struct PathSet {
 struct Round {
     /// probe port -> hops[ttl-1] = ingress port where that TTL expired
     hops: Vec<(u16, Vec<Option<PortId>>)>,
+    /// probe ports whose TTL series has been sent
+    sent: usize,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -102,6 +104,7 @@ pub struct Discovery {
 /// Timer tokens used by discovery: the top byte says what kind.
 pub const TOKEN_PROBE_DONE: u64 = 1 << 56;
 pub const TOKEN_PROBE_ROUND: u64 = 2 << 56;
+pub const TOKEN_PROBE_SEND: u64 = 4 << 56;
 
 fn token(kind: u64, src: u32, dst: u32) -> u64 {
     kind | ((src as u64) << 24) | dst as u64
@@ -162,28 +165,46 @@ impl Discovery {
         }
     }
 
+    /// Starts a round: probe ports are drawn now and their TTL series are
+    /// paced over the first half of the collection window (a burst of
+    /// hundreds of probes would itself congest the host's queue).
     fn start_round(&mut self, ctx: &mut Ctx, src: u32, dst: u32) {
         self.rounds += 1;
-        let n = self.p.probe_ports;
         let mut round = Round::default();
-        let (s, t) = (ctx.topo.host(src), ctx.topo.host(dst));
-        for i in 0..n {
+        for _ in 0..self.p.probe_ports {
             let port = 1024 + ctx.rng.below(64_000) as u16;
             round.hops.push((port, vec![None; self.p.max_ttl as usize]));
-            for ttl in 1..=self.p.max_ttl {
-                let tag = self.probes.len() as u32;
-                self.probes.push((src, dst, i as u16, ttl));
-                let mut p = Packet::new(s, t, port, ENCAP_DPORT, Proto::Udp, 64, Payload::Control { tag }, ctx.now);
-                p.set_outer_sport(port);
-                p.ttl = ttl;
-                let id = ctx.new_packet(p);
-                ctx.send_from_host(s, id);
-                self.probes_sent += 1;
-            }
         }
         let d = self.dests[src as usize].get_mut(&dst).unwrap();
         d.probing = Some(round);
+        self.send_probe_series(ctx, src, dst);
         ctx.schedule(ctx.now + self.p.wait, token(TOKEN_PROBE_DONE, src, dst));
+    }
+
+    /// Sends the TTL 1..max_ttl probes of the next probe port of the round.
+    fn send_probe_series(&mut self, ctx: &mut Ctx, src: u32, dst: u32) {
+        let Some(Dest { probing: Some(r), .. }) = self.dests[src as usize].get_mut(&dst) else { return };
+        if r.sent >= r.hops.len() {
+            return;
+        }
+        let i = r.sent;
+        r.sent += 1;
+        let (port, more) = (r.hops[i].0, r.sent < r.hops.len());
+        let (s, t) = (ctx.topo.host(src), ctx.topo.host(dst));
+        for ttl in 1..=self.p.max_ttl {
+            let tag = self.probes.len() as u32;
+            self.probes.push((src, dst, i as u16, ttl));
+            let mut p = Packet::new(s, t, port, ENCAP_DPORT, Proto::Udp, 64, Payload::Control { tag }, ctx.now);
+            p.set_outer_sport(port);
+            p.ttl = ttl;
+            let id = ctx.new_packet(p);
+            ctx.send_from_host(s, id);
+            self.probes_sent += 1;
+        }
+        if more {
+            let spacing = SimTime(self.p.wait.0 / (2 * self.p.probe_ports as u64).max(1));
+            ctx.schedule(ctx.now + spacing, token(TOKEN_PROBE_SEND, src, dst));
+        }
     }
 
     /// Handles a packet arriving at a host that belongs to discovery (probe
@@ -210,6 +231,10 @@ impl Discovery {
     pub fn on_timer(&mut self, ctx: &mut Ctx, t: u64) -> Option<(u32, u32)> {
         let (src, dst) = token_hosts(t);
         match token_kind(t) {
+            TOKEN_PROBE_SEND => {
+                self.send_probe_series(ctx, src, dst);
+                None
+            }
             TOKEN_PROBE_DONE => {
                 let d = self.dests[src as usize].get_mut(&dst)?;
                 let round = d.probing.take()?;

@@ -8,9 +8,11 @@
 //! id; the receiving edge puts flowcells back in order before TCP sees them:
 //! a packet beyond a gap is delivered at once if it belongs to the same
 //! flowcell as the last in-order packet (a loss inside a flowcell, TCP's to
-//! repair) and held otherwise (an earlier flowcell still in flight), until
-//! the gap fills, `reassembly_timeout_us` passes, or more than
-//! `reassembly_limit_bytes` are held per flow.
+//! repair) or lies behind data already seen (a retransmission), and held
+//! otherwise (an earlier flowcell still in flight), until the gap fills,
+//! `reassembly_timeout_us` passes, or more than `reassembly_limit_bytes` are
+//! held per flow. (The Clove paper gives the outline — flowcell ids, a
+//! static timeout, a buffer limit — and these rules are our reading of it.)
 
 use crate::edge::{hashed_port, Discovery, IdMap, Wrr};
 use crate::edge_params::{self, num, DISCOVERY};
@@ -57,6 +59,8 @@ struct Sender {
 struct Reasm {
     started: bool,
     next: u64,
+    /// Highest sequence end seen (delivered or held).
+    max_end: u64,
     cell: u32,
     held: BTreeMap<u64, (PktId, u32)>,
     held_bytes: u64,
@@ -156,6 +160,9 @@ impl Presto {
             r.next = r.next.max(seq + len as u64);
             ctx.deliver(host, pkt);
         }
+        if r.held.is_empty() {
+            r.timer = None; // a pending timer for this episode is now stale
+        }
     }
 
     /// Current per-path weights toward `dst` (for tests).
@@ -229,6 +236,7 @@ impl LoadBalancer for Presto {
         if hdr.seq <= r.next {
             // in order (or a retransmission): deliver, then whatever it unblocks
             r.next = r.next.max(end);
+            r.max_end = r.max_end.max(end);
             r.cell = r.cell.max(flowcell);
             if r.held.is_empty() {
                 return HostRx::Deliver;
@@ -237,10 +245,13 @@ impl LoadBalancer for Presto {
             self.release(ctx, host, h, flow, false);
             return HostRx::Held;
         }
-        if flowcell <= r.cell {
-            // a gap inside the current flowcell: a loss, TCP's business
+        if flowcell <= r.cell || hdr.seq < r.max_end {
+            // a gap inside the current flowcell (a loss), or a packet behind
+            // data already seen (a retransmission filling a hole): TCP's business
+            r.max_end = r.max_end.max(end);
             return HostRx::Deliver;
         }
+        r.max_end = r.max_end.max(end);
         // an earlier flowcell is still in flight: hold
         r.held.insert(hdr.seq, (pkt, hdr.len));
         r.held_bytes += p.size as u64;
@@ -275,6 +286,9 @@ impl LoadBalancer for Presto {
         let (h, flow) = self.timers[slot as usize];
         self.free_timers.push(slot);
         let Some(r) = self.rx[h as usize].get_mut(&flow) else { return };
+        if r.timer != Some(slot) {
+            return; // the episode it was armed for ended; a later one has its own
+        }
         r.timer = None;
         if !r.held.is_empty() {
             self.timeouts += 1;
@@ -340,6 +354,31 @@ mod tests {
         let c = seg(&mut env, 2000, 0);
         assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c), HostRx::Held);
         assert_eq!(delivered(&mut env), vec![2000, 3000, 4000]);
+    }
+
+    #[test]
+    fn a_timer_from_an_earlier_hold_does_not_flush_a_later_one() {
+        let mut env = Env::testbed();
+        let mut p = presto(&env);
+        let h = env.topo.host(20);
+        let t0 = SimTime::from_us(1);
+        let a = seg(&mut env, 0, 0);
+        p.on_host_receive(&mut env.ctx(t0), h, a);
+        // hold episode 1 at t0, resolved at once
+        let c1 = seg(&mut env, 2000, 1);
+        p.on_host_receive(&mut env.ctx(t0), h, c1);
+        let b = seg(&mut env, 1000, 0);
+        p.on_host_receive(&mut env.ctx(t0), h, b);
+        let first_timer = env.actions.iter().find_map(|a| if let Action::Timer { at, token } = a { Some((*at, *token)) } else { None }).unwrap();
+        env.actions.clear();
+        // hold episode 2 at t0 + 900 us
+        let t1 = t0 + SimTime::from_us(900);
+        let c3 = seg(&mut env, 5000, 3);
+        assert_eq!(p.on_host_receive(&mut env.ctx(t1), h, c3), HostRx::Held);
+        // the first timer fires: stale, nothing released
+        p.on_timer(&mut env.ctx(first_timer.0), first_timer.1);
+        assert!(delivered(&mut env).is_empty());
+        assert_eq!(p.timeouts, 0);
     }
 
     #[test]
