@@ -173,6 +173,10 @@ def main(argv: Optional[list[str]] = None) -> None:
         args.fn(args)
     except _api.ScenarioError as e:
         _fail(str(e))
+    except ValueError as e:  # sweep files
+        if type(e).__name__ == "SweepError":
+            _fail(str(e))
+        raise
     except FileNotFoundError as e:
         _fail(str(e))
     except KeyboardInterrupt:

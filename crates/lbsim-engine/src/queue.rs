@@ -8,6 +8,12 @@
 //! Cancellation is the model's business: it stores a generation number in the
 //! event and drops stale ones when they pop (htsim's pattern), which keeps
 //! this structure a plain heap.
+//!
+//! Two heaps share one sequence counter: `schedule` for the dense stream of
+//! near-future events (packet arrivals) and `schedule_later` for sparse,
+//! mostly far-future ones (timers). Popping takes the smaller (time, seq) of
+//! the two heads, so the order is exactly that of a single heap; the near
+//! heap just stays small and cache-resident however many timers are pending.
 
 use crate::units::SimTime;
 use std::cmp::Ordering;
@@ -40,6 +46,7 @@ impl<E> Ord for Entry<E> {
 /// A deterministic future-event list.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Entry<E>>,
+    later: BinaryHeap<Entry<E>>,
     seq: u64,
     now: SimTime,
     popped: u64,
@@ -53,7 +60,7 @@ impl<E> Default for EventQueue<E> {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::with_capacity(1024), seq: 0, now: SimTime::ZERO, popped: 0 }
+        EventQueue { heap: BinaryHeap::with_capacity(1024), later: BinaryHeap::with_capacity(1024), seq: 0, now: SimTime::ZERO, popped: 0 }
     }
 
     /// The time of the event most recently popped (the simulation clock).
@@ -70,10 +77,28 @@ impl<E> EventQueue<E> {
         self.seq += 1;
     }
 
+    /// Schedules a sparse / far-future event (a timer). Same ordering
+    /// guarantees as [`EventQueue::schedule`].
+    #[inline]
+    pub fn schedule_later(&mut self, time: SimTime, ev: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        self.later.push(Entry { time, seq: self.seq, ev });
+        self.seq += 1;
+    }
+
+    #[inline]
+    fn later_first(&self) -> bool {
+        match (self.heap.peek(), self.later.peek()) {
+            (Some(a), Some(b)) => (b.time, b.seq) < (a.time, a.seq),
+            (None, Some(_)) => true,
+            _ => false,
+        }
+    }
+
     /// Pops the earliest event and advances the clock to its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        let e = self.heap.pop()?;
+        let e = if self.later_first() { self.later.pop()? } else { self.heap.pop()? };
         self.now = e.time;
         self.popped += 1;
         Some((e.time, e.ev))
@@ -81,14 +106,18 @@ impl<E> EventQueue<E> {
 
     /// Time of the next event without removing it.
     pub fn peek_time(&self) -> Option<SimTime> {
-        self.heap.peek().map(|e| e.time)
+        if self.later_first() {
+            self.later.peek().map(|e| e.time)
+        } else {
+            self.heap.peek().map(|e| e.time)
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + self.later.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.heap.is_empty() && self.later.is_empty()
     }
     /// Number of events popped so far.
     pub fn events_processed(&self) -> u64 {
@@ -112,6 +141,19 @@ mod tests {
         assert_eq!(order, vec!['a', 'b', 'x', 'c', 'd']);
         assert_eq!(q.now(), SimTime(30));
         assert_eq!(q.events_processed(), 5);
+    }
+
+    #[test]
+    fn the_two_heaps_pop_in_one_global_order() {
+        let mut q = EventQueue::new();
+        q.schedule(SimTime(10), 1);
+        q.schedule_later(SimTime(10), 2);
+        q.schedule(SimTime(10), 3);
+        q.schedule_later(SimTime(5), 0);
+        q.schedule(SimTime(20), 5);
+        q.schedule_later(SimTime(15), 4);
+        let order: Vec<i32> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec![0, 1, 2, 3, 4, 5]);
     }
 
     #[test]

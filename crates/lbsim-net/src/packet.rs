@@ -74,9 +74,6 @@ pub struct Packet {
     pub created: SimTime,
     /// Switch hops taken so far.
     pub hops: u8,
-    /// Caught in a queue or on the wire when its link failed: it is dropped
-    /// when it would have arrived.
-    pub on_failed_link: bool,
 }
 
 /// Hash of a 5-tuple (the ECMP key before a switch's salt is mixed in).
@@ -105,7 +102,6 @@ impl Packet {
             lb: LbHeader::None,
             created: now,
             hops: 0,
-            on_failed_link: false,
         }
     }
 

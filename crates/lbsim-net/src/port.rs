@@ -4,12 +4,15 @@
 //! A work-conserving FIFO's schedule is fixed the moment a packet is
 //! admitted: it starts when the previous packet has finished (or at once if
 //! the port is idle) and takes `size / rate`. So admission computes the
-//! packet's transmit-end time and the caller schedules a single *arrival*
-//! event at the far end (transmit end + propagation delay). A packet costs
-//! one event per hop, and the queue length at any instant is the number of
-//! admitted packets whose last bit has not yet left — which is what
-//! drop-tail and ECN marking look at (instantaneous occupancy, DCTCP-style,
-//! not an average).
+//! packet's transmit-end time and its arrival at the far end (transmit end
+//! + propagation delay). The port keeps its packets, in order, until they
+//! arrive, and the simulator keeps *one* pending event per port — the
+//! arrival of its head packet (htsim's pattern) — so a packet costs one
+//! event per hop and the event heap holds about one entry per busy port,
+//! not one per queued packet. The queue length at any instant is the number
+//! of admitted packets whose last bit has not yet left — what drop-tail and
+//! ECN marking look at (instantaneous occupancy, DCTCP-style, not an
+//! average).
 
 use crate::ids::PktId;
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
@@ -38,17 +41,22 @@ pub struct PortStats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
     Dropped,
-    /// Admitted; the last bit leaves at `tx_end`; `mark` if ECN says CE
-    /// (the caller applies it only to ECN-capable packets).
+    /// Admitted; the last bit leaves at `tx_end` and reaches the far end at
+    /// `arrive`; `mark` if ECN says CE (the caller applies it only to
+    /// ECN-capable packets); `head` if it is now the port's only packet in
+    /// flight, i.e. the caller must schedule the port's arrival event.
     Queued {
         tx_end: SimTime,
+        arrive: SimTime,
         mark: bool,
+        head: bool,
     },
 }
 
 #[derive(Clone, Debug)]
 struct Entry {
     tx_end: SimTime,
+    arrive: SimTime,
     /// Bytes admitted before this packet (cumulative).
     cum_before: u64,
     pkt: PktId,
@@ -72,6 +80,10 @@ pub struct PortQueue {
     cursor: Cell<u64>,
     admitted_bytes: u64,
     busy_until: SimTime,
+    last_arrive: SimTime,
+    /// Incremented when the port fails, so the pending arrival event of the
+    /// lost packets is recognised as stale.
+    pub generation: u32,
     pub stats: PortStats,
 }
 
@@ -88,6 +100,8 @@ impl PortQueue {
             cursor: Cell::new(0),
             admitted_bytes: 0,
             busy_until: SimTime::ZERO,
+            last_arrive: SimTime::ZERO,
+            generation: 0,
             stats: PortStats::default(),
         }
     }
@@ -141,21 +155,24 @@ impl PortQueue {
         self.busy_until
     }
 
-    fn forget_arrived(&mut self, now: SimTime) {
-        while let Some(e) = self.fifo.front() {
-            if e.tx_end + self.delay <= now {
-                self.fifo.pop_front();
-                self.front_abs += 1;
-            } else {
-                break;
-            }
+    /// Removes the head packet, which arrives at the far end at `now`, and
+    /// returns it with the arrival time of the next one (to schedule).
+    #[inline]
+    pub fn pop_arrival(&mut self, now: SimTime) -> Option<(PktId, Option<SimTime>)> {
+        let e = self.fifo.front()?;
+        if e.arrive > now {
+            return None;
         }
+        let pkt = e.pkt;
+        self.fifo.pop_front();
+        self.front_abs += 1;
+        Some((pkt, self.fifo.front().map(|e| e.arrive)))
     }
 
-    /// Offers a packet of `size` bytes at `now`.
+    /// Offers a packet of `size` bytes at `now`. `jitter` delays its arrival
+    /// (never past a later packet's: order is kept).
     #[inline]
-    pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes) -> Admit {
-        self.forget_arrived(now);
+    pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes, jitter: SimTime) -> Admit {
         let qp = self.qlen_pkts(now);
         let qb = if matches!(self.limit, Threshold::Bytes(_)) || matches!(self.ecn, Some(Threshold::Bytes(_))) { self.qlen_bytes(now) } else { 0 };
         let full = match self.limit {
@@ -175,24 +192,28 @@ impl PortQueue {
         let start = self.busy_until.max(now);
         let tx_end = start + self.rate.tx_time(size);
         self.busy_until = tx_end;
-        self.fifo.push_back(Entry { tx_end, cum_before: self.admitted_bytes, pkt });
+        let arrive = (tx_end + self.delay + jitter).max(self.last_arrive);
+        self.last_arrive = arrive;
+        let head = self.fifo.is_empty();
+        self.fifo.push_back(Entry { tx_end, arrive, cum_before: self.admitted_bytes, pkt });
         self.admitted_bytes += size.0;
         self.stats.tx_pkts += 1;
         self.stats.tx_bytes += size.0;
         if qp + 1 > self.stats.max_qlen_pkts {
             self.stats.max_qlen_pkts = qp + 1;
         }
-        Admit::Queued { tx_end, mark }
+        Admit::Queued { tx_end, arrive, mark, head }
     }
 
     /// Takes the port down: returns the packets still queued or on the wire
-    /// (they will be lost) and resets the schedule.
+    /// (they are lost) and resets the schedule.
     pub fn fail(&mut self, now: SimTime) -> Vec<PktId> {
-        self.forget_arrived(now);
         self.up = false;
+        self.generation = self.generation.wrapping_add(1);
         self.front_abs += self.fifo.len() as u64;
         let lost = self.fifo.drain(..).map(|e| e.pkt).collect();
         self.busy_until = now;
+        self.last_arrive = now;
         lost
     }
 
@@ -220,10 +241,10 @@ mod tests {
     fn back_to_back_packets_serialise_in_order() {
         let mut p = port(10, None);
         let t0 = SimTime::ZERO;
-        let a = p.offer(t0, PktId(0), Bytes(1500));
-        let b = p.offer(t0, PktId(1), Bytes(1500));
-        assert_eq!(a, Admit::Queued { tx_end: SimTime::from_ns(1200), mark: false });
-        assert_eq!(b, Admit::Queued { tx_end: SimTime::from_ns(2400), mark: false });
+        let a = p.offer(t0, PktId(0), Bytes(1500), SimTime::ZERO);
+        let b = p.offer(t0, PktId(1), Bytes(1500), SimTime::ZERO);
+        assert_eq!(a, Admit::Queued { tx_end: SimTime::from_ns(1200), arrive: SimTime::from_ns(2200), mark: false, head: true });
+        assert_eq!(b, Admit::Queued { tx_end: SimTime::from_ns(2400), arrive: SimTime::from_ns(3400), mark: false, head: false });
         assert_eq!(p.qlen_pkts(t0), 2);
         assert_eq!(p.drain_time(t0, 1), SimTime::from_ns(1200));
         assert_eq!(p.drain_time(t0, 0), SimTime::from_ns(2400));
@@ -232,28 +253,42 @@ mod tests {
         assert_eq!(p.qlen_bytes(SimTime::from_ns(1200)), 1500);
         assert_eq!(p.qlen_pkts(SimTime::from_ns(2400)), 0);
         assert_eq!(p.transmitted_bytes(SimTime::from_ns(2400)), 3000);
+        // arrivals come off the head in order
+        assert_eq!(p.pop_arrival(SimTime::from_ns(2199)), None);
+        assert_eq!(p.pop_arrival(SimTime::from_ns(2200)), Some((PktId(0), Some(SimTime::from_ns(3400)))));
+        assert_eq!(p.pop_arrival(SimTime::from_ns(3400)), Some((PktId(1), None)));
         // an idle port starts a new packet at once
-        let c = p.offer(SimTime::from_us(10), PktId(2), Bytes(1500));
-        assert_eq!(c, Admit::Queued { tx_end: SimTime::from_ns(11_200), mark: false });
+        let c = p.offer(SimTime::from_us(10), PktId(2), Bytes(1500), SimTime::ZERO);
+        assert_eq!(c, Admit::Queued { tx_end: SimTime::from_ns(11_200), arrive: SimTime::from_ns(12_200), mark: false, head: true });
+        // jitter delays arrival but never reorders
+        let d = p.offer(SimTime::from_us(10), PktId(3), Bytes(1500), SimTime::from_us(5));
+        let e = p.offer(SimTime::from_us(10), PktId(4), Bytes(1500), SimTime::ZERO);
+        match (d, e) {
+            (Admit::Queued { arrive: ad, .. }, Admit::Queued { arrive: ae, .. }) => {
+                assert_eq!(ad, SimTime::from_ns(18_400));
+                assert_eq!(ae, ad, "the next packet cannot overtake");
+            }
+            _ => panic!(),
+        }
     }
 
     #[test]
     fn drop_tail_at_the_limit() {
         let mut p = port(3, None);
         for i in 0..3 {
-            assert!(matches!(p.offer(SimTime::ZERO, PktId(i), Bytes(1500)), Admit::Queued { .. }));
+            assert!(matches!(p.offer(SimTime::ZERO, PktId(i), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
         }
-        assert_eq!(p.offer(SimTime::ZERO, PktId(9), Bytes(1500)), Admit::Dropped);
+        assert_eq!(p.offer(SimTime::ZERO, PktId(9), Bytes(1500), SimTime::ZERO), Admit::Dropped);
         assert_eq!(p.stats.drops, 1);
         // once the first has left there is room again
-        assert!(matches!(p.offer(SimTime::from_ns(1200), PktId(10), Bytes(1500)), Admit::Queued { .. }));
+        assert!(matches!(p.offer(SimTime::from_ns(1200), PktId(10), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
     }
 
     #[test]
     fn ecn_marks_on_instantaneous_occupancy_above_k() {
         let mut p = port(100, Some(2));
         let marks: Vec<bool> = (0..5)
-            .map(|i| match p.offer(SimTime::ZERO, PktId(i), Bytes(1500)) {
+            .map(|i| match p.offer(SimTime::ZERO, PktId(i), Bytes(1500), SimTime::ZERO) {
                 Admit::Queued { mark, .. } => mark,
                 Admit::Dropped => panic!(),
             })
@@ -262,22 +297,23 @@ mod tests {
         assert_eq!(marks, vec![false, false, false, true, true]);
         // after the queue drains, no mark
         let later = SimTime::from_us(100);
-        assert_eq!(p.offer(later, PktId(7), Bytes(1500)), Admit::Queued { tx_end: later + SimTime::from_ns(1200), mark: false });
+        assert!(matches!(p.offer(later, PktId(7), Bytes(1500), SimTime::ZERO), Admit::Queued { mark: false, .. }));
     }
 
     #[test]
     fn byte_limit() {
         let mut p = PortQueue::new(BitsPerSec::gbps(10), SimTime::ZERO, Threshold::Bytes(3000), None);
-        assert!(matches!(p.offer(SimTime::ZERO, PktId(0), Bytes(1500)), Admit::Queued { .. }));
-        assert!(matches!(p.offer(SimTime::ZERO, PktId(1), Bytes(1500)), Admit::Queued { .. }));
-        assert_eq!(p.offer(SimTime::ZERO, PktId(2), Bytes(64)), Admit::Dropped);
+        assert!(matches!(p.offer(SimTime::ZERO, PktId(0), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
+        assert!(matches!(p.offer(SimTime::ZERO, PktId(1), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
+        assert_eq!(p.offer(SimTime::ZERO, PktId(2), Bytes(64), SimTime::ZERO), Admit::Dropped);
     }
 
     #[test]
     fn failure_returns_queued_and_in_flight_packets() {
         let mut p = port(10, None);
-        p.offer(SimTime::ZERO, PktId(0), Bytes(1500)); // arrives at 2.2 us
-        p.offer(SimTime::ZERO, PktId(1), Bytes(1500)); // arrives at 3.4 us
+        p.offer(SimTime::ZERO, PktId(0), Bytes(1500), SimTime::ZERO); // arrives at 2.2 us
+        p.offer(SimTime::ZERO, PktId(1), Bytes(1500), SimTime::ZERO); // arrives at 3.4 us
+        assert_eq!(p.pop_arrival(SimTime::from_ns(2200)).unwrap().0, PktId(0));
         let lost = p.fail(SimTime::from_ns(2500));
         assert_eq!(lost, vec![PktId(1)]);
         assert!(!p.up);

@@ -350,7 +350,8 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     for l in &down0 {
         w.link_up[l.idx()] = false;
         for p in w.topo.links[l.idx()].ports {
-            w.ports[p.idx()].fail(SimTime::ZERO);
+            let lost = w.ports[p.idx()].fail(SimTime::ZERO);
+            debug_assert!(lost.is_empty());
         }
     }
     w.routing = routing0;

@@ -18,10 +18,11 @@ use std::collections::{BTreeMap, VecDeque};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
-    /// A packet has crossed the link of egress `port` and reaches its peer.
+    /// The head packet of egress `port` has crossed its link and reaches
+    /// the peer (one pending event per port; `gen` detects a failed port).
     Arrive {
-        pkt: PktId,
         port: PortId,
+        gen: u32,
     },
     /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver).
     Timer {
@@ -181,7 +182,6 @@ pub(crate) struct World {
     /// up to this much later (uniform), never overtaking the previous one.
     pub jitter: SimTime,
     pub jitter_rng: Rng,
-    last_arrive: Vec<SimTime>,
     /// Latest stop time of UDP sources that have one.
     pub udp_until: SimTime,
 }
@@ -233,7 +233,6 @@ impl World {
             mps: Vec::new(),
             jitter: SimTime::ZERO,
             jitter_rng: Rng::stream(0, "jitter"),
-            last_arrive: vec![SimTime::ZERO; topo.ports.len()],
             udp_until: SimTime::ZERO,
             topo,
         }
@@ -288,14 +287,26 @@ impl World {
         }
         let (_, ev) = self.q.pop().unwrap();
         match ev {
-            Ev::Arrive { pkt, port } => self.arrive(pkt, port),
+            Ev::Arrive { port, gen } => {
+                let now = self.now();
+                let pq = &mut self.ports[port.idx()];
+                if pq.generation != gen {
+                    return true; // the link failed and took its packets with it
+                }
+                if let Some((pkt, next)) = pq.pop_arrival(now) {
+                    if let Some(t) = next {
+                        self.q.schedule(t, Ev::Arrive { port, gen });
+                    }
+                    self.arrive(pkt, port);
+                }
+            }
             Ev::Timer { ep, gen } => self.conn_timer(ep, gen),
             Ev::FlowArrival => {
                 let spec = self.arrivals[self.next_arrival];
                 self.next_arrival += 1;
                 if self.next_arrival < self.arrivals.len() {
                     let next = self.arrivals[self.next_arrival].start;
-                    self.q.schedule(next.max(self.now()), Ev::FlowArrival);
+                    self.q.schedule_later(next.max(self.now()), Ev::FlowArrival);
                 }
                 self.start_flow(spec, None);
             }
@@ -330,14 +341,18 @@ impl World {
             return;
         }
         let size = self.pkts.get(pkt.0).size;
-        match pq.offer(now, pkt, Bytes(size as u64)) {
+        let jitter = if self.jitter > SimTime::ZERO && self.topo.is_host(self.topo.ports[port.idx()].node) {
+            SimTime(self.jitter_rng.below(self.jitter.0 + 1))
+        } else {
+            SimTime::ZERO
+        };
+        let pq = &mut self.ports[port.idx()];
+        match pq.offer(now, pkt, Bytes(size as u64), jitter) {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
-            Admit::Queued { tx_end, mark } => {
-                let mut arrive = tx_end + pq.delay;
-                if self.jitter > SimTime::ZERO && self.topo.is_host(self.topo.ports[port.idx()].node) {
-                    let j = SimTime(self.jitter_rng.below(self.jitter.0 + 1));
-                    arrive = (arrive + j).max(self.last_arrive[port.idx()]);
-                    self.last_arrive[port.idx()] = arrive;
+            Admit::Queued { arrive, mark, head, .. } => {
+                if head {
+                    let gen = self.ports[port.idx()].generation;
+                    self.q.schedule(arrive, Ev::Arrive { port, gen });
                 }
                 if mark {
                     let p = self.pkts.get_mut(pkt.0);
@@ -350,7 +365,6 @@ impl World {
                     self.lb.on_enqueue(&mut ctx!(self), port, pkt);
                     self.run_actions();
                 }
-                self.q.schedule(arrive, Ev::Arrive { pkt, port });
             }
         }
     }
@@ -370,10 +384,7 @@ impl World {
     fn arrive(&mut self, pkt: PktId, port: PortId) {
         let in_port = self.topo.ports[port.idx()].peer;
         let node = self.topo.ports[in_port.idx()].node;
-        if self.pkts.get(pkt.0).on_failed_link || !self.link_up[self.topo.ports[port.idx()].link.idx()] {
-            self.drop_pkt(pkt, Drop::LinkDown);
-            return;
-        }
+
         if self.topo.is_host(node) {
             let rx = self.lb.on_host_receive(&mut ctx!(self), node, pkt);
             self.run_actions();
@@ -450,7 +461,7 @@ impl World {
             let acts = std::mem::take(&mut self.actions);
             for a in &acts {
                 match *a {
-                    Action::Timer { at, token } => self.q.schedule(at.max(self.now()), Ev::Lb { token }),
+                    Action::Timer { at, token } => self.q.schedule_later(at.max(self.now()), Ev::Lb { token }),
                     Action::Deliver { host, pkt } => self.deliver(host, pkt),
                     Action::Consume { pkt } => self.consume(pkt),
                     Action::SendFromHost { host, pkt } => {
@@ -873,7 +884,7 @@ impl World {
             if w < c.timer_at[side] {
                 c.timer_gen[side] = c.timer_gen[side].wrapping_add(1);
                 c.timer_at[side] = w;
-                self.q.schedule(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
+                self.q.schedule_later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
             }
         }
     }
@@ -1141,7 +1152,7 @@ impl World {
                     self.ports[p.idx()].restore();
                 } else {
                     for pkt in self.ports[p.idx()].fail(now) {
-                        self.pkts.get_mut(pkt.0).on_failed_link = true;
+                        self.drop_pkt(pkt, Drop::LinkDown); // queued or on the wire: lost
                     }
                 }
             }
@@ -1163,7 +1174,7 @@ impl World {
             self.link_last_bytes[i] = b;
         }
         if !self.finished() {
-            self.q.schedule(now + self.link_window, Ev::SampleLinks);
+            self.q.schedule_later(now + self.link_window, Ev::SampleLinks);
         }
     }
 
@@ -1174,7 +1185,7 @@ impl World {
             self.queue_samples.push(QueueSample { t: now, port: p, pkts: q.qlen_pkts(now), bytes: q.qlen_bytes(now) });
         }
         if !self.finished() {
-            self.q.schedule(now + self.queue_interval, Ev::SampleQueues);
+            self.q.schedule_later(now + self.queue_interval, Ev::SampleQueues);
         }
     }
 

@@ -1,0 +1,260 @@
+"""Per-run statistics beyond the summary (computed from the run's tables),
+figure drawing, and the evaluation of the papers' claims."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import pandas as pd
+
+from lbsim.experiments.sweep import Point, Sweep, catalog_dir
+
+
+# ---------------------------------------------------------------- per-run statistics
+
+def _flows(run: Path) -> pd.DataFrame:
+    return pd.read_parquet(run / "flows.parquet")
+
+
+def _summary(run: Path) -> dict:
+    return json.loads((run / "summary.json").read_text())
+
+
+def _dig(d: Any, dotted: str) -> Any:
+    for p in dotted.split("."):
+        if isinstance(d, list):
+            d = d[int(p)]
+        elif isinstance(d, dict):
+            d = d.get(p)
+        else:
+            return None
+    return d
+
+
+def _until_last_start(run: Path, t_col: str, scale: float) -> Optional[float]:
+    return _flows(run).start_us.max() / scale if (run / "flows.parquet").exists() else None
+
+
+def queue_samples(run: Path, port: Optional[str] = None, until_last_start: bool = True) -> np.ndarray:
+    q = pd.read_parquet(run / "queues.parquet")
+    if port:
+        q = q[q.port == port]
+    if until_last_start:
+        q = q[q.t_us <= _flows(run).start_us.max()]
+    return q.qlen_pkts.to_numpy(dtype=float)
+
+
+def imbalance(run: Path, prefix: str = "L0->S", until_last_start: bool = True) -> np.ndarray:
+    """(MAX - MIN) / AVG over the sampled ports starting with ``prefix``,
+    per window (windows with no traffic skipped)."""
+    l = pd.read_parquet(run / "links.parquet")
+    l = l[l.port.str.startswith(prefix)]
+    if until_last_start:
+        l = l[l.t_ms <= _flows(run).start_us.max() / 1e3]
+    g = l.groupby("t_ms").bytes
+    mx, mn, avg = g.max(), g.min(), g.mean()
+    ok = avg > 0
+    return ((mx[ok] - mn[ok]) / avg[ok]).to_numpy()
+
+
+def run_stat(run: Path, name: str) -> float:
+    """A scalar statistic of one run: a dotted summary path
+    (``fct_us.mean``, ``buckets.0.fct_us.p99``, ``incast.goodput_gbps``) or a
+    derived one: ``fct_over_ideal`` (mean FCT / mean ideal FCT),
+    ``queue_p90[:PORT]``, ``imbalance_median[:PREFIX]``,
+    ``fct_mean[lo:hi]`` (mean FCT in µs of flows with lo <= size < hi)."""
+    if name == "fct_over_ideal":
+        f = _flows(run)
+        f = f[f.completed]
+        return float(f.fct_us.mean() / f.ideal_fct_us.mean())
+    if name.startswith("queue_p90"):
+        port = name.split(":", 1)[1] if ":" in name else None
+        q = queue_samples(run, port)
+        return float(np.percentile(q, 90)) if len(q) else math.nan
+    if name.startswith("imbalance_median"):
+        prefix = name.split(":", 1)[1] if ":" in name else "L0->S"
+        v = imbalance(run, prefix)
+        return float(np.median(v)) if len(v) else math.nan
+    if name.startswith("fct_mean["):
+        lo, hi = name[len("fct_mean["):-1].split(":")
+        f = _flows(run)
+        f = f[f.completed & (f.size_bytes >= float(lo or 0)) & (f.size_bytes < float(hi or "inf"))]
+        return float(f.fct_us.mean())
+    v = _dig(_summary(run), name)
+    return float(v) if v is not None else math.nan
+
+
+class Runs:
+    """The runs of a sweep with lookups by axis values."""
+
+    def __init__(self, sw: Sweep, root: str | Path):
+        self.sw = sw
+        self.dir = catalog_dir(root, sw) / "runs"
+        self.points = [p for p in sw.points if (self.dir / p.hash / "summary.json").exists()]
+        self._cache: dict[tuple[str, str], float] = {}
+
+    def select(self, where: dict) -> list[Point]:
+        def match(p: Point) -> bool:
+            for k, v in where.items():
+                pv = p.axes.get(k)
+                if isinstance(v, float) or isinstance(pv, float):
+                    if pv is None or abs(float(pv) - float(v)) > 1e-9:
+                        return False
+                elif pv != v:
+                    return False
+            return True
+
+        return [p for p in self.points if match(p)]
+
+    def stat(self, p: Point, name: str) -> float:
+        key = (p.hash, name)
+        if key not in self._cache:
+            self._cache[key] = run_stat(self.dir / p.hash, name)
+        return self._cache[key]
+
+    def mean_stat(self, where: dict, name: str) -> tuple[float, float, float, int]:
+        """Mean over the matching runs (seeds), with min and max."""
+        vals = [self.stat(p, name) for p in self.select(where)]
+        vals = [v for v in vals if not math.isnan(v)]
+        if not vals:
+            return math.nan, math.nan, math.nan, 0
+        return float(np.mean(vals)), float(min(vals)), float(max(vals)), len(vals)
+
+    def path(self, p: Point) -> Path:
+        return self.dir / p.hash
+
+
+# ---------------------------------------------------------------- figures
+
+def _series_values(runs: Runs, fig: dict, series_axis: str) -> list:
+    vals = runs.sw.spec["axes"].get(series_axis, [])
+    if runs.sw.quick:
+        vals = runs.sw.spec.get("quick", {}).get("axes", {}).get(series_axis, vals)
+    return fig.get("series_order", vals)
+
+
+def _label(fig: dict, v: Any) -> str:
+    return fig.get("labels", {}).get(str(v), str(v))
+
+
+def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
+    """Draws one figure; returns the plotted numbers as a table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kind = fig["kind"]
+    where = fig.get("where", {})
+    series_axis = fig.get("series", "scheme")
+    rows = []
+    fig_, ax = plt.subplots(figsize=(5.2, 3.6))
+    if kind in ("line", "fct_vs_load"):
+        x_axis = fig.get("x", "load")
+        stat = fig.get("stat", "fct_us.mean")
+        norm = fig.get("normalise")
+        scale = fig.get("scale", 1.0)
+        xs_all = sorted({p.axes[x_axis] for p in runs.select(where)})
+        for s in _series_values(runs, fig, series_axis):
+            xs, ys, lo, hi = [], [], [], []
+            for x in xs_all:
+                w = {**where, series_axis: s, x_axis: x}
+                m, mn, mx, n = runs.mean_stat(w, stat)
+                if n == 0:
+                    continue
+                d = 1.0
+                if norm:
+                    d, _, _, nd = runs.mean_stat({**where, series_axis: norm, x_axis: x}, stat)
+                    if nd == 0 or not d:
+                        continue
+                xs.append(x)
+                ys.append(m / d * scale)
+                lo.append(mn / d * scale)
+                hi.append(mx / d * scale)
+                rows.append({"series": s, x_axis: x, "value": m / d * scale, "min": mn / d * scale, "max": mx / d * scale, "runs": n})
+            if xs:
+                ax.errorbar(xs, ys, yerr=[np.array(ys) - lo, np.array(hi) - ys], marker="o", ms=3, capsize=2, label=_label(fig, s))
+        ax.set_xlabel(fig.get("xlabel", x_axis))
+        if fig.get("logy"):
+            ax.set_yscale("log")
+    elif kind in ("cdf", "fct_cdf", "queue_cdf", "imbalance_cdf"):
+        for s in _series_values(runs, fig, series_axis):
+            vals = []
+            for p in runs.select({**where, series_axis: s}):
+                path = runs.path(p)
+                if kind == "queue_cdf":
+                    vals.append(queue_samples(path, fig.get("port")))
+                elif kind == "imbalance_cdf":
+                    vals.append(imbalance(path, fig.get("prefix", "L0->S")))
+                else:
+                    f = _flows(path)
+                    f = f[f.completed & (f.size_bytes >= fig.get("min_bytes", 0)) & (f.size_bytes < fig.get("max_bytes", float("inf")))]
+                    vals.append(f.fct_us.to_numpy() * fig.get("scale", 1.0))
+            if not vals:
+                continue
+            v = np.sort(np.concatenate(vals))
+            if not len(v):
+                continue
+            y = np.arange(1, len(v) + 1) / len(v)
+            ax.plot(v, y, label=_label(fig, s))
+            for q in (0.5, 0.9, 0.99):
+                rows.append({"series": s, "quantile": q, "value": float(np.quantile(v, q)), "samples": len(v)})
+        ax.set_ylabel("CDF")
+        if fig.get("logx"):
+            ax.set_xscale("log")
+    else:
+        raise ValueError(f"figure kind {kind!r} unknown")
+    ax.set_ylabel(fig.get("ylabel", ax.get_ylabel()))
+    if kind not in ("line", "fct_vs_load"):
+        ax.set_xlabel(fig.get("xlabel", ""))
+    ax.set_title(fig.get("title", ""), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig_.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for ext in ("png", "svg"):
+        fig_.savefig(out_dir / f"{stem}.{ext}", dpi=120, metadata={"Date": None} if ext == "svg" else None)
+    plt.close(fig_)
+    table = pd.DataFrame(rows)
+    table.to_csv(out_dir / f"{stem}.csv", index=False)
+    return table
+
+
+# ---------------------------------------------------------------- claims
+
+def evaluate(runs: Runs, claim: dict) -> dict:
+    """Our number for a paper claim. Kinds:
+    - ratio: stat(a) / stat(b) (e.g. ECMP's FCT over Clove's: "3x better")
+    - gain_captured: (stat(base) - stat(x)) / (stat(base) - stat(best))
+    - value: stat(a)
+    """
+    where = claim.get("where", {})
+    stat = claim.get("stat", "fct_us.mean")
+    kind = claim.get("kind", "ratio")
+
+    def m(sel: dict) -> float:
+        return runs.mean_stat({**where, **sel}, stat)[0]
+
+    if kind == "ratio":
+        ours = m(claim["a"]) / m(claim["b"])
+    elif kind == "gain_captured":
+        base, x, best = m(claim["base"]), m(claim["x"]), m(claim["best"])
+        ours = (base - x) / (base - best) if base != best else math.nan
+    elif kind == "value":
+        ours = m(claim["a"])
+    else:
+        raise ValueError(f"claim kind {kind!r} unknown")
+    paper = claim.get("paper")
+    verdict = "n/a"
+    if paper is not None and not math.isnan(ours):
+        pivot = claim.get("pivot", 1.0 if kind == "ratio" else 0.0)
+        same_dir = (ours > pivot) == (paper > pivot) if paper != pivot else abs(ours - pivot) < 0.1 * abs(pivot or 1)
+        if kind == "value" and pivot == 0.0:
+            same_dir = True
+        close = (paper == 0 and abs(ours) < 0.1) or (paper != 0 and 0.5 <= ours / paper <= 2.0)
+        verdict = "agrees" if same_dir and close else ("same direction, different size" if same_dir else "disagrees")
+    return {"ours": ours, "paper": paper, "verdict": verdict}

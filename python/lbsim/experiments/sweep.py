@@ -1,0 +1,324 @@
+"""Sweep files, the results catalog and the runners (process pool or Ray).
+
+A sweep file (``experiments/<name>.toml``) holds a base scenario, the axes
+swept, how axis values map to scenario keys, conditional overrides, a
+``--quick`` variant, and the figures and paper claims built from the runs::
+
+    [experiment]
+    name = "conga_fig9"
+    title = "..."
+    [base]                      # a complete scenario
+    ...
+    [axes]                      # cartesian product
+    scheme = ["ecmp", "conga"]
+    load = [0.1, 0.5, 0.9]
+    seed = [1, 2, 3]
+    [keys]                      # axis -> scenario key, for plain values
+    load = "workload.load"
+    seed = "seed"
+    [options.scheme.conga_flow] # or: named override sets per axis value
+    "lb.scheme" = "conga_flow"
+    [[rule]]                    # overrides when several axes match
+    match = { scheme = "presto", fabric = "asymmetric" }
+    set = { "lb.params.weights" = "topology" }
+    [quick]                     # --quick: replaced axes and extra overrides
+    axes = { load = [0.5], seed = [1] }
+    set = { "workload.flows" = 1000 }
+
+**Catalog.** Each run lives in ``<root>/<experiment>/runs/<hash>/`` where
+the hash covers the complete resolved scenario and the lbsim version, so a
+changed parameter never reuses a stale result. A run is written to a
+temporary folder and renamed into place when complete: a killed worker
+leaves no half result, only a temporary folder that the next invocation
+removes before redoing that run. ``index.parquet`` lists every run of the
+sweep (axes, hash, headline metrics) and loads as one table.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+class SweepError(ValueError):
+    pass
+
+
+@dataclass
+class Point:
+    """One run of a sweep: its axis values and resolved scenario."""
+
+    axes: dict[str, Any]
+    scenario: dict[str, Any]
+    text: str
+    hash: str
+
+
+@dataclass
+class Sweep:
+    name: str
+    path: Path
+    spec: dict[str, Any]
+    quick: bool = False
+    points: list[Point] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        return self.spec.get("experiment", {}).get("title", self.name)
+
+    @property
+    def catalog_name(self) -> str:
+        return self.name + ("-quick" if self.quick else "")
+
+
+def _set_key(d: dict, dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    for p in parts[:-1]:
+        d = d.setdefault(p, {})
+        if not isinstance(d, dict):
+            raise SweepError(f"{dotted}: {p} is not a table")
+    d[parts[-1]] = copy.deepcopy(value)
+
+
+def _apply(d: dict, overrides: dict) -> None:
+    for k, v in overrides.items():
+        _set_key(d, k, v)
+
+
+def _version() -> str:
+    from lbsim import __version__
+
+    return __version__
+
+
+def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
+    """Reads a sweep file and expands its points."""
+    p = Path(path)
+    try:
+        spec = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise SweepError(f"{p}: not valid TOML: {e}") from None
+    for sect in ("experiment", "base", "axes"):
+        if sect not in spec:
+            raise SweepError(f"{p}: missing [{sect}]")
+    name = spec["experiment"].get("name") or p.stem
+    axes = dict(spec["axes"])
+    extra: dict[str, Any] = {}
+    if quick:
+        q = spec.get("quick", {})
+        for k, v in q.get("axes", {}).items():
+            if k not in axes:
+                raise SweepError(f"{p}: [quick].axes.{k} is not an axis")
+            axes[k] = v
+        extra = q.get("set", {})
+    keys = spec.get("keys", {})
+    options = spec.get("options", {})
+    rules = spec.get("rule", [])
+    for a, vals in axes.items():
+        if not isinstance(vals, list) or not vals:
+            raise SweepError(f"{p}: axis {a} must be a non-empty list")
+        for v in vals:
+            if str(v) not in options.get(a, {}) and a not in keys:
+                raise SweepError(f"{p}: axis {a} value {v!r} has no [options.{a}.{v}] and no [keys].{a}")
+    sw = Sweep(name=name, path=p, spec=spec, quick=quick)
+    names = list(axes)
+    version = _version()
+    for combo in itertools.product(*(axes[a] for a in names)):
+        pt = dict(zip(names, combo))
+        sc = copy.deepcopy(spec["base"])
+        for a, v in pt.items():
+            opt = options.get(a, {}).get(str(v))
+            if opt is not None:
+                _apply(sc, opt)
+            else:
+                _set_key(sc, keys[a], v)
+        for r in rules:
+            if all(pt.get(k) == v for k, v in r["match"].items()):
+                _apply(sc, r["set"])
+        _apply(sc, extra)
+        import tomli_w
+
+        text = tomli_w.dumps(sc)
+        h = hashlib.sha256((version + "\n" + json.dumps(sc, sort_keys=True)).encode()).hexdigest()[:20]
+        sw.points.append(Point(axes=pt, scenario=sc, text=text, hash=h))
+    return sw
+
+
+# ---------------------------------------------------------------- running
+
+
+def _run_point(args: tuple[str, Optional[str], str]) -> dict:
+    """Runs one scenario into ``run_dir`` atomically (a temporary folder
+    renamed into place) and returns its summary. Top-level so that process
+    pools and Ray can ship it."""
+    text, base_dir, run_dir = args
+    from lbsim import _lbsim, _api
+
+    final = Path(run_dir)
+    if (final / "summary.json").exists():
+        return json.loads((final / "summary.json").read_text())
+    tmp = final.parent / f"{final.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    raw = _lbsim.run(text, [], base_dir, None)
+    tables = {n: _api._table(n, raw[n]) for n in ("flows", "ports", "links", "queues")}
+    res = _api.Result(tables=tables, summary=json.loads(raw["summary_json"]))
+    res.write(tmp)
+    (tmp / "scenario.toml").write_text(text)
+    os.replace(tmp, final)
+    return res.summary
+
+
+def catalog_dir(root: str | os.PathLike, sw: Sweep) -> Path:
+    return Path(root) / sw.catalog_name
+
+
+def clean_partial(runs: Path) -> int:
+    """Removes temporary folders left by killed workers."""
+    n = 0
+    if runs.exists():
+        for d in runs.iterdir():
+            if ".tmp-" in d.name:
+                shutil.rmtree(d, ignore_errors=True)
+                n += 1
+    return n
+
+
+class Progress:
+    def __init__(self, total: int, done: int, label: str, quiet: bool = False):
+        self.total, self.done, self.label, self.quiet = total, done, label, quiet
+        self.t0 = time.perf_counter()
+        self.started = done
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+
+    def step(self) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        el = time.perf_counter() - self.t0
+        ran = self.done - self.started
+        left = self.total - self.done
+        eta = el / ran * left if ran else float("nan")
+        line = f"{self.label}: {self.done}/{self.total} runs, {el:6.0f} s elapsed, ETA {eta:6.0f} s"
+        if self.tty:
+            sys.stderr.write("\r" + line)
+            if self.done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+        elif el - self.last >= 10 or self.done == self.total:
+            self.last = el
+            print(line, file=sys.stderr, flush=True)
+
+
+def run_sweep(sw: Sweep, root: str | os.PathLike = "results", workers: int = 1, ray_address: Optional[str] = None,
+              quiet: bool = False) -> Path:
+    """Runs every point not already in the catalog; writes the index."""
+    cat = catalog_dir(root, sw)
+    runs = cat / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    clean_partial(runs)
+    base_dir = str(sw.path.resolve().parent)
+    todo = [pt for pt in sw.points if not (runs / pt.hash / "summary.json").exists()]
+    # the same scenario may appear under two points: run it once
+    seen, unique = set(), []
+    for pt in todo:
+        if pt.hash not in seen:
+            seen.add(pt.hash)
+            unique.append(pt)
+    prog = Progress(len(sw.points), len(sw.points) - len(todo), sw.catalog_name, quiet)
+    t0 = time.perf_counter()
+    jobs = [(pt.text, base_dir, str(runs / pt.hash)) for pt in unique]
+    if ray_address:
+        import ray
+
+        ray.init(address=None if ray_address == "local" else ray_address, ignore_reinit_error=True,
+                 include_dashboard=False, log_to_driver=False)
+        remote = ray.remote(_run_point)
+        pending = [remote.remote(j) for j in jobs]
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            ray.get(ready)
+            prog.step()
+    elif workers <= 1:
+        for j in jobs:
+            _run_point(j)
+            prog.step()
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as ex:
+            futs = {ex.submit(_run_point, j) for j in jobs}
+            while futs:
+                done, futs = wait(futs, return_when=FIRST_COMPLETED)
+                for f in done:
+                    f.result()
+                    prog.step()
+    write_index(sw, cat)
+    meta = {"sweep": sw.name, "quick": sw.quick, "runs": len(sw.points), "ran_now": len(unique),
+            "wall_s_this_invocation": time.perf_counter() - t0, "workers": "ray" if ray_address else workers}
+    hist = cat / "invocations.jsonl"
+    with open(hist, "a") as f:
+        f.write(json.dumps(meta) + "\n")
+    return cat
+
+
+def _flatten(prefix: str, d: Any, out: dict) -> None:
+    if isinstance(d, dict):
+        for k, v in d.items():
+            _flatten(f"{prefix}.{k}" if prefix else k, v, out)
+    elif isinstance(d, (int, float, str, bool)) or d is None:
+        out[prefix] = d
+
+
+def write_index(sw: Sweep, cat: Path) -> Path:
+    """One row per point: axes, hash, and the summary's scalar metrics."""
+    import pandas as pd
+
+    rows = []
+    for pt in sw.points:
+        sfile = cat / "runs" / pt.hash / "summary.json"
+        if not sfile.exists():
+            continue
+        s = json.loads(sfile.read_text())
+        row: dict[str, Any] = {f"axis.{k}": v for k, v in pt.axes.items()}
+        row["hash"] = pt.hash
+        flat: dict[str, Any] = {}
+        for k in ("fct_us", "slowdown", "flows", "network", "transport", "incast", "sim_time_s", "events", "wall_s"):
+            if k in s:
+                _flatten(k, s[k], flat)
+        for b in s.get("buckets", []):
+            _flatten(f"bucket[{b['bucket']}]", {"fct_us": b["fct_us"], "completed": b["completed"]}, flat)
+        row.update({k: v for k, v in flat.items() if not isinstance(v, str) or k.startswith("transport.cc")})
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    out = cat / "index.parquet"
+    tmp = cat / ".index.parquet.tmp"
+    df.to_parquet(tmp, index=False)
+    os.replace(tmp, out)
+    return out
+
+
+def load_index(root: str | os.PathLike, sw: Sweep):
+    """The sweep's index as a DataFrame (axis columns renamed without 'axis.')."""
+    import pandas as pd
+
+    df = pd.read_parquet(catalog_dir(root, sw) / "index.parquet")
+    return df.rename(columns={c: c[5:] for c in df.columns if c.startswith("axis.")})
+
+
+def run_path(root: str | os.PathLike, sw: Sweep, pt: Point) -> Path:
+    return catalog_dir(root, sw) / "runs" / pt.hash
