@@ -1,6 +1,7 @@
 from typing import Any, Callable, Optional
 
 __version__: str
+__model_revision__: str
 
 class ScenarioError(ValueError):
     field: str

@@ -15,6 +15,11 @@ pub mod metrics;
 pub mod scenario;
 mod world;
 
+/// Bumped whenever a change alters simulation results for an unchanged
+/// scenario; results catalogs key their runs on it (with the scenario), so
+/// stale results are never reused.
+pub const MODEL_REVISION: &str = "2026-11-22.1";
+
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use scenario::{Scenario, ScenarioError};
 
@@ -532,6 +537,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
     let mut s = json!({
         "lbsim_version": env!("CARGO_PKG_VERSION"),
+        "model_revision": MODEL_REVISION,
         "scenario": sc.name,
         "seed": sc.seed,
         "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},

@@ -231,6 +231,10 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     - ratio: stat(a) / stat(b) (e.g. ECMP's FCT over Clove's: "3x better")
     - gain_captured: (stat(base) - stat(x)) / (stat(base) - stat(best))
     - value: stat(a)
+    Verdict: *agrees* if our effect (a ratio's distance from 1, otherwise the
+    value) has the paper's sign and is within a factor of two of it; *same
+    direction, different size*; *disagrees*. With ``expect = "greater"`` /
+    ``"less"`` and no number, only the direction is checked.
     """
     where = claim.get("where", {})
     stat = claim.get("stat", "fct_us.mean")
@@ -249,12 +253,25 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     else:
         raise ValueError(f"claim kind {kind!r} unknown")
     paper = claim.get("paper")
+    expect = claim.get("expect")
     verdict = "n/a"
-    if paper is not None and not math.isnan(ours):
+    if math.isnan(ours):
+        pass
+    elif paper is not None:
+        # compare effect sizes: for a ratio, its distance from 1 ("1.2x
+        # better" is an effect of 0.2); for other kinds, the value itself
         pivot = claim.get("pivot", 1.0 if kind == "ratio" else 0.0)
-        same_dir = (ours > pivot) == (paper > pivot) if paper != pivot else abs(ours - pivot) < 0.1 * abs(pivot or 1)
-        if kind == "value" and pivot == 0.0:
-            same_dir = True
-        close = (paper == 0 and abs(ours) < 0.1) or (paper != 0 and 0.5 <= ours / paper <= 2.0)
-        verdict = "agrees" if same_dir and close else ("same direction, different size" if same_dir else "disagrees")
+        e_ours, e_paper = ours - pivot, paper - pivot
+        if abs(e_paper) < 0.05 * max(abs(pivot), 1.0):
+            # the paper says "about the same"
+            verdict = "agrees" if abs(e_ours) <= 0.15 * max(abs(pivot), 1.0) else "disagrees"
+        elif e_ours * e_paper <= 0:
+            verdict = "disagrees"
+        else:
+            verdict = "agrees" if 0.5 <= e_ours / e_paper <= 2.0 else "same direction, different size"
+    elif expect in ("greater", "less"):
+        pivot = claim.get("pivot", 1.0 if kind == "ratio" else 0.0)
+        ok = ours > pivot if expect == "greater" else ours < pivot
+        verdict = "agrees (direction)" if ok else "disagrees"
+        paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"
     return {"ours": ours, "paper": paper, "verdict": verdict}

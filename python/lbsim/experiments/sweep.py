@@ -101,9 +101,9 @@ def _apply(d: dict, overrides: dict) -> None:
 
 
 def _version() -> str:
-    from lbsim import __version__
+    from lbsim import _lbsim
 
-    return __version__
+    return f"{_lbsim.__version__}+{_lbsim.__model_revision__}"
 
 
 def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
