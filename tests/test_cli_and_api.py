@@ -120,3 +120,11 @@ def test_schemes_lists_every_scheme_with_parameters():
 
 def test_b1_example_is_valid(examples):
     lbsim.validate(examples / "b1.toml")
+
+
+@pytest.mark.parametrize("name", ["small", "b1", "clove_testbed", "conga_testbed", "fat_tree_dctcp", "explicit_asymmetric", "incast"])
+def test_every_example_runs_and_conserves_packets(examples, name):
+    sets = ["workload.flows=60"] if name != "incast" else ["workload.incast.requests=3"]
+    res = lbsim.run(examples / f"{name}.toml", set=sets)
+    assert res.summary["conservation"]["ok"] is True
+    assert res.summary["flows"]["unfinished"] == 0
