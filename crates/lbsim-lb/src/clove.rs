@@ -5,13 +5,16 @@
 //! **Clove-ECN** (§3.2 "Clove-ECN", §4): the source edge sets ECT on the
 //! outer header; switches mark CE above the ECN threshold (the paper's 20
 //! packets is this scheme's default for `network.ecn_k_pkts`). The
-//! receiving edge relays (outer source port, CE) in the encapsulation of
-//! reverse packets, at most once per relay interval per path (default
-//! RTT/2). The source keeps per-destination weights over its ports: an ECN
-//! report cuts that path's weight by `weight_cut` (1/3) and spreads the cut
-//! equally over the paths not currently congested; new flowlets follow a
-//! weighted round robin. ECN is hidden from the sending VM (ECE cleared on
-//! ACKs) unless every path to that destination is congested.
+//! receiving edge takes the CE mark off (the VMs never see underlay ECN,
+//! §4) and relays (outer source port, CE) in the encapsulation of reverse
+//! packets, at most once per relay interval per path (default RTT/2); only
+//! congested reports are relayed. The source keeps per-destination weights
+//! over its ports: an ECN report cuts that path's weight by `weight_cut`
+//! (1/3) and spreads the cut equally over the paths not currently
+//! congested; new flowlets follow a weighted round robin. The source edge
+//! relays ECN to its VM (ECE on the ACKs it passes up) only while every
+//! path to that destination is congested — before discovery has found the
+//! paths, while the one hashed path in use is.
 //! *Our choices where the paper is silent:* a path counts as congested for
 //! `congested_hold_rtts` after an ECN report; weights relax back toward
 //! equal with time constant `weight_recovery_us` (otherwise a path cut
@@ -22,7 +25,9 @@
 //! **Clove-INT** (§3.2 "Clove-INT"): every switch writes its egress link
 //! utilisation into a path-max header field (estimated by a DRE, τ =
 //! `util_tau_us`); the receiver relays (port, max utilisation); each new
-//! flowlet takes the least-utilised path. *Our choices:* utilisation is
+//! flowlet takes the least-utilised path. Only switch-to-switch links are
+//! stamped (the destination leaf's host link is common to every path and
+//! would mask the difference). *Our choices:* utilisation is
 //! compared quantised to `util_q_bits` (3, as CONGA's metric) and a flowlet
 //! stays on its flow's current path unless another is strictly less
 //! utilised (CONGA §3.5's tie rule; without it flows flap between paths
@@ -31,7 +36,7 @@
 
 use crate::dre::{Dre, DreParams};
 use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, Relay, Wrr};
-use crate::edge_params::{self, num, DISCOVERY, RTT};
+use crate::edge_params::{self, num, RTT};
 use crate::params::{ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
@@ -40,17 +45,11 @@ use lbsim_tcp::header::ECE;
 
 macro_rules! clove_params {
     ($($extra:expr),*) => {
-        &[
+        crate::with_discovery![
             num("flowlet_gap_rtts", "RTT", 2.0, "idle gap that starts a new flowlet, in RTTs (§3.2 recommends 2; §5 found 1 best on the testbed)"),
             num("relay_interval_rtts", "RTT", 0.5, "the receiver relays a path's state at most once per this interval (§3.2: RTT/2)"),
             $($extra,)*
             RTT,
-            DISCOVERY[0],
-            DISCOVERY[1],
-            DISCOVERY[2],
-            DISCOVERY[3],
-            DISCOVERY[4],
-            DISCOVERY[5],
         ]
     };
 }
@@ -88,11 +87,15 @@ pub struct Clove {
     recovery: SimTime,
     dre_p: DreParams,
     dre: Vec<Dre>,
-    switch_port: Vec<bool>,
+    fabric_port: Vec<bool>,
+    /// Per (source host, destination): until when the hashed pre-discovery
+    /// path counts as congested.
+    pre_congested: Vec<IdMap<u32, SimTime>>,
     util_age: SimTime,
     util_q: u8,
     pub ecn_reports: u64,
     pub ece_masked: u64,
+    pub ece_relayed: u64,
 }
 
 impl Clove {
@@ -121,11 +124,20 @@ impl Clove {
             recovery,
             dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / util_tau, q_bits: 8 },
             dre: if int { vec![Dre::default(); env.topo.ports.len()] } else { vec![] },
-            switch_port: env.topo.ports.iter().map(|pt| env.topo.nodes[pt.node.idx()].kind == NodeKind::Switch).collect(),
+            fabric_port: env
+                .topo
+                .ports
+                .iter()
+                .map(|pt| {
+                    env.topo.nodes[pt.node.idx()].kind == NodeKind::Switch && env.topo.nodes[env.topo.ports[pt.peer.idx()].node.idx()].kind == NodeKind::Switch
+                })
+                .collect(),
+            pre_congested: (0..hosts).map(|_| IdMap::default()).collect(),
             util_age,
             util_q: if int { p.positive("util_q_bits")?.min(16.0) as u8 } else { 3 },
             ecn_reports: 0,
             ece_masked: 0,
+            ece_relayed: 0,
         })
     }
 
@@ -168,9 +180,14 @@ impl Clove {
 
     /// Applies a relayed report about path `port` from `src` to `dst`.
     fn feedback(&mut self, src: u32, dst: u32, port: u16, ce: bool, util: u16, now: SimTime) {
-        let Some(set) = self.disc.get(src, dst) else { return };
-        let Some(i) = set.ports.iter().position(|&p| p == port) else { return };
-        let (n, epoch) = (set.ports.len(), set.epoch);
+        let known = self.disc.get(src, dst).and_then(|set| set.ports.iter().position(|&p| p == port).map(|i| (i, set.ports.len(), set.epoch)));
+        let Some((i, n, epoch)) = known else {
+            // a report about the hashed pre-discovery path (or a remapped port)
+            if ce && !self.int {
+                self.pre_congested[src as usize].insert(dst, now + self.hold);
+            }
+            return;
+        };
         let int = self.int;
         let (cut, hold) = (self.cut, self.hold);
         let mut d = std::mem::take(self.dest(src, dst, n, epoch));
@@ -185,10 +202,16 @@ impl Clove {
         *self.dests[src as usize].get_mut(&dst).unwrap() = d;
     }
 
+    /// Whether every path toward `dst` is congested: the known paths once
+    /// discovery has found them, else the single hashed path in use.
     fn all_congested(&self, src: u32, dst: u32, now: SimTime) -> bool {
-        match self.dests[src as usize].get(&dst) {
-            Some(d) if !d.congested_until.is_empty() => d.congested_until.iter().all(|&t| t > now),
-            _ => false,
+        let set = self.disc.get(src, dst);
+        match (set, self.dests[src as usize].get(&dst)) {
+            (Some(set), Some(d)) if !set.ports.is_empty() && d.epoch == set.epoch && !d.congested_until.is_empty() => {
+                d.congested_until.iter().all(|&t| t > now)
+            }
+            (Some(set), _) if !set.ports.is_empty() => false,
+            _ => self.pre_congested[src as usize].get(&dst).is_some_and(|&t| t > now),
         }
     }
 }
@@ -270,7 +293,7 @@ impl LoadBalancer for Clove {
     }
 
     fn on_enqueue(&mut self, ctx: &mut Ctx, port: PortId, pkt: PktId) {
-        if !self.switch_port[port.idx()] {
+        if !self.fabric_port[port.idx()] {
             return;
         }
         let size = ctx.pkt(pkt).size as u64;
@@ -303,12 +326,21 @@ impl LoadBalancer for Clove {
                 self.relay.observe(me, peer, port, true, 0, now);
             }
         }
-        // 3. hide ECN from the sending VM unless every path is congested
-        let all = !self.int && self.all_congested(me, peer, now);
         let pm = ctx.pkt_mut(pkt);
         pm.lb = LbHeader::None;
-        if let Payload::Tcp { hdr, .. } = &mut pm.payload {
-            if hdr.has(ECE) && !all {
+        if self.int {
+            return HostRx::Deliver;
+        }
+        // 3. the VMs never see underlay ECN ...
+        pm.ce = false;
+        // 4. ... except that the sending VM is told (ECE on its ACKs) while
+        // every path to that destination is congested
+        let all = self.all_congested(me, peer, now);
+        if let Payload::Tcp { hdr, to_receiver: false, .. } = &mut ctx.pkt_mut(pkt).payload {
+            if all {
+                hdr.flags |= ECE;
+                self.ece_relayed += 1;
+            } else if hdr.has(ECE) {
                 hdr.flags &= !ECE;
                 self.ece_masked += 1;
             }
@@ -369,6 +401,7 @@ mod tests {
         let a = ack(&mut env, 20, 0, true, Some((ports[0], true, 0)));
         assert_eq!(c.on_host_receive(&mut env.ctx(now), host0, a), HostRx::Deliver);
         assert!(!has_ece(&env, a), "one path congested, three not: ECE masked");
+        assert_eq!(c.ece_masked, 1);
         let w = c.weights(0, 20).unwrap();
         assert!(w[0] < w[1] && (w.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{w:?}");
         // reports for the other three paths: now every path is congested
@@ -376,13 +409,49 @@ mod tests {
             let a = ack(&mut env, 20, 0, false, Some((p, true, 0)));
             c.on_host_receive(&mut env.ctx(now), host0, a);
         }
-        let a = ack(&mut env, 20, 0, true, None);
+        let a = ack(&mut env, 20, 0, false, None);
         c.on_host_receive(&mut env.ctx(now), host0, a);
-        assert!(has_ece(&env, a), "all paths congested: ECE reaches the VM");
+        assert!(has_ece(&env, a), "all paths congested: the edge relays ECN to the VM");
         // once the congestion hold (1 RTT = 20 us) has passed, masking resumes
         let a = ack(&mut env, 20, 0, true, None);
         c.on_host_receive(&mut env.ctx(now + SimTime::from_us(25)), host0, a);
         assert!(!has_ece(&env, a));
+    }
+
+    #[test]
+    fn before_discovery_the_hashed_path_alone_decides_ecn_relay() {
+        let mut env = Env::testbed();
+        let mut given = BTreeMap::new();
+        given.insert("discovery".to_string(), crate::Value::Str("probe".into()));
+        let e = SchemeEnv { topo: &env.topo, mss: 1448, base_rtt: SimTime::from_us(20) };
+        let mut c = Clove::new(&Params::new(&given, ECN_PARAMS, "clove").unwrap(), &e, false).unwrap();
+        let host0 = env.topo.host(0);
+        let now = SimTime::from_us(10);
+        let data = env.packet(0, 20, 1500);
+        c.on_host_send(&mut env.ctx(now), host0, data); // starts probing; no paths yet
+        assert!(c.discovery().get(0, 20).unwrap().ports.is_empty());
+        let a = ack(&mut env, 20, 0, false, Some((4242, true, 0)));
+        c.on_host_receive(&mut env.ctx(now), host0, a);
+        assert!(has_ece(&env, a), "the only path in use is congested: relayed");
+        let b = ack(&mut env, 20, 0, false, None);
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(30)), host0, b);
+        assert!(!has_ece(&env, b), "no longer congested");
+    }
+
+    #[test]
+    fn the_receiving_vm_never_sees_underlay_ce() {
+        let mut env = Env::testbed();
+        let mut c = clove(&env, false);
+        let h20 = env.topo.host(20);
+        let d = env.packet(0, 20, 1500);
+        {
+            let p = env.pkts.get_mut(d.0);
+            p.set_outer_sport(4242);
+            set_clove_header(p, None);
+            p.ce = true;
+        }
+        c.on_host_receive(&mut env.ctx(SimTime::from_us(5)), h20, d);
+        assert!(!env.pkts.get(d.0).ce);
     }
 
     #[test]

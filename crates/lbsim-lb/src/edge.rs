@@ -10,11 +10,16 @@
 //! in on; the sequence of ingress ports is the path. After `probe_wait_us`
 //! the edge keeps one port per distinct path and picks `paths` of them
 //! greedily, each time adding the path sharing the fewest links with those
-//! already picked (§3.1). Probes are real packets. Discovery starts on the
-//! first packet to a destination (the edge uses the hashed port meanwhile)
-//! and repeats every `probe_period_ms` for destinations with traffic, so a
-//! topology change (which remaps ECMP hashes) is picked up at the next
-//! round. `discovery = "oracle"` reads the same mapping from the routing
+//! already picked (§3.1). Probes are real packets, paced over the first half
+//! of the collection window. Discovery starts on the first packet to a
+//! destination (the edge uses the hashed port meanwhile) and repeats every
+//! `probe_period_ms` while the destination has traffic, so a topology change
+//! (which remaps ECMP hashes) is picked up at the next round. Each round
+//! probes the ports in use first, so a path that did not change keeps its
+//! port and the set keeps its epoch; schemes reset their per-path state only
+//! when the mapping really changes (§3.1 allows keeping it across a remap;
+//! we do not). Traces shorter than the longest one are discarded (lost
+//! replies). `discovery = "oracle"` reads the same mapping from the routing
 //! state instantly (an idealisation, reported in the summary).
 
 use lbsim_engine::{mix64, SimTime};
@@ -88,6 +93,8 @@ struct Dest {
     /// traffic seen since the last round started
     active: bool,
     scheduled: bool,
+    /// no traffic for a whole period: rounds paused until traffic returns
+    dormant: bool,
 }
 
 /// Probe bookkeeping for every (source host, destination host).
@@ -95,11 +102,19 @@ pub struct Discovery {
     pub p: DiscoveryParams,
     /// [src host][dst host]
     dests: Vec<IdMap<u32, Dest>>,
-    /// probe tag -> (src host, dst host, index in round, ttl)
+    /// probe tag -> (src host, dst host, index in round, ttl): a ring of
+    /// `PROBE_RING` entries (replies come back within milliseconds, long
+    /// before a tag is reused)
     probes: Vec<(u32, u32, u16, u8)>,
+    probe_seq: u64,
+    /// Path-set epochs are global and only grow, so state keyed on an old
+    /// mapping is never mistaken for the current one.
+    next_epoch: u32,
     pub probes_sent: u64,
     pub rounds: u64,
 }
+
+const PROBE_RING: u64 = 1 << 18;
 
 /// Timer tokens used by discovery: the top byte says what kind.
 pub const TOKEN_PROBE_DONE: u64 = 1 << 56;
@@ -118,20 +133,22 @@ fn token_hosts(t: u64) -> (u32, u32) {
 
 impl Discovery {
     pub fn new(p: DiscoveryParams, hosts: usize) -> Self {
-        Discovery { p, dests: (0..hosts).map(|_| IdMap::default()).collect(), probes: vec![], probes_sent: 0, rounds: 0 }
+        Discovery { p, dests: (0..hosts).map(|_| IdMap::default()).collect(), probes: vec![], probe_seq: 0, next_epoch: 1, probes_sent: 0, rounds: 0 }
     }
 
     /// The path set toward `dst` from `src` (host indices); starts discovery
     /// if this destination is new. Empty `ports` until discovery completes.
     pub fn paths(&mut self, ctx: &mut Ctx, src: u32, dst: u32) -> &PathSet {
-        let mode = self.p.mode;
         let fresh = !self.dests[src as usize].contains_key(&dst);
         if fresh {
             self.dests[src as usize].insert(dst, Dest::default());
-            match mode {
+        }
+        let dormant = self.dests[src as usize][&dst].dormant;
+        if fresh || dormant {
+            self.dests[src as usize].get_mut(&dst).unwrap().dormant = false;
+            match self.p.mode {
                 DiscoveryMode::Oracle => {
-                    let set = oracle_paths(ctx, src, dst, &self.p);
-                    self.dests[src as usize].get_mut(&dst).unwrap().set = set;
+                    self.refresh_oracle(ctx, src, dst);
                     self.schedule_round(ctx, src, dst);
                 }
                 DiscoveryMode::Probe => self.start_round(ctx, src, dst),
@@ -140,6 +157,23 @@ impl Discovery {
         let d = self.dests[src as usize].get_mut(&dst).unwrap();
         d.active = true;
         &d.set
+    }
+
+    /// Replaces the path set if the mapping changed; true if it did.
+    fn install(&mut self, src: u32, dst: u32, set: PathSet) -> bool {
+        let d = self.dests[src as usize].get_mut(&dst).unwrap();
+        if set.ports == d.set.ports && set.paths == d.set.paths {
+            return false;
+        }
+        d.set = PathSet { epoch: self.next_epoch, ..set };
+        self.next_epoch += 1;
+        true
+    }
+
+    fn refresh_oracle(&mut self, ctx: &mut Ctx, src: u32, dst: u32) -> bool {
+        let old = self.dests[src as usize][&dst].set.ports.clone();
+        let set = oracle_paths(ctx, src, dst, &self.p, &old);
+        self.install(src, dst, set)
     }
 
     /// Every destination `src` has a path set for, in host order.
@@ -171,8 +205,10 @@ impl Discovery {
     fn start_round(&mut self, ctx: &mut Ctx, src: u32, dst: u32) {
         self.rounds += 1;
         let mut round = Round::default();
-        for _ in 0..self.p.probe_ports {
-            let port = 1024 + ctx.rng.below(64_000) as u16;
+        // the ports in use are probed first, so an unchanged path keeps its port
+        let current = self.dests[src as usize][&dst].set.ports.clone();
+        for i in 0..self.p.probe_ports.max(current.len()) {
+            let port = current.get(i).copied().unwrap_or_else(|| 1024 + ctx.rng.below(64_000) as u16);
             round.hops.push((port, vec![None; self.p.max_ttl as usize]));
         }
         let d = self.dests[src as usize].get_mut(&dst).unwrap();
@@ -192,8 +228,13 @@ impl Discovery {
         let (port, more) = (r.hops[i].0, r.sent < r.hops.len());
         let (s, t) = (ctx.topo.host(src), ctx.topo.host(dst));
         for ttl in 1..=self.p.max_ttl {
-            let tag = self.probes.len() as u32;
-            self.probes.push((src, dst, i as u16, ttl));
+            let tag = (self.probe_seq % PROBE_RING) as u32;
+            self.probe_seq += 1;
+            if (tag as usize) < self.probes.len() {
+                self.probes[tag as usize] = (src, dst, i as u16, ttl);
+            } else {
+                self.probes.push((src, dst, i as u16, ttl));
+            }
             let mut p = Packet::new(s, t, port, ENCAP_DPORT, Proto::Udp, 64, Payload::Control { tag }, ctx.now);
             p.set_outer_sport(port);
             p.ttl = ttl;
@@ -238,11 +279,8 @@ impl Discovery {
             TOKEN_PROBE_DONE => {
                 let d = self.dests[src as usize].get_mut(&dst)?;
                 let round = d.probing.take()?;
-                let set = select(round, &self.p, &d.set);
-                let changed = set.ports != d.set.ports;
-                if changed {
-                    d.set = PathSet { epoch: d.set.epoch + 1, ..set };
-                }
+                let set = select(round, &self.p);
+                let changed = !set.ports.is_empty() && self.install(src, dst, set);
                 self.schedule_round(ctx, src, dst);
                 changed.then_some((src, dst))
             }
@@ -250,19 +288,14 @@ impl Discovery {
                 let d = self.dests[src as usize].get_mut(&dst)?;
                 d.scheduled = false;
                 if !d.active {
-                    // idle destination: probe again when traffic returns
-                    self.dests[src as usize].remove(&dst);
+                    // idle destination: no more rounds until traffic returns
+                    d.dormant = true;
                     return None;
                 }
                 match self.p.mode {
                     DiscoveryMode::Probe => self.start_round(ctx, src, dst),
                     DiscoveryMode::Oracle => {
-                        let set = oracle_paths(ctx, src, dst, &self.p);
-                        let d = self.dests[src as usize].get_mut(&dst).unwrap();
-                        let changed = set.ports != d.set.ports;
-                        if changed {
-                            d.set = PathSet { epoch: d.set.epoch + 1, ..set };
-                        }
+                        let changed = self.refresh_oracle(ctx, src, dst);
                         self.schedule_round(ctx, src, dst);
                         return changed.then_some((src, dst));
                     }
@@ -276,7 +309,7 @@ impl Discovery {
 
 /// One port per distinct path, then a greedy pick of `paths` of them by fewest
 /// shared links (Clove §3.1). Incomplete traces (lost replies) are dropped.
-fn select(round: Round, p: &DiscoveryParams, old: &PathSet) -> PathSet {
+fn select(round: Round, p: &DiscoveryParams) -> PathSet {
     let mut by_path: Vec<(Vec<PortId>, u16)> = vec![];
     for (port, hops) in round.hops {
         // the trace up to the first missing hop; the destination host sends
@@ -292,10 +325,10 @@ fn select(round: Round, p: &DiscoveryParams, old: &PathSet) -> PathSet {
     // keep only the longest traces (shorter ones lost replies deeper in)
     let longest = by_path.iter().map(|(q, _)| q.len()).max().unwrap_or(0);
     by_path.retain(|(q, _)| q.len() == longest);
-    greedy(by_path, p.paths, old)
+    greedy(by_path, p.paths)
 }
 
-fn greedy(mut cands: Vec<(Vec<PortId>, u16)>, k: usize, old: &PathSet) -> PathSet {
+fn greedy(mut cands: Vec<(Vec<PortId>, u16)>, k: usize) -> PathSet {
     cands.sort();
     let mut chosen: Vec<(Vec<PortId>, u16)> = vec![];
     while chosen.len() < k && !cands.is_empty() {
@@ -305,17 +338,17 @@ fn greedy(mut cands: Vec<(Vec<PortId>, u16)>, k: usize, old: &PathSet) -> PathSe
     }
     // keep a stable order: by path
     chosen.sort();
-    PathSet { ports: chosen.iter().map(|c| c.1).collect(), paths: chosen.into_iter().map(|c| c.0).collect(), epoch: old.epoch }
+    PathSet { ports: chosen.iter().map(|c| c.1).collect(), paths: chosen.into_iter().map(|c| c.0).collect(), epoch: 0 }
 }
 
-/// The mapping read from routing state: for `probe_ports` random ports, the
-/// ECMP choice of every switch on the way.
-fn oracle_paths(ctx: &mut Ctx, src: u32, dst: u32, p: &DiscoveryParams) -> PathSet {
+/// The mapping read from routing state: for the current ports and then
+/// random ones (`probe_ports` in all), the ECMP choice of every switch on the way.
+fn oracle_paths(ctx: &mut Ctx, src: u32, dst: u32, p: &DiscoveryParams, current: &[u16]) -> PathSet {
     let topo: &Topology = ctx.topo;
     let (s, t) = (topo.host(src), topo.host(dst));
     let mut cands: Vec<(Vec<PortId>, u16)> = vec![];
-    for _ in 0..p.probe_ports {
-        let port = 1024 + ctx.rng.below(64_000) as u16;
+    for i in 0..p.probe_ports.max(current.len()) {
+        let port = current.get(i).copied().unwrap_or_else(|| 1024 + ctx.rng.below(64_000) as u16);
         let mut probe = Packet::new(s, t, port, ENCAP_DPORT, Proto::Udp, 64, Payload::Control { tag: 0 }, ctx.now);
         probe.set_outer_sport(port);
         let mut node: NodeId = topo.leaf_of_host(s);
@@ -337,7 +370,7 @@ fn oracle_paths(ctx: &mut Ctx, src: u32, dst: u32, p: &DiscoveryParams) -> PathS
             cands.push((path, port));
         }
     }
-    greedy(cands, p.paths, &PathSet::default())
+    greedy(cands, p.paths)
 }
 
 /// Per-flow flowlet state at a sending edge.
@@ -384,8 +417,8 @@ impl Flowlets {
 /// `interval` per path.
 pub struct Relay {
     pub interval: SimTime,
-    /// [receiver host] -> (source host -> pending (port, ce, util) reports)
-    pending: Vec<IdMap<u32, Vec<(u16, bool, u16)>>>,
+    /// [receiver host] -> (source host -> pending (port, ce, util, seen at) reports)
+    pending: Vec<IdMap<u32, Vec<(u16, bool, u16, SimTime)>>>,
     /// [receiver host] -> ((source host, port) -> last relay time)
     last: Vec<HashMap<(u32, u16), SimTime>>,
     pub relayed: u64,
@@ -405,24 +438,29 @@ impl Relay {
             // a report is already waiting: keep the latest value (CE sticks)
             e.1 |= ce;
             e.2 = util;
+            e.3 = now;
             return;
         }
         if *last != SimTime::ZERO && now - *last < self.interval {
             return;
         }
-        q.push((port, ce, util));
+        q.push((port, ce, util, now));
     }
 
     /// The report to piggyback on a packet from `rcv` to `src`, if any.
+    /// Reports older than 10 relay intervals (no reverse packet came to
+    /// carry them) are dropped as stale — our choice.
     pub fn take(&mut self, rcv: u32, src: u32, now: SimTime) -> Option<(u16, bool, u16)> {
         let q = self.pending[rcv as usize].get_mut(&src)?;
+        let horizon = SimTime(self.interval.0.saturating_mul(10));
+        q.retain(|e| now - e.3 <= horizon);
         if q.is_empty() {
             return None;
         }
         let r = q.remove(0);
         self.last[rcv as usize].insert((src, r.0), now);
         self.relayed += 1;
-        Some(r)
+        Some((r.0, r.1, r.2))
     }
 }
 
@@ -512,7 +550,7 @@ mod tests {
         let p = |v: &[u32]| v.iter().map(|&x| PortId(x)).collect::<Vec<_>>();
         // four paths: a-b, a-c, d-e, d-f (a and d are first hops)
         let cands = vec![(p(&[1, 2]), 10), (p(&[1, 3]), 11), (p(&[4, 5]), 12), (p(&[4, 6]), 13)];
-        let s = greedy(cands, 2, &PathSet::default());
+        let s = greedy(cands, 2);
         // the two picked share no link
         assert!(s.paths[0].iter().all(|l| !s.paths[1].contains(l)), "{:?}", s.paths);
     }

@@ -7,13 +7,13 @@
 //! pauses and so moves (§3.2).
 
 use crate::edge::{hashed_port, Discovery, Flowlets};
-use crate::edge_params::{self, num, DISCOVERY, RTT};
+use crate::edge_params::{self, num, RTT};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::{mix64, SimTime};
 use lbsim_net::{Ctx, HostRx, LoadBalancer, NodeId, Payload, PktId};
 
-pub const PARAMS: &[ParamDef] = &[
+pub const PARAMS: &[ParamDef] = crate::with_discovery![
     num("flowlet_gap_rtts", "RTT", 2.0, "idle gap that starts a new flowlet, in RTTs (§3.2 recommends 2)"),
     ParamDef {
         name: "choice",
@@ -22,12 +22,6 @@ pub const PARAMS: &[ParamDef] = &[
         help: "\"random\": a random discovered port per flowlet (§3.2); \"hash\": hash of (5-tuple, flowlet id) (§5 testbed)",
     },
     RTT,
-    DISCOVERY[0],
-    DISCOVERY[1],
-    DISCOVERY[2],
-    DISCOVERY[3],
-    DISCOVERY[4],
-    DISCOVERY[5],
 ];
 
 pub struct EdgeFlowlet {

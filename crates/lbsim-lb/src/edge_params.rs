@@ -23,6 +23,22 @@ pub const DISCOVERY: [ParamDef; 6] = [
     num("probe_wait_us", "us", 500.0, "time to collect probe replies before the new mapping is used"),
 ];
 
+/// A scheme's parameter table followed by the shared discovery parameters.
+#[macro_export]
+macro_rules! with_discovery {
+    ($($p:expr),* $(,)?) => {
+        &[
+            $($p,)*
+            $crate::edge_params::DISCOVERY[0],
+            $crate::edge_params::DISCOVERY[1],
+            $crate::edge_params::DISCOVERY[2],
+            $crate::edge_params::DISCOVERY[3],
+            $crate::edge_params::DISCOVERY[4],
+            $crate::edge_params::DISCOVERY[5],
+        ]
+    };
+}
+
 pub const RTT: ParamDef =
     num("rtt_us", "us", 0.0, "the network RTT that RTT-denominated timers use; 0 = the fabric's idle host-to-host RTT (printed in the summary)");
 

@@ -175,7 +175,12 @@ impl Scheme {
                 v
             }
             Scheme::Clove(s) => {
-                let mut v = vec![("flowlets", s.flowlets.count as f64), ("ecn_reports", s.ecn_reports as f64), ("ece_masked", s.ece_masked as f64)];
+                let mut v = vec![
+                    ("flowlets", s.flowlets.count as f64),
+                    ("ecn_reports", s.ecn_reports as f64),
+                    ("ece_masked", s.ece_masked as f64),
+                    ("ece_relayed", s.ece_relayed as f64),
+                ];
                 v.extend(discovery_stats(s.discovery()));
                 v
             }

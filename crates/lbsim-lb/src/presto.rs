@@ -15,14 +15,14 @@
 //! static timeout, a buffer limit — and these rules are our reading of it.)
 
 use crate::edge::{hashed_port, Discovery, IdMap, Wrr};
-use crate::edge_params::{self, num, DISCOVERY};
+use crate::edge_params::{self, num};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params, Value};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Payload, PktId};
 use std::collections::BTreeMap;
 
-pub const PARAMS: &[ParamDef] = &[
+pub const PARAMS: &[ParamDef] = crate::with_discovery![
     num("flowcell_bytes", "bytes", 65536.0, "flowcell size (Presto: 64 KB, one TSO segment)"),
     ParamDef {
         name: "weights",
@@ -32,12 +32,6 @@ pub const PARAMS: &[ParamDef] = &[
     },
     num("reassembly_timeout_us", "us", 1000.0, "hold out-of-order flowcells at most this long (Clove §5: an empirical static timeout)"),
     num("reassembly_limit_bytes", "bytes", 524288.0, "flush a flow's held packets beyond this many bytes (Clove §5: a limit on buffered flowcells)"),
-    DISCOVERY[0],
-    DISCOVERY[1],
-    DISCOVERY[2],
-    DISCOVERY[3],
-    DISCOVERY[4],
-    DISCOVERY[5],
 ];
 
 #[derive(Clone, Debug)]
@@ -58,13 +52,31 @@ struct Sender {
 #[derive(Clone, Debug, Default)]
 struct Reasm {
     started: bool,
+    /// Every byte below this has been passed to TCP (in order or not).
     next: u64,
     /// Highest sequence end seen (delivered or held).
     max_end: u64,
+    /// Newest flowcell passed to TCP.
     cell: u32,
-    held: BTreeMap<u64, (PktId, u32)>,
+    /// Held packets by sequence number: (packet, payload length, flowcell).
+    held: BTreeMap<u64, (PktId, u32, u32)>,
     held_bytes: u64,
+    /// Ranges passed to TCP above `next` (past a gap).
+    passed: lbsim_tcp::RangeSet,
     timer: Option<u32>,
+}
+
+impl Reasm {
+    /// Moves `next` over ranges already passed up beyond a gap that just closed.
+    fn advance(&mut self) {
+        while let Some((s, e)) = self.passed.next_at_or_after(0) {
+            if s > self.next {
+                break;
+            }
+            self.next = self.next.max(e);
+            self.passed.remove_below(self.next);
+        }
+    }
 }
 
 pub struct Presto {
@@ -149,15 +161,19 @@ impl Presto {
         }
     }
 
+    /// Passes held packets up in sequence order: those now in order, or all.
     fn release(&mut self, ctx: &mut Ctx, host: NodeId, h: u32, flow: u64, all: bool) {
         let r = self.rx[h as usize].get_mut(&flow).unwrap();
-        while let Some((&seq, &(pkt, len))) = r.held.iter().next() {
+        r.advance();
+        while let Some((&seq, &(pkt, len, cell))) = r.held.iter().next() {
             if !all && seq > r.next {
                 break;
             }
             r.held.remove(&seq);
             r.held_bytes -= ctx.pkt(pkt).size as u64;
             r.next = r.next.max(seq + len as u64);
+            r.cell = r.cell.max(cell);
+            r.advance();
             ctx.deliver(host, pkt);
         }
         if r.held.is_empty() {
@@ -238,6 +254,7 @@ impl LoadBalancer for Presto {
             r.next = r.next.max(end);
             r.max_end = r.max_end.max(end);
             r.cell = r.cell.max(flowcell);
+            r.advance();
             if r.held.is_empty() {
                 return HostRx::Deliver;
             }
@@ -247,13 +264,15 @@ impl LoadBalancer for Presto {
         }
         if flowcell <= r.cell || hdr.seq < r.max_end {
             // a gap inside the current flowcell (a loss), or a packet behind
-            // data already seen (a retransmission filling a hole): TCP's business
+            // data already seen (a retransmission filling a hole): TCP's
+            // business; remember it was passed so `next` can move over it
             r.max_end = r.max_end.max(end);
+            r.passed.insert(hdr.seq, end);
             return HostRx::Deliver;
         }
         r.max_end = r.max_end.max(end);
         // an earlier flowcell is still in flight: hold
-        r.held.insert(hdr.seq, (pkt, hdr.len));
+        r.held.insert(hdr.seq, (pkt, hdr.len, flowcell));
         r.held_bytes += p.size as u64;
         self.held_total += 1;
         if r.held_bytes > self.limit {
@@ -391,6 +410,28 @@ mod tests {
         p.on_host_receive(&mut env.ctx(t), h, a);
         let b = seg(&mut env, 2000, 0); // 1000..2000 lost in flowcell 0
         assert_eq!(p.on_host_receive(&mut env.ctx(t), h, b), HostRx::Deliver);
+    }
+
+    #[test]
+    fn after_a_loss_is_repaired_the_next_flowcell_is_not_held_until_the_timeout() {
+        let mut env = Env::testbed();
+        let mut p = presto(&env);
+        let h = env.topo.host(20);
+        let t = SimTime::from_us(1);
+        let a = seg(&mut env, 0, 0);
+        p.on_host_receive(&mut env.ctx(t), h, a);
+        // 1000..2000 of flowcell 0 is lost; 2000 and 3000 pass straight up
+        let c = seg(&mut env, 2000, 0);
+        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c), HostRx::Deliver);
+        let d = seg(&mut env, 3000, 0);
+        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, d), HostRx::Deliver);
+        // flowcell 1 arrives: held behind the hole
+        let e = seg(&mut env, 4000, 1);
+        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, e), HostRx::Held);
+        // the retransmission fills the hole: flowcell 1 goes up at once
+        let r = seg(&mut env, 1000, 2);
+        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, r), HostRx::Held);
+        assert_eq!(delivered(&mut env), vec![1000, 4000]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ mod world;
 /// Bumped whenever a change alters simulation results for an unchanged
 /// scenario; results catalogs key their runs on it (with the scenario), so
 /// stale results are never reused.
-pub const MODEL_REVISION: &str = "2026-11-22.1";
+pub const MODEL_REVISION: &str = "2026-11-22.2";
 
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use scenario::{Scenario, ScenarioError};

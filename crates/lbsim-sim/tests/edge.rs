@@ -1,31 +1,11 @@
 //! Scenario-level checks of the host-edge schemes (issue: Edge-Flowlet,
 //! Clove-ECN, Clove-INT with path discovery, Presto, MPTCP).
 
-use lbsim_sim::{run, RunOutput, Scenario};
+mod common;
+
+use common::{flow_file, run_ok, sets as s};
+use lbsim_sim::RunOutput;
 use serde_json::Value;
-
-fn run_ok(text: &str, sets: &[String]) -> RunOutput {
-    let sc = Scenario::from_toml(text, sets).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&sc, None, &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(out.summary["conservation"]["ok"], true, "{}", out.summary["conservation"]);
-    out
-}
-
-fn s(v: &[&str]) -> Vec<String> {
-    v.iter().map(|x| x.to_string()).collect()
-}
-
-fn flow_file(name: &str, rows: &[(u32, u32, u64, f64)]) -> String {
-    let dir = std::env::temp_dir().join(format!("lbsim-edge-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("flows.csv");
-    let mut t = String::from("src,dst,size_bytes,start_us\n");
-    for r in rows {
-        t.push_str(&format!("{},{},{},{}\n", r.0, r.1, r.2, r.3));
-    }
-    std::fs::write(&path, t).unwrap();
-    format!("workload.flow_list=\"{}\"", path.display())
-}
 
 const TESTBED: &str = r#"
 [topology]

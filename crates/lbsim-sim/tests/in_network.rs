@@ -3,18 +3,10 @@
 //! hotspot under a link failure (Fig. 11c), uplink imbalance (Fig. 12),
 //! determinism and conservation.
 
-use lbsim_sim::{run, RunOutput, Scenario};
+mod common;
 
-fn run_ok(text: &str, sets: &[String]) -> RunOutput {
-    let sc = Scenario::from_toml(text, sets).unwrap_or_else(|e| panic!("{e}"));
-    let out = run(&sc, None, &mut |_| true).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(out.summary["conservation"]["ok"], true, "{}", out.summary["conservation"]);
-    out
-}
-
-fn sets(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
+use common::{run_ok, sets};
+use lbsim_sim::RunOutput;
 
 /// CONGA Figure 2: L0 has 100 Gb/s of TCP to L1 over two spines; (S1, L1)
 /// has half the capacity of the other leaf-spine pairs (one of its two 40G
@@ -41,15 +33,8 @@ utilization_window_ms = 5
 "#;
 
 fn fig2_throughput(scheme: &str) -> f64 {
-    let dir = std::env::temp_dir().join(format!("lbsim-fig2-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("flows.csv");
-    let mut s = String::from("src,dst,size_bytes,start_us\n");
-    for h in 0..40 {
-        s.push_str(&format!("{h},{},{},{}\n", 40 + h, 30_000_000, h * 100));
-    }
-    std::fs::write(&path, s).unwrap();
-    let out = run_ok(FIG2, &sets(&[&format!("workload.flow_list=\"{}\"", path.display()), &format!("lb.scheme={scheme}")]));
+    let rows: Vec<(u32, u32, u64, f64)> = (0..40).map(|h| (h, 40 + h, 30_000_000, h as f64 * 100.0)).collect();
+    let out = run_ok(FIG2, &sets(&[&common::flow_file("fig2", &rows), &format!("lb.scheme={scheme}")]));
     // aggregate delivery rate into L1's hosts over 10..60 ms (all flows active), wire bytes
     let w: Vec<u64> = out.link_samples.iter().filter(|s| s.t.as_ms_f64() > 10.0 && s.t.as_ms_f64() <= 60.0).map(|s| s.bytes).collect();
     assert_eq!(w.len(), 40 * 10, "40 host links x 10 windows");
@@ -170,11 +155,8 @@ kind = "flow_list"
 
 #[test]
 fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
-    let dir = std::env::temp_dir().join(format!("lbsim-one-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("flows.csv");
-    std::fs::write(&path, "src,dst,size_bytes,start_us\n0,2,20000000,0\n").unwrap();
-    let go = |scheme: &str| run_ok(ONE_FLOW, &sets(&[&format!("workload.flow_list=\"{}\"", path.display()), &format!("lb.scheme={scheme}")]));
+    let flows = common::flow_file("one", &[(0, 2, 20_000_000, 0.0)]);
+    let go = |scheme: &str| run_ok(ONE_FLOW, &sets(&[&flows, &format!("lb.scheme={scheme}")]));
     let (e, s, l) = (go("ecmp"), go("spray"), go("letflow"));
     let up = |o: &RunOutput| -> Vec<u64> { o.ports.iter().filter(|p| p.name.starts_with("L0->S")).map(|p| p.tx_pkts).collect() };
     // ECMP and LetFlow (no flowlet gaps in a line-rate flow) keep one uplink; spraying uses all four evenly

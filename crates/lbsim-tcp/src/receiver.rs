@@ -47,6 +47,8 @@ pub struct TcpReceiver {
     rcv_nxt: u64,
     ooo: RangeSet,
     last_ooo: u64,
+    /// Sequence numbers inside recently reported blocks, most recent first.
+    reported: Vec<u64>,
     pending: u32,
     delack_deadline: Option<SimTime>,
     ts_recent: SimTime,
@@ -68,6 +70,7 @@ impl TcpReceiver {
             rcv_nxt: 0,
             ooo: RangeSet::new(),
             last_ooo: 0,
+            reported: Vec::new(),
             pending: 0,
             delack_deadline: None,
             ts_recent: SimTime::ZERO,
@@ -141,12 +144,14 @@ impl TcpReceiver {
             }
             let before = self.rcv_nxt;
             self.rcv_nxt = end;
-            if let Some((s, e)) = self.ooo.next_at_or_after(0) {
-                if s <= self.rcv_nxt {
-                    self.rcv_nxt = self.rcv_nxt.max(e);
+            // absorb every out-of-order range now reached
+            while let Some((s, e)) = self.ooo.next_at_or_after(0) {
+                if s > self.rcv_nxt {
+                    break;
                 }
+                self.rcv_nxt = self.rcv_nxt.max(e);
+                self.ooo.remove_below(self.rcv_nxt);
             }
-            self.ooo.remove_below(self.rcv_nxt);
             self.pending += 1;
             if had_hole || self.pending >= self.delack_count {
                 self.send_ack(now, out);
@@ -180,22 +185,23 @@ impl TcpReceiver {
             h.flags |= ECE;
         }
         if self.sack && !self.ooo.is_empty() {
+            // RFC 2018 §4: the block holding the latest segment first, then
+            // the blocks reported most recently, then the highest others
             let mut n = 0;
-            let first = self.ooo.containing(self.last_ooo);
-            if let Some(b) = first {
-                h.sack[0] = b;
-                n = 1;
-            }
-            for &b in self.ooo.as_slice().iter().rev() {
+            let latest = std::iter::once(self.last_ooo);
+            let recent = self.reported.iter().copied();
+            let cands = latest.chain(recent).filter_map(|x| self.ooo.containing(x)).chain(self.ooo.as_slice().iter().rev().copied());
+            for b in cands {
                 if n == MAX_SACK_BLOCKS {
                     break;
                 }
-                if Some(b) != first {
+                if !h.sack[..n].contains(&b) {
                     h.sack[n] = b;
                     n += 1;
                 }
             }
             h.n_sack = n as u8;
+            self.reported = h.sack[..n].iter().map(|b| b.0).collect();
         }
         self.pending = 0;
         self.delack_deadline = None;

@@ -286,10 +286,6 @@ impl TcpSender {
             return;
         }
         while let Some((seq, len, retx)) = self.next_segment() {
-            if self.tx_budget == 0 {
-                self.nic_blocked = true;
-                break;
-            }
             let pipe = self.pipe();
             if pipe + len as u64 > self.cwnd {
                 self.cwnd_limited = true;
@@ -299,7 +295,17 @@ impl TcpSender {
             if new_data && seq + len as u64 > self.una + self.peer_wnd && self.una < self.max {
                 break; // receiver window (a lone segment always goes: persist behaviour)
             }
+            if self.tx_budget == 0 {
+                self.nic_blocked = true;
+                break;
+            }
             self.emit(seq, len, retx, now, out);
+        }
+        // RFC 7661: the window counts as used when it is (nearly) full, even
+        // if the application had no more to send right now (MPTCP's scheduler
+        // hands subflows one segment at a time)
+        if self.pipe() + self.cfg.mss as u64 > self.cwnd {
+            self.cwnd_limited = true;
         }
     }
 
@@ -342,6 +348,9 @@ impl TcpSender {
         let ece = h.has(crate::header::ECE);
         if ack > self.una {
             let acked = ack - self.una;
+            // RFC 6937 DeliveredData: bytes newly acknowledged cumulatively that
+            // were not SACKed before, plus bytes newly SACKed
+            let delivered = acked - self.scoreboard.covered_in(self.una, ack) + newly_sacked;
             // RFC 7323 §4.1: RTT from the echoed timestamp of the segment that
             // caused this ACK; valid for retransmissions too.
             if h.ts_ecr > SimTime::ZERO && now >= h.ts_ecr {
@@ -368,7 +377,7 @@ impl TcpSender {
                         self.recovery = Recovery::Open;
                         self.dupacks = 0;
                     } else if self.cfg.sack {
-                        self.prr_update(acked + newly_sacked);
+                        self.prr_update(delivered);
                     } else {
                         // RFC 6582 §3.2 step 4: partial ACK — retransmit the first
                         // unacknowledged segment, deflate by the amount acked.
@@ -392,8 +401,8 @@ impl TcpSender {
             }
             // RFC 6298 (5.2)/(5.3)
             self.rto_deadline = if self.una < self.max { Some(now + self.current_rto()) } else { None };
-        } else if h.len == 0 && ack == self.una && self.una < self.max {
-            // A duplicate ACK (RFC 5681 §2).
+        } else if h.len == 0 && ack == self.una && self.una < self.max && (!self.cfg.sack || newly_sacked > 0) {
+            // A duplicate ACK (RFC 5681 §2); with SACK, one that SACKs new data (RFC 6675 §2).
             self.dupacks += 1;
             match self.recovery {
                 Recovery::Open => {
@@ -431,7 +440,7 @@ impl TcpSender {
             SenderState::Closed => {}
             SenderState::SynSent => {
                 self.syn_retx += 1;
-                self.backoff += 1;
+                self.backoff = (self.backoff + 1).min(30);
                 self.stats.timeouts += 1;
                 self.send_syn(now, out);
             }
@@ -453,6 +462,11 @@ impl TcpSender {
                 self.dupacks = 0;
                 // RFC 6298 (5.5): back off the timer
                 self.backoff = (self.backoff + 1).min(30);
+                if self.next_segment().is_none() {
+                    // everything outstanding is SACKed yet unacknowledged: the
+                    // receiver reneged (RFC 2018 §8): forget the scoreboard
+                    self.scoreboard.clear();
+                }
                 self.poll(now, out);
             }
         }
@@ -461,7 +475,7 @@ impl TcpSender {
     // ----------------------------------------------------------- internals
     fn current_rto(&self) -> SimTime {
         let base = self.rtt.rto();
-        let shifted = base.0.checked_shl(self.backoff).unwrap_or(u64::MAX);
+        let shifted = base.0.saturating_mul(1u64.checked_shl(self.backoff).unwrap_or(u64::MAX));
         SimTime(shifted.min(self.rtt.max_rto().0.max(base.0)))
     }
 
@@ -528,10 +542,20 @@ impl TcpSender {
         Some((s, e))
     }
 
+    /// The start of the next MPTCP mapping above `seq` (u64::MAX if none):
+    /// a segment never spans two mappings, since it carries one DSN.
+    fn mapping_end(&self, seq: u64) -> u64 {
+        if self.dsn_map.len() < 2 {
+            return u64::MAX;
+        }
+        let i = self.dsn_map.partition_point(|&(s, _)| s <= seq);
+        self.dsn_map.get(i).map_or(u64::MAX, |&(s, _)| s)
+    }
+
     /// Chooses the next segment to send: (seq, len, is_retransmission).
     fn next_segment(&self) -> Option<(u64, u32, bool)> {
         let mss = self.cfg.mss as u64;
-        let seg = |s: u64, e: u64| (s, (e - s).min(mss) as u32);
+        let seg = |s: u64, e: u64| (s, (e.min(self.mapping_end(s)) - s).min(mss) as u32);
         if let (Recovery::Fast { .. }, true) = (self.recovery, self.cfg.sack) {
             // RFC 6675 NextSeg (rule 1): the first lost hole at or after HighRxt.
             let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * mss;

@@ -398,3 +398,85 @@ fn tso_deferral_sends_in_bursts() {
     s.on_segment(&ack(6 * 1448), SimTime(2), &mut out);
     assert!(out.len() >= 6, "a burst once the window allows: {}", out.len());
 }
+
+#[test]
+fn a_subflow_fed_one_segment_at_a_time_still_grows_its_window() {
+    // MPTCP's scheduler writes one MSS per call; RFC 7661 still counts the
+    // window as used when it is full
+    let mut s = TcpSender::new_established(TcpConfig::default());
+    let mut out = vec![];
+    let mut dsn = 0;
+    let mut t = SimTime::ZERO;
+    let mut acked = 0u64;
+    for _ in 0..200 {
+        while s.window_space() >= 1448 {
+            s.write_mapped(1448, dsn);
+            dsn += 1448;
+            s.poll(t, &mut out);
+        }
+        t += SimTime::from_us(1);
+        acked += 1448;
+        let h = TcpHeader { ack: acked, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+        s.on_segment(&h, t, &mut out);
+    }
+    assert!(s.cwnd() > 50 * 1448, "cwnd {}", s.cwnd() / 1448);
+}
+
+#[test]
+fn no_segment_spans_two_mptcp_mappings_even_when_retransmitted() {
+    let mut s = TcpSender::new_established(TcpConfig::default());
+    let mut out = vec![];
+    s.write_mapped(500, 0); // the short tail of one flow ...
+    s.write_mapped(1448, 100_000); // ... and the next flow's first chunk
+    s.poll(SimTime::ZERO, &mut out);
+    let segs: Vec<(u64, u32, u64)> = out.iter().map(|h| (h.seq, h.len, h.dsn)).collect();
+    assert_eq!(segs, vec![(0, 500, 0), (500, 1448, 100_000)]);
+    // both lost: the go-back-N retransmissions keep the same boundaries
+    out.clear();
+    let d = s.next_wakeup().unwrap();
+    s.on_timer(d, &mut out);
+    assert_eq!((out[0].seq, out[0].len, out[0].dsn), (0, 500, 0));
+}
+
+#[test]
+fn an_in_order_segment_absorbs_every_out_of_order_range_it_reaches() {
+    let cfg = TcpConfig::default();
+    let mut r = TcpReceiver::new_established(&cfg);
+    let mut out = vec![];
+    let seg = |seq: u64, len: u32| TcpHeader { seq, len, flags: crate::header::ACK, ..Default::default() };
+    r.on_segment(&seg(200, 200), false, SimTime(1), &mut out);
+    r.on_segment(&seg(600, 1400), false, SimTime(2), &mut out);
+    // [0, 1448) reaches past the start of [600, 2000)
+    let d = r.on_segment(&seg(0, 1448), false, SimTime(3), &mut out);
+    assert_eq!(r.rcv_nxt(), 2000);
+    assert_eq!(d, 2000);
+    assert_eq!(r.ooo_bytes(), 0);
+}
+
+#[test]
+fn sack_blocks_repeat_the_most_recently_reported_ones() {
+    let cfg = TcpConfig::default();
+    let mut r = TcpReceiver::new_established(&cfg);
+    let mut out = vec![];
+    let seg = |seq: u64| TcpHeader { seq, len: 100, flags: crate::header::ACK, ..Default::default() };
+    // four blocks arriving high to low (e.g. retransmissions filling in)
+    for s in [800u64, 600, 400, 200] {
+        r.on_segment(&seg(s), false, SimTime(s), &mut out);
+    }
+    // latest first, then those reported just before (400, 600) — not the
+    // highest (800), which was reported longest ago
+    assert_eq!(out.last().unwrap().sack_blocks(), &[(200, 300), (400, 500), (600, 700)]);
+    r.on_segment(&seg(1000), false, SimTime(1000), &mut out);
+    assert_eq!(out.last().unwrap().sack_blocks(), &[(1000, 1100), (200, 300), (400, 500)]);
+}
+
+#[test]
+fn prr_does_not_burst_after_a_cumulative_ack_over_sacked_data() {
+    // two losses in one window; when the first hole is repaired the ACK
+    // jumps over ~10 segments already SACKed: PRR must count them only once
+    let drops = [20usize, 30];
+    let mut w = Wire::new(TcpConfig::default(), Box::new(move |k, _| (drops.contains(&k), false)));
+    w.run(1448 * 200, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 0);
+    assert_eq!(w.s.stats.retransmits, 2);
+}
