@@ -525,6 +525,35 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     })
 }
 
+/// Per sampled port: mean utilisation over the windows; over all sampled
+/// ports: the throughput imbalance (MAX - MIN) / AVG per window (windows in
+/// which the ports carried nothing are skipped).
+fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
+    let mut per: std::collections::BTreeMap<u32, (f64, u64)> = Default::default();
+    let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for l in &w.link_samples {
+        let rate = w.ports[l.port.idx()].rate.0 as f64;
+        let util = l.bytes as f64 * 8.0 / (rate * window_ms / 1e3);
+        let e = per.entry(l.port.0).or_default();
+        e.0 += util;
+        e.1 += 1;
+        by_t.entry(l.t.0).or_default().push(l.bytes as f64);
+    }
+    let mut imb: Vec<f64> = by_t
+        .values()
+        .filter(|v| v.len() > 1 && v.iter().sum::<f64>() > 0.0)
+        .map(|v| {
+            let (mx, mn) = (v.iter().cloned().fold(f64::MIN, f64::max), v.iter().cloned().fold(f64::MAX, f64::min));
+            (mx - mn) / (v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect();
+    json!({
+        "window_ms": window_ms,
+        "mean_utilisation": per.iter().map(|(p, (u, n))| (w.topo.ports[*p as usize].name.clone(), json!(u / *n as f64))).collect::<serde_json::Map<_, _>>(),
+        "imbalance": metrics::describe(&mut imb),
+    })
+}
+
 fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
     let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
@@ -587,6 +616,16 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "wall_s": run_s,
         "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
     });
+    if !w.link_samples.is_empty() {
+        s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);
+    }
+    if !w.queue_samples.is_empty() {
+        let mut per: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+        for q in &w.queue_samples {
+            per.entry(q.port.0).or_default().push(q.pkts as f64);
+        }
+        s["queue_samplers"] = per.into_iter().map(|(p, mut v)| (w.topo.ports[p as usize].name.clone(), metrics::describe(&mut v))).collect::<serde_json::Map<_, _>>().into();
+    }
     if !w.udp.is_empty() {
         s["udp"] = w.udp.iter().map(|u| json!({"sent_pkts": u.sent_pkts, "recv_pkts": u.recv_pkts, "recv_bytes": u.recv_bytes})).collect();
     }

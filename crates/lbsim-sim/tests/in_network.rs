@@ -119,6 +119,11 @@ fn conga_balances_leaf_uplinks_better_than_ecmp() {
         assert_eq!(by_t.values().next().unwrap().len(), 4, "four uplinks");
         pct(v, 0.5)
     };
+    // the summary reports the same statistic (over the whole run)
+    let o = run_ok(TESTBED, &sets(&["metrics.link_samplers=[\"L0->S*\"]", "workload.flows=300"]));
+    let im = &o.summary["link_samplers"]["imbalance"];
+    assert!(im["n"].as_u64().unwrap() > 10 && im["p50"].as_f64().unwrap() > 0.0, "{im}");
+    assert_eq!(o.summary["link_samplers"]["mean_utilisation"].as_object().unwrap().len(), 4);
     let (e, c) = (imbalance("ecmp"), imbalance("conga"));
     eprintln!("median uplink imbalance (MAX-MIN)/AVG over 10 ms: ECMP {e:.3}, CONGA {c:.3}");
     assert!(c < e, "CONGA {c:.3} vs ECMP {e:.3}");

@@ -69,6 +69,15 @@ def reproduce(name: str, quick: bool = False, workers: int = 1, ray: Optional[st
         run_sweep(sw, root, workers=workers, ray_address=ray, quiet=quiet)
     fig_dir, frag_dir, out = _report_paths(quick, Path(root))
     frag_dir.mkdir(parents=True, exist_ok=True)
+    # the run index (axes, hash, headline metrics) travels with the report
+    from lbsim.experiments.sweep import catalog_dir
+    import shutil
+
+    idx = catalog_dir(root, sw) / "index.parquet"
+    if idx.exists():
+        data = frag_dir.parent / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(idx, data / f"{sw.catalog_name}.parquet")
     rel = os.path.relpath(fig_dir, out.parent)
     (frag_dir / f"{name}.md").write_text(fragment(sw, root, fig_dir, rel))
     assemble(frag_dir, [f.stem for f in registry()], out)
