@@ -31,8 +31,12 @@
 //! compared quantised to `util_q_bits` (3, as CONGA's metric) and a flowlet
 //! stays on its flow's current path unless another is strictly less
 //! utilised (CONGA §3.5's tie rule; without it flows flap between paths
-//! whose utilisation differs by noise); other ties at random. A report
-//! older than `util_age_us` is forgotten.
+//! whose utilisation differs by noise); other ties at random. Reports age
+//! as CONGA's remote metrics (§3.3, 10 ms): halved for every `util_age_us`
+//! without an update. (Forgetting a report outright after 1 ms, our first
+//! choice, made every quiet path look idle at once, and all new flowlets of
+//! a source herded onto it: 2x CONGA's FCT at 80 % load.) A path never
+//! reported counts as idle.
 
 use crate::dre::{Dre, DreParams};
 use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, Relay, Wrr};
@@ -63,7 +67,7 @@ pub const ECN_PARAMS: &[ParamDef] = clove_params!(
 pub const INT_PARAMS: &[ParamDef] = clove_params!(
     num("util_tau_us", "us", 160.0, "time constant of the switches' utilisation estimator (DRE, as CONGA §3.2)"),
     num("util_q_bits", "bits", 3.0, "utilisation is compared quantised to this many bits (our choice, as CONGA's Q)"),
-    num("util_age_us", "us", 1000.0, "a utilisation report older than this is forgotten (our choice)")
+    num("util_age_us", "us", 10000.0, "a utilisation report is halved for every this long without an update (CONGA §3.3's metric aging)")
 );
 
 #[derive(Clone, Debug, Default)]
@@ -257,12 +261,12 @@ impl LoadBalancer for Clove {
                 let util_age = self.util_age;
                 let mut d = std::mem::take(self.dest(src, dst, ports.len(), epoch));
                 let i = if int {
-                    // least utilised path (quantised); unknown or stale reports count as 0
+                    // least utilised path (quantised, aged); unknown paths count as 0
                     let q = self.util_q;
                     let u: Vec<u8> = d
                         .util
                         .iter()
-                        .map(|&(u, t)| if t == SimTime::ZERO || now - t > util_age { 0 } else { crate::dre::quantise(u as f64 / 1000.0, q) })
+                        .map(|&(u, t)| crate::dre::quantise(crate::dre::aged(u as u32, now - t, util_age) as f64 / 1000.0, q))
                         .collect();
                     let best = *u.iter().min().unwrap();
                     let ties: Vec<usize> = (0..u.len()).filter(|&j| u[j] == best).collect();
@@ -473,6 +477,39 @@ mod tests {
             c.on_host_send(&mut env.ctx(now + SimTime::from_us(k)), host0, p);
             assert_eq!(env.pkts.get(p.0).outer_sport, Some(ports[1]));
         }
+    }
+
+    #[test]
+    fn clove_int_reports_age_so_a_busy_path_is_tried_again() {
+        let mut env = Env::testbed();
+        let mut c = clove(&env, true);
+        let host0 = env.topo.host(0);
+        let t0 = SimTime::from_us(10);
+        let first = env.packet(0, 20, 1500);
+        c.on_host_send(&mut env.ctx(t0), host0, first);
+        let ports = c.discovery().get(0, 20).unwrap().ports.clone();
+        let report = |c: &mut Clove, env: &mut Env, now: SimTime, which: &[(usize, u16)]| {
+            for &(i, u) in which {
+                let a = ack(env, 20, 0, false, Some((ports[i], false, u)));
+                c.on_host_receive(&mut env.ctx(now), host0, a);
+            }
+        };
+        report(&mut c, &mut env, t0, &[(0, 900), (1, 300), (2, 300), (3, 300)]);
+        let chosen = |c: &mut Clove, env: &mut Env, now: SimTime| {
+            let p = env.packet(0, 20, 1500);
+            c.on_host_send(&mut env.ctx(now), host0, p);
+            env.pkts.get(p.0).outer_sport.unwrap()
+        };
+        // 5 ms later the 0.9 report still stands: path 0 is avoided
+        let t1 = t0 + SimTime::from_us(5_000);
+        report(&mut c, &mut env, t1, &[(1, 300), (2, 300), (3, 300)]);
+        for _ in 0..8 {
+            assert_ne!(chosen(&mut c, &mut env, t1), ports[0]);
+        }
+        // 40 ms after it (4 aging periods of 10 ms) it has decayed to 0.056
+        let t2 = t0 + SimTime::from_us(40_000);
+        report(&mut c, &mut env, t2, &[(1, 300), (2, 300), (3, 300)]);
+        assert_eq!(chosen(&mut c, &mut env, t2), ports[0]);
     }
 
     #[test]

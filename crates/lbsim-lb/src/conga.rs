@@ -155,12 +155,7 @@ impl Conga {
         if !r.valid {
             return 0;
         }
-        let periods = (now - r.at).0 / self.age.0;
-        if periods == 0 {
-            r.value
-        } else {
-            r.value.checked_shr(periods as u32).unwrap_or(0)
-        }
+        crate::dre::aged(r.value as u32, now - r.at, self.age) as u8
     }
 
     /// Local metric of a port at `now`.

@@ -73,9 +73,27 @@ pub fn quantise(u: f64, q_bits: u8) -> u8 {
     ((u * levels as f64).floor().max(0.0) as u32).min(levels - 1) as u8
 }
 
+/// CONGA §3.3 metric aging, shared by every scheme that keeps remote path
+/// metrics: a metric `elapsed` after its last update is halved once for
+/// every whole `age` period (so it starts decaying after `age` and reaches 0
+/// eventually, which guarantees a path that looked congested is tried again).
+pub fn aged(value: u32, elapsed: SimTime, age: SimTime) -> u32 {
+    let periods = elapsed.0 / age.0.max(1);
+    value.checked_shr(periods.min(32) as u32).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aged_metric_halves_per_whole_period() {
+        let age = SimTime::from_us(10_000);
+        assert_eq!(aged(200, SimTime::from_us(9_999), age), 200);
+        assert_eq!(aged(200, SimTime::from_us(10_000), age), 100);
+        assert_eq!(aged(200, SimTime::from_us(35_000), age), 25);
+        assert_eq!(aged(200, SimTime::from_us(10_000_000), age), 0);
+    }
 
     fn params() -> DreParams {
         DreParams { t_dre: SimTime::from_us(5), alpha: 1.0 / 32.0, q_bits: 3 }

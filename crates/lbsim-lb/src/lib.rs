@@ -49,6 +49,14 @@ pub struct SchemeInfo {
     pub params: &'static [ParamDef],
 }
 
+/// Revisions of single schemes on top of the simulator's model revision
+/// (`lbsim_sim::MODEL_REVISION`): a change that alters the results of one
+/// scheme only bumps that scheme's entry here, so results catalogs re-run
+/// only the runs that use it.
+pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
+    ("clove_int", 1), // reports age as CONGA §3.3 instead of being dropped after 1 ms
+];
+
 pub const SCHEMES: &[SchemeInfo] = &[
     SchemeInfo {
         name: "ecmp",

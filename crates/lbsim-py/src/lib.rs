@@ -162,12 +162,20 @@ fn schemes(py: Python<'_>) -> PyResult<PyObject> {
     Ok(list.into_any().unbind())
 }
 
+/// The model revision that results of `scheme` depend on (the simulator's,
+/// plus the scheme's own when it has one).
+#[pyfunction]
+fn model_revision(scheme: &str) -> String {
+    lbsim_sim::model_revision(scheme)
+}
+
 #[pymodule]
 fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
+    m.add_function(wrap_pyfunction!(model_revision, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__model_revision__", lbsim_sim::MODEL_REVISION)?;

@@ -20,6 +20,16 @@ mod world;
 /// stale results are never reused.
 pub const MODEL_REVISION: &str = "2026-11-22.2";
 
+/// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
+/// plus the scheme's own revision when it has one
+/// ([`lbsim_lb::SCHEME_REVISIONS`]), e.g. `2026-11-22.2+clove_int.1`.
+pub fn model_revision(scheme: &str) -> String {
+    match lbsim_lb::SCHEME_REVISIONS.iter().find(|(n, _)| *n == scheme) {
+        Some((n, r)) => format!("{MODEL_REVISION}+{n}.{r}"),
+        None => MODEL_REVISION.to_string(),
+    }
+}
+
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use scenario::{Scenario, ScenarioError};
 
@@ -566,7 +576,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
     let mut s = json!({
         "lbsim_version": env!("CARGO_PKG_VERSION"),
-        "model_revision": MODEL_REVISION,
+        "model_revision": model_revision(&sc.lb.scheme),
         "scenario": sc.name,
         "seed": sc.seed,
         "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},

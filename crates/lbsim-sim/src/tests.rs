@@ -58,6 +58,13 @@ fn goodput_gbps(f: &FlowRecord) -> f64 {
 }
 
 #[test]
+fn model_revision_carries_a_schemes_own_revision() {
+    assert_eq!(model_revision("ecmp"), MODEL_REVISION);
+    let r = model_revision("clove_int");
+    assert!(r.starts_with(MODEL_REVISION) && r.len() > MODEL_REVISION.len(), "{r}");
+}
+
+#[test]
 fn single_flow_reaches_line_rate() {
     let file = flow_file("single", &[(0, 1, 100_000_000, 0.0)]);
     let out = run_ok(&dumbbell(1), &[&format!("workload.flow_list=\"{file}\"")]);

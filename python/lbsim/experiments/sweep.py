@@ -100,10 +100,13 @@ def _apply(d: dict, overrides: dict) -> None:
         _set_key(d, k, v)
 
 
-def _version() -> str:
+def _version(scenario: dict) -> str:
+    """What a run's results depend on besides its scenario: the simulator's
+    version and the model revision of the scheme it uses."""
     from lbsim import _lbsim
 
-    return f"{_lbsim.__version__}+{_lbsim.__model_revision__}"
+    scheme = scenario.get("lb", {}).get("scheme", "ecmp")
+    return f"{_lbsim.__version__}+{_lbsim.model_revision(scheme)}"
 
 
 def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
@@ -137,7 +140,6 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
                 raise SweepError(f"{p}: axis {a} value {v!r} has no [options.{a}.{v}] and no [keys].{a}")
     sw = Sweep(name=name, path=p, spec=spec, quick=quick)
     names = list(axes)
-    version = _version()
     for combo in itertools.product(*(axes[a] for a in names)):
         pt = dict(zip(names, combo))
         sc = copy.deepcopy(spec["base"])
@@ -154,7 +156,7 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         import tomli_w
 
         text = tomli_w.dumps(sc)
-        h = hashlib.sha256((version + "\n" + json.dumps(sc, sort_keys=True)).encode()).hexdigest()[:20]
+        h = hashlib.sha256((_version(sc) + "\n" + json.dumps(sc, sort_keys=True)).encode()).hexdigest()[:20]
         sw.points.append(Point(axes=pt, scenario=sc, text=text, hash=h))
     return sw
 
