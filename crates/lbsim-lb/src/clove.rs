@@ -36,7 +36,15 @@
 //! without an update. (Forgetting a report outright after 1 ms, our first
 //! choice, made every quiet path look idle at once, and all new flowlets of
 //! a source herded onto it: 2x CONGA's FCT at 80 % load.) A path never
-//! reported counts as idle.
+//! reported counts as idle. A flowlet that would leave its current path
+//! adds its flow's own rate (a per-flow DRE with the switches' τ, as it was
+//! when the flow last sent and then aged like a report, over the path's
+//! slowest fabric link) to the
+//! other path's report before comparing: the current path's report already
+//! contains the flow, the other's does not. Without this, a flow that fills
+//! a path by itself sees "1.0 here, less elsewhere" whenever its report of
+//! another path has aged, and two such flows from different hosts move
+//! together and collide again (see `int_pick`).
 
 use crate::dre::{Dre, DreParams};
 use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, Relay, Wrr};
@@ -95,6 +103,9 @@ pub struct Clove {
     /// Per (source host, destination): until when the hashed pre-discovery
     /// path counts as congested.
     pre_congested: Vec<IdMap<u32, SimTime>>,
+    /// Clove-INT: per source host, each flow's own sending rate (a DRE with
+    /// the switches' τ) and when it last sent, keyed by the inner 5-tuple hash.
+    flow_rate: Vec<IdMap<u64, (Dre, SimTime)>>,
     util_age: SimTime,
     util_q: u8,
     pub ecn_reports: u64,
@@ -137,6 +148,7 @@ impl Clove {
                 })
                 .collect(),
             pre_congested: (0..hosts).map(|_| IdMap::default()).collect(),
+            flow_rate: (0..hosts).map(|_| IdMap::default()).collect(),
             util_age,
             util_q: if int { p.positive("util_q_bits")?.min(16.0) as u8 } else { 3 },
             ecn_reports: 0,
@@ -220,6 +232,38 @@ impl Clove {
     }
 }
 
+/// The bottleneck rate of a discovered path: its slowest switch-to-switch
+/// link (0 when the path has none, e.g. within one leaf). The hypervisor
+/// knows its fabric's link speeds (static configuration); with INT, the
+/// switches could equally stamp the rate beside the utilisation.
+fn path_capacity_bps(ctx: &Ctx, path: &[PortId], fabric_port: &[bool]) -> u64 {
+    path.iter().filter(|p| fabric_port[p.idx()]).map(|p| ctx.ports[p.idx()].rate.0).min().unwrap_or(0)
+}
+
+/// Clove-INT's choice for a new flowlet (§3.2: the least-utilised path).
+/// `util[j]` is path j's reported (aged) utilisation, `share[j]` the
+/// utilisation this flow's own recent rate is worth on path j, `current`
+/// the flow's path if it has one. The current path costs its report (which
+/// already includes the flow); any other path costs its report plus the
+/// flow's share, so a flow that fills its path by itself is not drawn to a
+/// path that merely looks less busy. Costs are compared quantised to
+/// `q_bits`; ties keep the current path, else go at random (`below(n)`
+/// draws from 0..n).
+pub fn int_pick(util: &[f64], share: &[f64], current: Option<usize>, q_bits: u8, mut below: impl FnMut(u64) -> u64) -> usize {
+    let cost: Vec<u8> = (0..util.len())
+        .map(|j| crate::dre::quantise(util[j] + if Some(j) == current { 0.0 } else { share[j] }, q_bits))
+        .collect();
+    let best = *cost.iter().min().unwrap();
+    if let Some(c) = current.filter(|&c| cost[c] == best) {
+        return c;
+    }
+    let ties: Vec<usize> = (0..cost.len()).filter(|&j| cost[j] == best).collect();
+    if ties.len() == 1 {
+        return ties[0];
+    }
+    ties[below(ties.len() as u64) as usize]
+}
+
 /// Clove-ECN's reaction (§3.2): cut path `i` by `cut` of its weight and
 /// spread the removed weight equally over the other paths that are not
 /// congested (over all others if every one is).
@@ -261,19 +305,27 @@ impl LoadBalancer for Clove {
                 let util_age = self.util_age;
                 let mut d = std::mem::take(self.dest(src, dst, ports.len(), epoch));
                 let i = if int {
-                    // least utilised path (quantised, aged); unknown paths count as 0
-                    let q = self.util_q;
-                    let u: Vec<u8> = d
-                        .util
-                        .iter()
-                        .map(|&(u, t)| crate::dre::quantise(crate::dre::aged(u as u32, now - t, util_age) as f64 / 1000.0, q))
+                    // least utilised path (aged reports; unknown paths count as
+                    // 0), counting what this flow itself would add to a path it
+                    // is not on yet
+                    // the flow's rate as it was when it last sent (a gap, e.g. a
+                    // retransmission timeout, does not make its traffic vanish
+                    // from the reports it is compared with), aged as they are
+                    let flow = self.flow_rate[src as usize].get_mut(&p.inner_hash()).map_or(0.0, |(r, last)| {
+                        let periods = ((now - *last).0 / util_age.0.max(1)).min(64) as i32;
+                        r.value(&self.dre_p, *last) * 0.5f64.powi(periods)
+                    });
+                    let tau_s = self.dre_p.tau().as_secs_f64();
+                    let set = self.disc.get(src, dst).unwrap();
+                    let util: Vec<f64> = d.util.iter().map(|&(u, t)| crate::dre::aged(u as u32, now - t, util_age) as f64 / 1000.0).collect();
+                    let share: Vec<f64> = (0..ports.len())
+                        .map(|j| {
+                            let cap = path_capacity_bps(ctx, &set.paths[j], &self.fabric_port);
+                            if cap == 0 { 0.0 } else { flow / (cap as f64 / 8.0 * tau_s) }
+                        })
                         .collect();
-                    let best = *u.iter().min().unwrap();
-                    let ties: Vec<usize> = (0..u.len()).filter(|&j| u[j] == best).collect();
-                    match ties.iter().find(|&&j| ports[j] == current) {
-                        Some(&j) => j,
-                        None => ties[ctx.rng.below(ties.len() as u64) as usize],
-                    }
+                    let cur = ports.iter().position(|&x| x == current);
+                    int_pick(&util, &share, cur, self.util_q, |n| ctx.rng.below(n))
                 } else {
                     self.recover(&mut d, now);
                     d.wrr.pick(&d.weights)
@@ -282,6 +334,11 @@ impl LoadBalancer for Clove {
                 ports[i]
             };
             self.flowlets.touch(src, p.inner_hash(), now, epoch).0.port = port;
+        }
+        if self.int {
+            let (r, last) = self.flow_rate[src as usize].entry(p.inner_hash()).or_default();
+            r.add(&self.dre_p, now, p.size as u64);
+            *last = now;
         }
         let fb = self.relay.take(src, dst, now);
         let pm = ctx.pkt_mut(pkt);
@@ -510,6 +567,26 @@ mod tests {
         let t2 = t0 + SimTime::from_us(40_000);
         report(&mut c, &mut env, t2, &[(1, 300), (2, 300), (3, 300)]);
         assert_eq!(chosen(&mut c, &mut env, t2), ports[0]);
+    }
+
+    #[test]
+    fn clove_int_counts_the_flows_own_rate_on_a_path_it_would_move_to() {
+        let never = |_: u64| -> u64 { panic!("no tie to break") };
+        // a flow alone on path 0 fills it (report 1.0, its own share 1.0);
+        // path 1's aged report says 0.5: moving would make path 1 1.5 -> stay
+        assert_eq!(int_pick(&[1.0, 0.5], &[1.0, 1.0], Some(0), 3, never), 0);
+        // the same reports for a flow with a tenth of the path: it moves
+        assert_eq!(int_pick(&[1.0, 0.5], &[0.1, 0.1], Some(0), 3, never), 1);
+        // two flows sharing path 0 (0.5 each), path 1 idle: 0 + 0.5 < 1.0 -> move
+        assert_eq!(int_pick(&[1.0, 0.0], &[0.5, 0.5], Some(0), 3, never), 1);
+        // a new flow (no current path) takes the least-utilised path
+        assert_eq!(int_pick(&[0.6, 0.3, 0.9], &[0.0; 3], None, 3, never), 1);
+        // equal after quantisation (3 bits: 0.80 and 0.76 are both level 6):
+        // the current path is kept ...
+        assert_eq!(int_pick(&[0.80, 0.76], &[0.0, 0.0], Some(0), 3, never), 0);
+        // ... and among other equal paths the draw decides
+        assert_eq!(int_pick(&[0.9, 0.2, 0.2], &[0.0; 3], Some(0), 3, |n| n - 1), 2);
+        assert_eq!(int_pick(&[0.9, 0.2, 0.2], &[0.0; 3], Some(0), 3, |_| 0), 1);
     }
 
     #[test]
