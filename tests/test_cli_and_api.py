@@ -62,6 +62,7 @@ def test_exported_flow_list_replays_identically(tmp_path, small):
     rep = lbsim.run(small, set=["workload.kind=flow_list", f'workload.flow_list="{tmp_path / "f.csv"}"'])
     cols = ["src", "dst", "size_bytes", "start_us", "fct_us"]
     pd.testing.assert_frame_equal(gen.flows[cols], rep.flows[cols])
+    assert gen.summary["conservation"]["ok"] is True and rep.summary["conservation"]["ok"] is True
 
 
 @pytest.mark.parametrize(
@@ -69,7 +70,7 @@ def test_exported_flow_list_replays_identically(tmp_path, small):
     [
         ("topology.host_rate_gbps=-10", "topology.host_rate_gbps"),
         ("workload.load=1.3", "workload.load"),
-        ("transport.min_rto=5", "transport"),
+        ("transport.min_rto=5", "transport.min_rto"),
         ('failures=[{link="L1-S*"}]', "topology"),
         ("lb.scheme=nosuch", "lb.scheme"),
     ],
@@ -95,6 +96,7 @@ def test_api_accepts_dict_scenarios_and_reports_progress():
     calls = []
     res = lbsim.run(sc, progress=lambda p: calls.append(p) or True)
     assert res.summary["flows"]["total"] == 3000
+    assert res.summary["conservation"]["ok"] is True
     assert res.flows.dtypes["fct_us"].kind == "f"
     assert set(res.ports.columns) >= {"port", "tx_bytes", "drops"}
     for p in calls:

@@ -34,6 +34,7 @@ def test_catalog_has_one_run_per_point_and_an_index(tmp_path):
     assert len(idx) == 4
     assert set(idx["axis.scheme"]) == {"ecmp", "conga"}
     assert (idx["flows.total"] == 400).all()
+    assert idx["conservation.ok"].all()
     # a rerun skips finished runs
     before = {p: os.path.getmtime(cat / "runs" / p / "flows.parquet") for p in outputs(tmp_path)}
     run_sweep(sw, tmp_path, workers=1, quiet=True)
@@ -67,6 +68,8 @@ def test_a_sweep_killed_mid_run_resumes_to_identical_results(tmp_path):
     names = sorted(d.name for d in runs.iterdir())
     assert not [n for n in names if ".tmp-" in n], "no half-written result survives"
     assert outputs(killed) == outputs(clean)
+    idx = pd.read_parquet(killed / "tiny" / "index.parquet")
+    assert len(idx) == 4 and idx["hash"].is_unique and idx["conservation.ok"].all()
 
 
 def test_one_worker_two_workers_and_ray_give_identical_outputs(tmp_path):

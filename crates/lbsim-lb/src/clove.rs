@@ -250,9 +250,7 @@ fn path_capacity_bps(ctx: &Ctx, path: &[PortId], fabric_port: &[bool]) -> u64 {
 /// `q_bits`; ties keep the current path, else go at random (`below(n)`
 /// draws from 0..n).
 pub fn int_pick(util: &[f64], share: &[f64], current: Option<usize>, q_bits: u8, mut below: impl FnMut(u64) -> u64) -> usize {
-    let cost: Vec<u8> = (0..util.len())
-        .map(|j| crate::dre::quantise(util[j] + if Some(j) == current { 0.0 } else { share[j] }, q_bits))
-        .collect();
+    let cost: Vec<u8> = (0..util.len()).map(|j| crate::dre::quantise(util[j] + if Some(j) == current { 0.0 } else { share[j] }, q_bits)).collect();
     let best = *cost.iter().min().unwrap();
     if let Some(c) = current.filter(|&c| cost[c] == best) {
         return c;
@@ -321,7 +319,11 @@ impl LoadBalancer for Clove {
                     let share: Vec<f64> = (0..ports.len())
                         .map(|j| {
                             let cap = path_capacity_bps(ctx, &set.paths[j], &self.fabric_port);
-                            if cap == 0 { 0.0 } else { flow / (cap as f64 / 8.0 * tau_s) }
+                            if cap == 0 {
+                                0.0
+                            } else {
+                                flow / (cap as f64 / 8.0 * tau_s)
+                            }
                         })
                         .collect();
                     let cur = ports.iter().position(|&x| x == current);

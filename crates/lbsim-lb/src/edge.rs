@@ -510,7 +510,7 @@ mod tests {
         assert!(!f.touch(0, 9, t(40), 0).1, "40 us gap < 50 us");
         assert!(!f.touch(0, 9, t(90), 0).1, "gaps are measured from the last packet");
         assert!(f.touch(0, 9, t(141), 0).1, "51 us gap: new flowlet");
-        assert!(!f.touch(0, 7, t(141), 0).1 == false, "another flow has its own state");
+        assert!(f.touch(0, 7, t(141), 0).1, "another flow has its own state: its first packet starts a flowlet");
         assert!(f.touch(0, 9, t(142), 1).1, "a new path set starts a new flowlet");
         assert_eq!(f.count, 4);
     }

@@ -324,6 +324,51 @@ mod tests {
     use lbsim_net::{Action, Packet, Proto};
     use lbsim_tcp::TcpHeader;
 
+    /// The receiving side of a test: host 20 of the testbed with Presto.
+    struct Rx {
+        env: Env,
+        p: Presto,
+        h: NodeId,
+    }
+
+    impl Rx {
+        fn new() -> Rx {
+            let env = Env::testbed();
+            let p = presto(&env);
+            let h = env.topo.host(20);
+            Rx { env, p, h }
+        }
+
+        /// Hands host 20 the 1000-byte segment at `seq` of flowcell `cell`.
+        fn rx(&mut self, t: SimTime, seq: u64, cell: u32) -> HostRx {
+            let s = seg(&mut self.env, seq, cell);
+            self.p.on_host_receive(&mut self.env.ctx(t), self.h, s)
+        }
+
+        /// The first timer the scheme armed: (when, token).
+        fn timer(&self) -> Option<(SimTime, u64)> {
+            self.env.actions.iter().find_map(|a| match a {
+                Action::Timer { at, token } => Some((*at, *token)),
+                _ => None,
+            })
+        }
+
+        /// Segments released to TCP since the last call, by sequence number.
+        fn delivered(&mut self) -> Vec<u64> {
+            let env = &mut self.env;
+            let v = env
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Deliver { pkt, .. } => Some(env.pkts.get(pkt.0).tcp().unwrap().seq),
+                    _ => None,
+                })
+                .collect();
+            env.actions.retain(|a| !matches!(a, Action::Deliver { .. }));
+            v
+        }
+    }
+
     fn presto(env: &Env) -> Presto {
         let mut given = BTreeMap::new();
         given.insert("discovery".to_string(), Value::Str("oracle".into()));
@@ -339,121 +384,77 @@ mod tests {
         PktId(env.pkts.insert(p))
     }
 
-    fn delivered(env: &mut Env) -> Vec<u64> {
-        let v = env
-            .actions
-            .iter()
-            .filter_map(|a| match a {
-                Action::Deliver { pkt, .. } => Some(env.pkts.get(pkt.0).tcp().unwrap().seq),
-                _ => None,
-            })
-            .collect();
-        env.actions.retain(|a| !matches!(a, Action::Deliver { .. }));
-        v
-    }
-
     #[test]
     fn reassembly_puts_flowcells_back_in_order() {
-        let mut env = Env::testbed();
-        let mut p = presto(&env);
-        let h = env.topo.host(20);
+        let mut r = Rx::new();
         let t = SimTime::from_us(1);
-        let a = seg(&mut env, 0, 0);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, a), HostRx::Deliver);
+        assert_eq!(r.rx(t, 0, 0), HostRx::Deliver);
         // flowcell 1 overtakes the rest of flowcell 0: held
-        let c1 = seg(&mut env, 3000, 1);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c1), HostRx::Held);
-        let c1b = seg(&mut env, 4000, 1);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c1b), HostRx::Held);
+        assert_eq!(r.rx(t, 3000, 1), HostRx::Held);
+        assert_eq!(r.rx(t, 4000, 1), HostRx::Held);
         // the rest of flowcell 0 arrives: it and the held packets go up in order
         // (with packets held, in-order ones also go up through the release queue)
-        let b = seg(&mut env, 1000, 0);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, b), HostRx::Held);
-        assert_eq!(delivered(&mut env), vec![1000]);
-        let c = seg(&mut env, 2000, 0);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c), HostRx::Held);
-        assert_eq!(delivered(&mut env), vec![2000, 3000, 4000]);
+        assert_eq!(r.rx(t, 1000, 0), HostRx::Held);
+        assert_eq!(r.delivered(), vec![1000]);
+        assert_eq!(r.rx(t, 2000, 0), HostRx::Held);
+        assert_eq!(r.delivered(), vec![2000, 3000, 4000]);
     }
 
     #[test]
     fn a_timer_from_an_earlier_hold_does_not_flush_a_later_one() {
-        let mut env = Env::testbed();
-        let mut p = presto(&env);
-        let h = env.topo.host(20);
+        let mut r = Rx::new();
         let t0 = SimTime::from_us(1);
-        let a = seg(&mut env, 0, 0);
-        p.on_host_receive(&mut env.ctx(t0), h, a);
+        r.rx(t0, 0, 0);
         // hold episode 1 at t0, resolved at once
-        let c1 = seg(&mut env, 2000, 1);
-        p.on_host_receive(&mut env.ctx(t0), h, c1);
-        let b = seg(&mut env, 1000, 0);
-        p.on_host_receive(&mut env.ctx(t0), h, b);
-        let first_timer = env.actions.iter().find_map(|a| if let Action::Timer { at, token } = a { Some((*at, *token)) } else { None }).unwrap();
-        env.actions.clear();
+        r.rx(t0, 2000, 1);
+        r.rx(t0, 1000, 0);
+        let first_timer = r.timer().unwrap();
+        r.env.actions.clear();
         // hold episode 2 at t0 + 900 us
         let t1 = t0 + SimTime::from_us(900);
-        let c3 = seg(&mut env, 5000, 3);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t1), h, c3), HostRx::Held);
+        assert_eq!(r.rx(t1, 5000, 3), HostRx::Held);
         // the first timer fires: stale, nothing released
-        p.on_timer(&mut env.ctx(first_timer.0), first_timer.1);
-        assert!(delivered(&mut env).is_empty());
-        assert_eq!(p.timeouts, 0);
+        r.p.on_timer(&mut r.env.ctx(first_timer.0), first_timer.1);
+        assert!(r.delivered().is_empty());
+        assert_eq!(r.p.timeouts, 0);
     }
 
     #[test]
     fn a_gap_inside_the_current_flowcell_is_a_loss_and_passes_at_once() {
-        let mut env = Env::testbed();
-        let mut p = presto(&env);
-        let h = env.topo.host(20);
+        let mut r = Rx::new();
         let t = SimTime::from_us(1);
-        let a = seg(&mut env, 0, 0);
-        p.on_host_receive(&mut env.ctx(t), h, a);
-        let b = seg(&mut env, 2000, 0); // 1000..2000 lost in flowcell 0
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, b), HostRx::Deliver);
+        r.rx(t, 0, 0);
+        // 1000..2000 lost in flowcell 0
+        assert_eq!(r.rx(t, 2000, 0), HostRx::Deliver);
     }
 
     #[test]
     fn after_a_loss_is_repaired_the_next_flowcell_is_not_held_until_the_timeout() {
-        let mut env = Env::testbed();
-        let mut p = presto(&env);
-        let h = env.topo.host(20);
+        let mut r = Rx::new();
         let t = SimTime::from_us(1);
-        let a = seg(&mut env, 0, 0);
-        p.on_host_receive(&mut env.ctx(t), h, a);
+        r.rx(t, 0, 0);
         // 1000..2000 of flowcell 0 is lost; 2000 and 3000 pass straight up
-        let c = seg(&mut env, 2000, 0);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c), HostRx::Deliver);
-        let d = seg(&mut env, 3000, 0);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, d), HostRx::Deliver);
+        assert_eq!(r.rx(t, 2000, 0), HostRx::Deliver);
+        assert_eq!(r.rx(t, 3000, 0), HostRx::Deliver);
         // flowcell 1 arrives: held behind the hole
-        let e = seg(&mut env, 4000, 1);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, e), HostRx::Held);
+        assert_eq!(r.rx(t, 4000, 1), HostRx::Held);
         // the retransmission fills the hole: flowcell 1 goes up at once
-        let r = seg(&mut env, 1000, 2);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, r), HostRx::Held);
-        assert_eq!(delivered(&mut env), vec![1000, 4000]);
+        assert_eq!(r.rx(t, 1000, 2), HostRx::Held);
+        assert_eq!(r.delivered(), vec![1000, 4000]);
     }
 
     #[test]
     fn held_packets_are_released_by_the_timeout() {
-        let mut env = Env::testbed();
-        let mut p = presto(&env);
-        let h = env.topo.host(20);
+        let mut r = Rx::new();
         let t = SimTime::from_us(1);
-        let a = seg(&mut env, 0, 0);
-        p.on_host_receive(&mut env.ctx(t), h, a);
-        let c1 = seg(&mut env, 5000, 1);
-        assert_eq!(p.on_host_receive(&mut env.ctx(t), h, c1), HostRx::Held);
-        let timer = env.actions.iter().find_map(|a| match a {
-            Action::Timer { at, token } => Some((*at, *token)),
-            _ => None,
-        });
-        let (at, token) = timer.expect("a reassembly timer");
+        r.rx(t, 0, 0);
+        assert_eq!(r.rx(t, 5000, 1), HostRx::Held);
+        let (at, token) = r.timer().expect("a reassembly timer");
         assert_eq!(at, t + SimTime::from_us(1000));
-        env.actions.clear();
-        p.on_timer(&mut env.ctx(at), token);
-        assert_eq!(delivered(&mut env), vec![5000]);
-        assert_eq!(p.timeouts, 1);
+        r.env.actions.clear();
+        r.p.on_timer(&mut r.env.ctx(at), token);
+        assert_eq!(r.delivered(), vec![5000]);
+        assert_eq!(r.p.timeouts, 1);
     }
 
     #[test]

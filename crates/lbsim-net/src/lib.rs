@@ -34,34 +34,53 @@ mod tests {
     use super::*;
     use lbsim_engine::{Rng, SimTime};
 
-    /// The ECMP acceptance test of the core issue: 4 next hops, two of them
-    /// parallel links to the same switch, each get 25 % ± 2 % of 10,000
-    /// random 5-tuples; two salts map tuples independently.
+    /// The ECMP acceptance test of the core issue: leaf L0 of a 2-spine
+    /// fabric with 2 parallel links per leaf-spine pair has 4 next hops
+    /// toward L1 (two pairs of parallel links to the same spine); each gets
+    /// 25 % ± 2 % of 10,000 random 5-tuples, and two switches with
+    /// different salts choose independently (each of the 16 joint choices
+    /// ~1/16).
     #[test]
     fn ecmp_spreads_evenly_over_parallel_members_and_salts_are_independent() {
-        let cands = [PortId(10), PortId(11), PortId(12), PortId(13)]; // 10, 11 parallel to one spine
+        use crate::topology::{leaf_spine, LeafSpine};
+        use lbsim_engine::BitsPerSec;
+        let spec = |g| LinkSpec { rate: BitsPerSec::gbps(g), delay: SimTime::from_us(1) };
+        let topo =
+            leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 2, hosts_per_leaf: vec![1, 1], host_link: spec(10), fabric_link: spec(40) }).unwrap();
+        let routing = Routing::compute(&topo, &vec![true; topo.links.len()]);
+        let l0 = topo.node_by_name("L0").unwrap();
+        let cands = routing.next_hops(l0, 1).to_vec();
+        assert_eq!(cands.len(), 4);
+        // two distinct spines, each reached over two distinct parallel links
+        let far = |p: PortId| topo.port(topo.port(p).peer).node;
+        let mut spines: Vec<NodeId> = cands.iter().map(|&p| far(p)).collect();
+        spines.sort();
+        spines.dedup();
+        assert_eq!(spines.len(), 2);
         let mut rng = Rng::stream(42, "test");
         let mut counts = [0u32; 4];
-        let mut same = 0;
+        let mut joint = [[0u32; 4]; 4];
         let (salt_a, salt_b) = (Rng::substream(1, "ecmp", 0).next_u64(), Rng::substream(1, "ecmp", 1).next_u64());
+        let idx = |p: PortId| cands.iter().position(|&c| c == p).unwrap();
         let n = 10_000;
         for _ in 0..n {
             let src = NodeId(rng.below(64) as u32);
             let dst = NodeId(rng.below(64) as u32);
             let h = packet::tuple_hash(src, dst, rng.below(65536) as u16, rng.below(65536) as u16, Proto::Tcp);
-            let a = ecmp_pick(salt_a, h, &cands);
-            counts[(a.0 - 10) as usize] += 1;
-            if ecmp_pick(salt_b, h, &cands) == a {
-                same += 1;
-            }
+            let (a, b) = (idx(ecmp_pick(salt_a, h, &cands)), idx(ecmp_pick(salt_b, h, &cands)));
+            counts[a] += 1;
+            joint[a][b] += 1;
         }
         for c in counts {
             let f = c as f64 / n as f64;
             assert!((f - 0.25).abs() <= 0.02, "{counts:?}");
         }
-        // independent choices agree 1/4 of the time
-        let f = same as f64 / n as f64;
-        assert!((f - 0.25).abs() < 0.02, "agreement {f}");
+        // 625 expected per cell; 5 standard deviations is ~±120
+        for row in joint {
+            for c in row {
+                assert!((c as f64 - 625.0).abs() < 125.0, "{joint:?}");
+            }
+        }
     }
 
     #[test]

@@ -634,7 +634,8 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         for q in &w.queue_samples {
             per.entry(q.port.0).or_default().push(q.pkts as f64);
         }
-        s["queue_samplers"] = per.into_iter().map(|(p, mut v)| (w.topo.ports[p as usize].name.clone(), metrics::describe(&mut v))).collect::<serde_json::Map<_, _>>().into();
+        s["queue_samplers"] =
+            per.into_iter().map(|(p, mut v)| (w.topo.ports[p as usize].name.clone(), metrics::describe(&mut v))).collect::<serde_json::Map<_, _>>().into();
     }
     if !w.udp.is_empty() {
         s["udp"] = w.udp.iter().map(|u| json!({"sent_pkts": u.sent_pkts, "recv_pkts": u.recv_pkts, "recv_bytes": u.recv_bytes})).collect();

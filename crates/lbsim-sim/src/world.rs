@@ -566,20 +566,14 @@ impl World {
 
     // ------------------------------------------------------------ MPTCP
 
-    /// RFC 6356 §3: alpha = cwnd_total · max(cwnd_i / rtt_i²) / (Σ cwnd_i / rtt_i)².
+    /// Recomputes LIA's alpha (RFC 6356 §3) over `mp`'s subflows for `conn`.
     fn couple(&mut self, mp: u32, conn: u32) {
         let m = self.mps[mp as usize].as_ref().unwrap();
-        let (mut total, mut best, mut sum) = (0u64, 0.0f64, 0.0f64);
-        for &sf in &m.subflows {
-            let Some(c) = self.conns[sf as usize].as_ref() else { continue };
-            let Some(rtt) = c.sender.srtt() else { continue };
-            let (w, r) = (c.sender.cwnd() as f64, rtt.as_secs_f64().max(1e-9));
-            total += c.sender.cwnd();
-            best = best.max(w / (r * r));
-            sum += w / r;
-        }
-        if sum > 0.0 {
-            let alpha = total as f64 * best / (sum * sum);
+        let subflows = m.subflows.iter().filter_map(|&sf| {
+            let c = self.conns[sf as usize].as_ref()?;
+            Some((c.sender.cwnd(), c.sender.srtt()?))
+        });
+        if let Some((alpha, total)) = lbsim_tcp::lia_alpha(subflows) {
             if let Some(c) = self.conns[conn as usize].as_mut() {
                 c.sender.set_coupling(alpha, total);
             }

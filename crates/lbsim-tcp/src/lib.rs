@@ -25,7 +25,7 @@ pub use config::{CongestionControl, TcpConfig};
 pub use header::TcpHeader;
 pub use ranges::RangeSet;
 pub use receiver::{ReceiverState, TcpReceiver};
-pub use sender::{Recovery, SenderState, TcpSender};
+pub use sender::{lia_alpha, Recovery, SenderState, TcpSender};
 
 #[cfg(test)]
 mod tests;

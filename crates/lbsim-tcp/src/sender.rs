@@ -244,7 +244,8 @@ impl TcpSender {
     }
 
     /// MPTCP LIA (RFC 6356 §3): in congestion avoidance, increase by
-    /// min(alpha·acked·MSS/cwnd_total, acked·MSS/cwnd) per ACK.
+    /// min(alpha·acked·MSS/cwnd_total, acked·MSS/cwnd) per ACK; `alpha`
+    /// from [`lia_alpha`].
     pub fn set_coupling(&mut self, alpha: f64, cwnd_total: u64) {
         self.coupling = Some((alpha, cwnd_total.max(1)));
     }
@@ -768,4 +769,18 @@ impl TcpSender {
         self.cwr_until = self.max;
         self.cwr_pending = true;
     }
+}
+
+/// RFC 6356 §3: alpha = cwnd_total · max_i(cwnd_i / rtt_i²) / (Σ_i cwnd_i / rtt_i)²
+/// over the subflows' (cwnd in bytes, smoothed RTT), and cwnd_total. `None`
+/// until some subflow has an RTT sample.
+pub fn lia_alpha(subflows: impl IntoIterator<Item = (u64, SimTime)>) -> Option<(f64, u64)> {
+    let (mut total, mut best, mut sum) = (0u64, 0.0f64, 0.0f64);
+    for (cwnd, rtt) in subflows {
+        let (w, r) = (cwnd as f64, rtt.as_secs_f64().max(1e-9));
+        total += cwnd;
+        best = best.max(w / (r * r));
+        sum += w / r;
+    }
+    (sum > 0.0).then(|| (total as f64 * best / (sum * sum), total))
 }

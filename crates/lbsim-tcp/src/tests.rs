@@ -323,6 +323,52 @@ fn lia_coupling_limits_the_increase() {
 }
 
 #[test]
+fn lia_alpha_follows_rfc_6356() {
+    let us = SimTime::from_us;
+    // n equal subflows: alpha = n·w·(w/r²) / (n·w/r)² = 1/n
+    let (a, total) = crate::lia_alpha([(10_000, us(100)); 4]).unwrap();
+    assert!((a - 0.25).abs() < 1e-12, "{a}");
+    assert_eq!(total, 40_000);
+    // equal windows, RTTs r and 2r: alpha = 2w·(w/r²) / (1.5·w/r)² = 2/2.25
+    let (a, _) = crate::lia_alpha([(10_000, us(100)), (10_000, us(200))]).unwrap();
+    assert!((a - 2.0 / 2.25).abs() < 1e-12, "{a}");
+    // one subflow: alpha = 1 (plain Reno)
+    let (a, _) = crate::lia_alpha([(7_000, us(30))]).unwrap();
+    assert!((a - 1.0).abs() < 1e-12, "{a}");
+    assert!(crate::lia_alpha(std::iter::empty()).is_none());
+}
+
+#[test]
+fn lia_increase_is_capped_at_renos() {
+    // RFC 6356 §3: the coupled increase never exceeds acked·MSS/cwnd_i, so
+    // an alpha far above 1 gives exactly Reno's per-ACK growth (RFC 5681)
+    let mut cfg = TcpConfig::default();
+    cfg.init_cwnd_pkts = 10;
+    cfg.byte_counting = false;
+    let run = |alpha: Option<f64>| {
+        let mut s = TcpSender::new_established(cfg.clone());
+        s.ssthresh = 0;
+        let mut out = vec![];
+        s.write(1 << 40);
+        let mut t = SimTime::ZERO;
+        s.poll(t, &mut out);
+        for _ in 0..2000 {
+            if let Some(a) = alpha {
+                let c = s.cwnd();
+                s.set_coupling(a, 2 * c);
+            }
+            t += SimTime::from_us(1);
+            let h = TcpHeader { ack: s.snd_una() + 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+            out.clear();
+            s.on_segment(&h, t, &mut out);
+        }
+        s.cwnd()
+    };
+    assert_eq!(run(Some(50.0)), run(None));
+    assert!(run(Some(1.0)) < run(None));
+}
+
+#[test]
 fn a_burst_of_losses_is_repaired_without_a_timeout_with_sack() {
     // every other segment of a 300-segment stretch lost (a queue overflowing
     // under slow start): SACK + PRR must repair it in one recovery.

@@ -299,7 +299,7 @@ def write_index(sw: Sweep, cat: Path) -> Path:
         row: dict[str, Any] = {f"axis.{k}": v for k, v in pt.axes.items()}
         row["hash"] = pt.hash
         flat: dict[str, Any] = {}
-        for k in ("fct_us", "slowdown", "flows", "network", "transport", "incast", "sim_time_s", "events", "wall_s"):
+        for k in ("fct_us", "slowdown", "flows", "network", "transport", "incast", "conservation", "sim_time_s", "events", "wall_s"):
             if k in s:
                 _flatten(k, s[k], flat)
         for b in s.get("buckets", []):
