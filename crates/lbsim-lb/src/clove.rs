@@ -15,12 +15,19 @@
 //! relays ECN to its VM (ECE on the ACKs it passes up) only while every
 //! path to that destination is congested — before discovery has found the
 //! paths, while the one hashed path in use is.
-//! *Our choices where the paper is silent:* a path counts as congested for
-//! `congested_hold_rtts` after an ECN report; weights relax back toward
-//! equal with time constant `weight_recovery_us` (otherwise a path cut
-//! during a transient burst would stay starved, and the paper describes no
-//! way back); a remapped path set (after re-discovery) restarts at equal
-//! weights.
+//! Weights change only as §3.2 says: a report cuts one path and spreads
+//! the cut over the others, so a starved path regains weight when the
+//! others are cut in turn. *Our choices where the paper is silent:* a path
+//! counts as congested for `congested_hold_rtts` after an ECN report; a
+//! remapped path set (after re-discovery) restarts at equal weights; an
+//! optional relaxation of the weights back toward equal
+//! (`weight_recovery_us` > 0) is off by default — with it at 1 ms, as we
+//! first had, the weights forgot a degraded path within a millisecond and
+//! Clove-ECN steered nothing.
+//!
+//! Every "RTT" resolves from `rtt_us` (the experiments state the paper's
+//! testbed-scale RTT); the resolved values are in the summary
+//! (`scheme.resolved`).
 //!
 //! **Clove-INT** (§3.2 "Clove-INT"): every switch writes its egress link
 //! utilisation into a path-max header field (estimated by a DRE, τ =
@@ -47,8 +54,8 @@
 //! together and collide again (see `int_pick`).
 
 use crate::dre::{Dre, DreParams};
-use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, Relay, Wrr};
-use crate::edge_params::{self, num, RTT};
+use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, PathUse, Relay, Wrr};
+use crate::edge_params::{self, num, FLOWLET_GAP_US, RTT};
 use crate::params::{ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
@@ -61,6 +68,7 @@ macro_rules! clove_params {
             num("flowlet_gap_rtts", "RTT", 2.0, "idle gap that starts a new flowlet, in RTTs (§3.2 recommends 2; §5 found 1 best on the testbed)"),
             num("relay_interval_rtts", "RTT", 0.5, "the receiver relays a path's state at most once per this interval (§3.2: RTT/2)"),
             $($extra,)*
+            FLOWLET_GAP_US,
             RTT,
         ]
     };
@@ -69,7 +77,7 @@ macro_rules! clove_params {
 pub const ECN_PARAMS: &[ParamDef] = clove_params!(
     num("weight_cut", "fraction", 1.0 / 3.0, "share of a path's weight removed on an ECN report (§3.2: a third)"),
     num("congested_hold_rtts", "RTT", 1.0, "a path counts as congested this long after an ECN report (our choice)"),
-    num("weight_recovery_us", "us", 1000.0, "time constant with which weights relax back to equal (our choice; the paper is silent)")
+    num("weight_recovery_us", "us", 0.0, "0 (default, §3.2): weights change only on ECN reports; > 0: they also relax back to equal with this time constant (an option of ours, not in the paper)")
 );
 
 pub const INT_PARAMS: &[ParamDef] = clove_params!(
@@ -111,6 +119,9 @@ pub struct Clove {
     pub ecn_reports: u64,
     pub ece_masked: u64,
     pub ece_relayed: u64,
+    /// The timers as resolved (µs), for the summary.
+    pub resolved: Vec<(&'static str, f64)>,
+    pub path_use: PathUse,
 }
 
 impl Clove {
@@ -125,14 +136,22 @@ impl Clove {
             if cut >= 1.0 {
                 return Err(ParamError { key: "weight_cut".into(), msg: format!("must be below 1, got {cut}") });
             }
-            (cut, in_rtts("congested_hold_rtts")?, SimTime::from_us_f64(p.positive("weight_recovery_us")?), 160.0, SimTime::ZERO)
+            (cut, in_rtts("congested_hold_rtts")?, SimTime::from_us_f64(p.non_negative("weight_recovery_us")?), 160.0, SimTime::ZERO)
         };
         let period = (util_tau / 32.0).max(0.1);
+        let (gap, relay) = (edge_params::flowlet_gap(p, rtt)?, in_rtts("relay_interval_rtts")?);
         Ok(Clove {
             int,
             disc: Discovery::new(edge_params::discovery(p)?, hosts),
-            flowlets: Flowlets::new(in_rtts("flowlet_gap_rtts")?, hosts),
-            relay: Relay::new(in_rtts("relay_interval_rtts")?, hosts),
+            flowlets: Flowlets::new(gap, hosts),
+            relay: Relay::new(relay, hosts),
+            path_use: PathUse::new(env.topo),
+            resolved: vec![
+                ("rtt_us", rtt.as_us_f64()),
+                ("flowlet_gap_us", gap.as_us_f64()),
+                ("relay_interval_us", relay.as_us_f64()),
+                ("congested_hold_us", hold.as_us_f64()),
+            ],
             dests: (0..hosts).map(|_| IdMap::default()).collect(),
             cut,
             hold,
@@ -179,7 +198,7 @@ impl Clove {
     /// Relaxes weights toward equal for the time since the last update.
     fn recover(&self, d: &mut DestState, now: SimTime) {
         let n = d.weights.len();
-        if n == 0 || now <= d.updated {
+        if n == 0 || now <= d.updated || self.recovery == SimTime::ZERO {
             return;
         }
         let f = 1.0 - (-((now - d.updated).0 as f64) / self.recovery.0 as f64).exp();
@@ -330,12 +349,20 @@ impl LoadBalancer for Clove {
                     int_pick(&util, &share, cur, self.util_q, |n| ctx.rng.below(n))
                 } else {
                     self.recover(&mut d, now);
+                    if let (true, Some(set)) = (p.is_data(), self.disc.get(src, dst)) {
+                        self.path_use.record_weights(ctx.topo, &set.paths, &d.weights);
+                    }
                     d.wrr.pick(&d.weights)
                 };
                 *self.dests[src as usize].get_mut(&dst).unwrap() = d;
                 ports[i]
             };
             self.flowlets.touch(src, p.inner_hash(), now, epoch).0.port = port;
+        }
+        if p.is_data() {
+            if let Some(i) = ports.iter().position(|&x| x == port) {
+                self.path_use.record(ctx.topo, &self.disc.get(src, dst).unwrap().paths[i], new, p.size as u64);
+            }
         }
         if self.int {
             let (r, last) = self.flow_rate[src as usize].entry(p.inner_hash()).or_default();

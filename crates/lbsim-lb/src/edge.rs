@@ -23,7 +23,7 @@
 //! state instantly (an idealisation, reported in the summary).
 
 use lbsim_engine::{mix64, SimTime};
-use lbsim_net::{ecmp_pick, Ctx, LbHeader, NodeId, Packet, Payload, PktId, PortId, Proto, Topology, ENCAP_DPORT};
+use lbsim_net::{ecmp_pick, Ctx, LbHeader, NodeId, Packet, Payload, PktId, PortId, Proto, Tier, Topology, ENCAP_DPORT};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -354,7 +354,7 @@ fn oracle_paths(ctx: &mut Ctx, src: u32, dst: u32, p: &DiscoveryParams, current:
         let mut node: NodeId = topo.leaf_of_host(s);
         let mut path = vec![topo.ports[topo.nic(s).idx()].peer];
         for _ in 0..64 {
-            let c = ctx.routing.next_hops(node, dst);
+            let c = ctx.routing.next_hops_from(node, *path.last().unwrap(), dst);
             if c.is_empty() {
                 break;
             }
@@ -553,5 +553,67 @@ mod tests {
         let s = greedy(cands, 2);
         // the two picked share no link
         assert!(s.paths[0].iter().all(|l| !s.paths[1].contains(l)), "{:?}", s.paths);
+    }
+}
+
+/// Where an edge scheme sent its data, per switch of the fabric's middle
+/// tiers (spines, aggregation, cores): flowlets started on a path through
+/// the switch, data bytes sent on such paths, and (Clove-ECN) the WRR
+/// weight those paths held, summed over flowlet decisions. Observability
+/// for the question "does the scheme move traffic off a degraded path".
+#[derive(Clone, Debug, Default)]
+pub struct PathUse {
+    pub flowlets: Vec<u64>,
+    pub bytes: Vec<u64>,
+    pub weight_sum: Vec<f64>,
+    pub decisions: u64,
+    mid: Vec<bool>,
+}
+
+impl PathUse {
+    pub fn new(topo: &Topology) -> Self {
+        let n = topo.nodes.len();
+        PathUse {
+            flowlets: vec![0; n],
+            bytes: vec![0; n],
+            weight_sum: vec![0.0; n],
+            decisions: 0,
+            mid: topo.nodes.iter().map(|x| matches!(x.tier, Tier::Spine | Tier::Core)).collect(),
+        }
+    }
+
+    /// A data packet of `bytes` sent on `path` (ingress ports hop by hop),
+    /// the first of a new flowlet if `new_flowlet`.
+    #[inline]
+    pub fn record(&mut self, topo: &Topology, path: &[PortId], new_flowlet: bool, bytes: u64) {
+        for p in path {
+            let n = topo.ports[p.idx()].node.idx();
+            if self.mid[n] {
+                self.flowlets[n] += new_flowlet as u64;
+                self.bytes[n] += bytes;
+            }
+        }
+    }
+
+    /// A weighted choice among `paths` with `weights` was made.
+    pub fn record_weights(&mut self, topo: &Topology, paths: &[Vec<PortId>], weights: &[f64]) {
+        self.decisions += 1;
+        for (path, &w) in paths.iter().zip(weights) {
+            for p in path {
+                let n = topo.ports[p.idx()].node.idx();
+                if self.mid[n] {
+                    self.weight_sum[n] += w;
+                }
+            }
+        }
+    }
+
+    /// Per middle-tier switch that carried anything: (node, flowlets,
+    /// bytes, mean weight or None).
+    pub fn rows(&self) -> Vec<(NodeId, u64, u64, Option<f64>)> {
+        (0..self.mid.len())
+            .filter(|&n| self.mid[n])
+            .map(|n| (NodeId(n as u32), self.flowlets[n], self.bytes[n], (self.decisions > 0).then(|| self.weight_sum[n] / self.decisions as f64)))
+            .collect()
     }
 }

@@ -6,11 +6,11 @@
 //! Congestion-oblivious, but a flow whose ACKs are delayed by congestion
 //! pauses and so moves (§3.2).
 
-use crate::edge::{hashed_port, Discovery, Flowlets};
-use crate::edge_params::{self, num, RTT};
+use crate::edge::{hashed_port, Discovery, Flowlets, PathUse};
+use crate::edge_params::{self, num, FLOWLET_GAP_US, RTT};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
-use lbsim_engine::{mix64, SimTime};
+use lbsim_engine::mix64;
 use lbsim_net::{Ctx, HostRx, LoadBalancer, NodeId, Payload, PktId};
 
 pub const PARAMS: &[ParamDef] = crate::with_discovery![
@@ -21,24 +21,29 @@ pub const PARAMS: &[ParamDef] = crate::with_discovery![
         default: DefaultValue::Str("random"),
         help: "\"random\": a random discovered port per flowlet (§3.2); \"hash\": hash of (5-tuple, flowlet id) (§5 testbed)",
     },
+    FLOWLET_GAP_US,
     RTT,
 ];
 
 pub struct EdgeFlowlet {
     disc: Option<Discovery>,
     pub flowlets: Flowlets,
+    /// The timers as resolved (µs), for the summary.
+    pub resolved: Vec<(&'static str, f64)>,
+    pub path_use: PathUse,
 }
 
 impl EdgeFlowlet {
     pub fn new(p: &Params, env: &SchemeEnv) -> Result<Self, ParamError> {
         let rtt = edge_params::rtt(p, env.base_rtt)?;
-        let gap = SimTime::from_us_f64(rtt.as_us_f64() * p.positive("flowlet_gap_rtts")?);
+        let gap = edge_params::flowlet_gap(p, rtt)?;
         let hosts = env.topo.num_hosts();
         let disc = match p.string("choice", &["random", "hash"])?.as_str() {
             "hash" => None,
             _ => Some(Discovery::new(edge_params::discovery(p)?, hosts)),
         };
-        Ok(EdgeFlowlet { disc, flowlets: Flowlets::new(gap, hosts) })
+        let resolved = vec![("rtt_us", rtt.as_us_f64()), ("flowlet_gap_us", gap.as_us_f64())];
+        Ok(EdgeFlowlet { disc, flowlets: Flowlets::new(gap, hosts), resolved, path_use: PathUse::new(env.topo) })
     }
 
     pub fn discovery(&self) -> Option<&Discovery> {
@@ -72,6 +77,11 @@ impl LoadBalancer for EdgeFlowlet {
             };
         }
         let port = f.port;
+        if p.is_data() {
+            if let (Some(d), Some(i)) = (&self.disc, ports.iter().position(|&x| x == port)) {
+                self.path_use.record(ctx.topo, &d.get(src, dst).unwrap().paths[i], new, p.size as u64);
+            }
+        }
         ctx.pkt_mut(pkt).set_outer_sport(port);
     }
 

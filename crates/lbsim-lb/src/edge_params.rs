@@ -39,8 +39,24 @@ macro_rules! with_discovery {
     };
 }
 
-pub const RTT: ParamDef =
-    num("rtt_us", "us", 0.0, "the network RTT that RTT-denominated timers use; 0 = the fabric's idle host-to-host RTT (printed in the summary)");
+pub const RTT: ParamDef = num(
+    "rtt_us",
+    "us",
+    0.0,
+    "the network RTT that RTT-denominated timers use (state the paper's or your fabric's loaded RTT); 0 = the fabric's idle host-to-host RTT. Printed in the summary (scheme.resolved)",
+);
+
+pub const FLOWLET_GAP_US: ParamDef = num("flowlet_gap_us", "us", 0.0, "idle gap that starts a new flowlet in µs; when > 0 it replaces flowlet_gap_rtts");
+
+/// The flowlet gap: `flowlet_gap_us` if given, else `flowlet_gap_rtts` × RTT.
+pub fn flowlet_gap(p: &Params, rtt: SimTime) -> Result<SimTime, ParamError> {
+    let us = p.non_negative("flowlet_gap_us")?;
+    let gap = if us > 0.0 { SimTime::from_us_f64(us) } else { SimTime::from_us_f64(rtt.as_us_f64() * p.positive("flowlet_gap_rtts")?) };
+    if gap == SimTime::ZERO {
+        return Err(ParamError { key: if us > 0.0 { "flowlet_gap_us" } else { "flowlet_gap_rtts" }.into(), msg: "rounds to a zero gap (below 1 ps)".into() });
+    }
+    Ok(gap)
+}
 
 pub fn discovery(p: &Params) -> Result<DiscoveryParams, ParamError> {
     let mode = match p.string("discovery", &["probe", "oracle"])?.as_str() {

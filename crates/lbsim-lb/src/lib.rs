@@ -33,8 +33,9 @@ pub struct SchemeEnv<'a> {
     pub topo: &'a Topology,
     /// TCP maximum segment size, bytes.
     pub mss: u32,
-    /// Round-trip time of the longest host-to-host path in the idle network
-    /// (defaults tied to "RTT" in the papers use it).
+    /// The RTT that "RTT"-denominated parameters mean: the scenario's
+    /// `lb.rtt_us`, else the round-trip time of the longest host-to-host
+    /// path in the idle network.
     pub base_rtt: SimTime,
 }
 
@@ -200,6 +201,25 @@ impl Scheme {
                 v
             }
             _ => vec![],
+        }
+    }
+
+    /// The scheme's time constants as resolved from its parameters (µs),
+    /// e.g. the RTT its "RTT" parameters mean and the flowlet gap.
+    pub fn resolved(&self) -> Vec<(&'static str, f64)> {
+        match self {
+            Scheme::EdgeFlowlet(s) => s.resolved.clone(),
+            Scheme::Clove(s) => s.resolved.clone(),
+            _ => vec![],
+        }
+    }
+
+    /// Where an edge scheme's flowlets and bytes went (per spine/core).
+    pub fn path_use(&self) -> Option<&edge::PathUse> {
+        match self {
+            Scheme::EdgeFlowlet(s) => s.discovery().map(|_| &s.path_use),
+            Scheme::Clove(s) => Some(&s.path_use),
+            _ => None,
         }
     }
 

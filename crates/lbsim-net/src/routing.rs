@@ -9,7 +9,7 @@
 //! converged routing protocol would install (convergence delay: none).
 
 use crate::ids::{NodeId, PortId};
-use crate::topology::{NodeKind, Topology};
+use crate::topology::{NodeKind, Tier, Topology};
 use std::collections::{HashMap, VecDeque};
 
 #[derive(Clone, Debug)]
@@ -18,6 +18,9 @@ pub struct Routing {
     /// (node × host) → group index
     table: Vec<u32>,
     groups: Vec<Vec<PortId>>,
+    /// With lane pinning: per port, its lane if it is a spine port (in or
+    /// out), else `u32::MAX`. Empty without pinning.
+    pin_lane: Vec<u32>,
 }
 
 const UNREACHABLE: u32 = 0; // group 0 is the empty group
@@ -84,7 +87,12 @@ impl Routing {
                 table[ni * h + hi] = gi;
             }
         }
-        Routing { hosts: h, table, groups }
+        let pin_lane = if topo.pin_lanes {
+            topo.ports.iter().map(|p| if topo.nodes[p.node.idx()].tier == Tier::Spine { p.lane } else { u32::MAX }).collect()
+        } else {
+            vec![]
+        };
+        Routing { hosts: h, table, groups, pin_lane }
     }
 
     /// Equal-cost next hops from `node` toward host index `dst_host` (empty
@@ -92,6 +100,24 @@ impl Routing {
     #[inline]
     pub fn next_hops(&self, node: NodeId, dst_host: u32) -> &[PortId] {
         &self.groups[self.table[node.idx() * self.hosts + dst_host as usize] as usize]
+    }
+
+    /// Next hops for a packet that came in on `in_port` (a port of `node`).
+    /// With lane pinning ([`Topology::pin_lanes`]) a spine offers only the
+    /// next hop on the in-port's lane while that link is up (then any);
+    /// otherwise the equal-cost group.
+    #[inline]
+    pub fn next_hops_from(&self, node: NodeId, in_port: PortId, dst_host: u32) -> &[PortId] {
+        let g = self.next_hops(node, dst_host);
+        if !self.pin_lane.is_empty() && g.len() > 1 {
+            let lane = self.pin_lane[in_port.idx()];
+            if lane != u32::MAX {
+                if let Some(p) = g.iter().find(|p| self.pin_lane[p.idx()] == lane) {
+                    return std::slice::from_ref(p);
+                }
+            }
+        }
+        g
     }
 
     pub fn reachable(&self, node: NodeId, dst_host: u32) -> bool {
@@ -114,14 +140,18 @@ impl Routing {
     /// (for path discovery oracles and tests; exponential in general, small
     /// in the fabrics simulated).
     pub fn all_paths(&self, topo: &Topology, src: u32, dst: u32) -> Vec<Vec<PortId>> {
-        let mut out = vec![];
-        let mut stack = vec![(topo.host(src), vec![])];
+        let mut out: Vec<Vec<PortId>> = vec![];
+        let mut stack: Vec<(NodeId, Vec<PortId>)> = vec![(topo.host(src), vec![])];
         while let Some((n, path)) = stack.pop() {
             if n == topo.host(dst) {
                 out.push(path);
                 continue;
             }
-            for &p in self.next_hops(n, dst) {
+            let hops = match path.last() {
+                Some(&last) => self.next_hops_from(n, topo.ports[last.idx()].peer, dst),
+                None => self.next_hops(n, dst),
+            };
+            for &p in hops {
                 let mut np: Vec<PortId> = path.clone();
                 np.push(p);
                 stack.push((topo.ports[topo.ports[p.idx()].peer.idx()].node, np));
@@ -154,6 +184,29 @@ mod tests {
         assert_eq!(r.next_hops(s0, 20).len(), 2, "two parallel downlinks");
         assert_eq!(r.all_paths(&t, 0, 20).len(), 8, "4 uplinks x 2 parallel downlinks");
         assert!(r.first_unreachable_pair(&t).is_none());
+    }
+
+    #[test]
+    fn pinned_spines_keep_the_lane_and_give_four_disjoint_paths() {
+        let mut t = testbed();
+        t.pin_lanes = true;
+        let r = Routing::compute(&t, &vec![true; t.links.len()]);
+        let paths = r.all_paths(&t, 0, 20);
+        assert_eq!(paths.len(), 4, "in-link k -> out-link k: 2 spines x 2 lanes");
+        for p in &paths {
+            // host->L0, L0->S#k, S->L1#k, L1->host: the two fabric hops share a lane
+            assert_eq!(t.ports[p[1].idx()].lane, t.ports[p[2].idx()].lane, "{}", t.ports[p[2].idx()].name);
+        }
+        // the lane's link down: the spine falls back to the surviving one
+        let mut up = vec![true; t.links.len()];
+        up[t.match_links("L1-S1#0")[0].idx()] = false;
+        let r = Routing::compute(&t, &up);
+        let s1 = t.node_by_name("S1").unwrap();
+        let in0 = t.ports[t.match_ports("L0->S1#0")[0].idx()].peer;
+        let hops = r.next_hops_from(s1, in0, 20);
+        assert_eq!(hops.len(), 1);
+        assert_eq!(t.ports[hops[0].idx()].name, "S1->L1#1");
+        assert_eq!(r.all_paths(&t, 0, 20).len(), 4, "both S1 lanes now share S1->L1#1");
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub struct Port {
     pub delay: SimTime,
     /// "A->B#k"
     pub name: String,
+    /// k: which of the parallel links between the same two nodes this is.
+    pub lane: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -85,6 +87,11 @@ pub struct Topology {
     /// Node index → host index (u32::MAX for switches).
     pub node_host: Vec<u32>,
     pub kind: String,
+    /// Lane pinning at spines: a packet that came in on parallel link k
+    /// leaves on parallel link k toward its destination leaf (the Clove
+    /// testbed's static spine routes: 2 leaves × 2 spines × 2 links = 4
+    /// disjoint paths), instead of re-hashing over the parallel links.
+    pub pin_lanes: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -137,8 +144,8 @@ impl Builder {
         let lid = LinkId(self.links.len() as u32);
         let pa = PortId(self.ports.len() as u32);
         let pb = PortId(pa.0 + 1);
-        self.ports.push(Port { node: a, peer: pb, link: lid, rate: spec.rate, delay: spec.delay, name: format!("{na}->{nb}#{k}") });
-        self.ports.push(Port { node: b, peer: pa, link: lid, rate: spec.rate, delay: spec.delay, name: format!("{nb}->{na}#{k}") });
+        self.ports.push(Port { node: a, peer: pb, link: lid, rate: spec.rate, delay: spec.delay, name: format!("{na}->{nb}#{k}"), lane: k });
+        self.ports.push(Port { node: b, peer: pa, link: lid, rate: spec.rate, delay: spec.delay, name: format!("{nb}->{na}#{k}"), lane: k });
         self.nodes[a.idx()].ports.push(pa);
         self.nodes[b.idx()].ports.push(pb);
         self.links.push(Link { ports: [pa, pb], name: format!("{na}-{nb}#{k}") });
@@ -188,7 +195,7 @@ impl Builder {
         if hosts.is_empty() {
             return Err(err("topology", "no hosts"));
         }
-        Ok(Topology { nodes, ports: self.ports, links: self.links, hosts, racks, host_rack, node_host, kind: kind.to_string() })
+        Ok(Topology { nodes, ports: self.ports, links: self.links, hosts, racks, host_rack, node_host, kind: kind.to_string(), pin_lanes: false })
     }
 }
 

@@ -18,7 +18,7 @@ mod world;
 /// Bumped whenever a change alters simulation results for an unchanged
 /// scenario; results catalogs key their runs on it (with the scenario), so
 /// stale results are never reused.
-pub const MODEL_REVISION: &str = "2026-11-22.2";
+pub const MODEL_REVISION: &str = "2026-11-23.1";
 
 /// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
 /// plus the scheme's own revision when it has one
@@ -330,6 +330,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         _ => lbsim_lb::default_ecn_k_pkts(&sc.lb.scheme).map(Threshold::Packets),
     };
     let backpressure = n.host_nic.as_deref() != Some("drop_tail");
+    let fabric_only_ecn = n.ecn_ports.as_deref() == Some("fabric");
     let host_nic_limit = match host_limit {
         Threshold::Packets(p) => p,
         Threshold::Bytes(b) => (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32,
@@ -343,7 +344,10 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
                 (true, false) => host_limit,
                 (false, _) => sw_limit,
             };
-            PortQueue::new(p.rate, p.delay, limit, ecn)
+            // only switches mark (GUIDE §4); "fabric": not toward hosts either
+            let to_host = topo.is_host(topo.ports[p.peer.idx()].node);
+            let marks = !topo.is_host(p.node) && !(fabric_only_ecn && to_host);
+            PortQueue::new(p.rate, p.delay, limit, if marks { ecn } else { None })
         })
         .collect();
     let salts: Vec<u64> = (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect();
@@ -351,7 +355,8 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     // scheme
     let params = sc.lb_params()?;
     let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
-    let env = SchemeEnv { topo: &topo, mss: tcp.mss, base_rtt: rtt };
+    let scheme_rtt = sc.lb.rtt_us.map(SimTime::from_us_f64).unwrap_or(rtt);
+    let env = SchemeEnv { topo: &topo, mss: tcp.mss, base_rtt: scheme_rtt };
     let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
         if e.key == "scheme" {
             bad("lb.scheme", e.msg)
@@ -373,8 +378,8 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     w.host_nic_limit = backpressure.then_some(host_nic_limit);
     w.mptcp_n = w.lb.mptcp_subflows();
     let ecn_desc = match ecn {
-        Some(Threshold::Packets(k)) => json!({"k_pkts": k}),
-        Some(Threshold::Bytes(b)) => json!({"k_bytes": b}),
+        Some(Threshold::Packets(k)) => json!({"k_pkts": k, "ports": if fabric_only_ecn { "fabric" } else { "switch" }}),
+        Some(Threshold::Bytes(b)) => json!({"k_bytes": b, "ports": if fabric_only_ecn { "fabric" } else { "switch" }}),
         None => Value::Null,
     };
     w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
@@ -568,10 +573,26 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
     let (retx, tos) = w.tcp_totals();
+    let st = w.sender_totals();
     let c = &w.c;
     let (live, live_bytes) = w.in_flight();
     let ok = c.sent == c.delivered + c.dropped + live && c.sent_bytes == c.delivered_bytes + c.dropped_bytes + live_bytes;
     let marks: u64 = w.ports.iter().map(|p| p.stats.ecn_marks).sum();
+    // queue drops and marks by where the port sits
+    let mut at = [[0u64; 2]; 3];
+    for (i, q) in w.ports.iter().enumerate() {
+        let pt = &w.topo.ports[i];
+        let k = if w.topo.is_host(pt.node) {
+            0
+        } else if w.topo.is_host(w.topo.ports[pt.peer.idx()].node) {
+            1
+        } else {
+            2
+        };
+        at[k][0] += q.stats.drops;
+        at[k][1] += q.stats.ecn_marks;
+    }
+    let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
     let events = w.q.events_processed();
     let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
     let mut s = json!({
@@ -579,7 +600,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "model_revision": model_revision(&sc.lb.scheme),
         "scenario": sc.name,
         "seed": sc.seed,
-        "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
+        "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(), "resolved": w.lb.resolved().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
         "topology": {
             "kind": w.topo.kind,
             "hosts": w.topo.num_hosts(),
@@ -597,6 +618,12 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "connections_opened": w.connections_opened(),
             "retransmits": retx,
             "timeouts": tos,
+            "fast_recoveries": st.fast_recoveries,
+            "spurious_retransmits": st.spurious_retransmits,
+            "undos": st.undos,
+            "ecn_reductions": st.ecn_reductions,
+            "reordering": sc.transport.reordering,
+            "restart_after_idle": sc.transport.restart_after_idle,
         },
         "workload": workload,
         "flows": {"total": w.flows.len(), "completed": completed, "unfinished": w.flows.len() - completed},
@@ -606,8 +633,9 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "network": {
             "packets_sent": c.sent,
             "bytes_sent": c.sent_bytes,
-            "drops": {"total": c.dropped, "queue": c.drop_queue, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl},
+            "drops": {"total": c.dropped, "queue": c.drop_queue, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
             "ecn_marks": marks,
+            "ecn_marks_at": by_place(1),
         },
         "conservation": {
             "sent": c.sent,
@@ -626,6 +654,31 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "wall_s": run_s,
         "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
     });
+    if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
+        // flowlets of both directions (ACK flows too, where a scheme splits them)
+        s["scheme"]["flowlets_per_flow"] = json!(fl / w.flows.len() as f64);
+    }
+    s["scheme"]["rtt_us_stated"] = json!(sc.lb.rtt_us); // null: the idle fabric RTT (topology.base_rtt_us)
+    if let Some(u) = w.lb.path_use() {
+        let rows = u.rows();
+        let (fl, by): (u64, u64) = rows.iter().fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.2));
+        let per: serde_json::Map<_, _> = rows
+            .iter()
+            .map(|&(n, f, b, wt)| {
+                let mut v = json!({
+                    "flowlets": f,
+                    "data_bytes": b,
+                    "flowlet_share": if fl > 0 { f as f64 / fl as f64 } else { 0.0 },
+                    "byte_share": if by > 0 { b as f64 / by as f64 } else { 0.0 },
+                });
+                if let Some(wt) = wt {
+                    v["mean_weight"] = json!(wt);
+                }
+                (w.topo.nodes[n.idx()].name.clone(), v)
+            })
+            .collect();
+        s["scheme"]["paths_via"] = per.into();
+    }
     if !w.link_samples.is_empty() {
         s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);
     }

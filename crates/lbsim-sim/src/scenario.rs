@@ -34,7 +34,7 @@ use lbsim_engine::{BitsPerSec, SimTime};
 use lbsim_lb::Value;
 use lbsim_net::topology::{self, Clos3, ExplicitLink, ExplicitNode, LeafSpine, LinkSpec};
 use lbsim_net::Topology;
-use lbsim_tcp::{CongestionControl, TcpConfig};
+use lbsim_tcp::{CongestionControl, Reordering, TcpConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -121,6 +121,11 @@ pub enum TopologyCfg {
         /// Propagation delay of every link, microseconds.
         #[serde(default = "d1")]
         link_delay_us: f64,
+        /// Spines forward in-link k to out-link k toward the destination
+        /// leaf (the Clove testbed's static routes; 4 disjoint paths on the
+        /// 2×2×2 fabric) instead of re-hashing over the parallel links.
+        #[serde(default)]
+        spine_pinning: bool,
     },
     Clos3 {
         pods: u32,
@@ -188,6 +193,12 @@ pub struct NetworkCfg {
     /// ECN marking threshold on the instantaneous queue, packets (off if absent).
     pub ecn_k_pkts: Option<u32>,
     pub ecn_k_bytes: Option<u64>,
+    /// Which ports mark: "switch" (default: every switch egress port, the
+    /// ToR ports toward hosts included, as a real ToR does) or "fabric"
+    /// (switch-to-switch ports only). A host NIC never marks: a NIC or
+    /// qdisc does not set CE, and a mark from the sender's own queue would
+    /// tell an edge scheme nothing about paths (GUIDE §4).
+    pub ecn_ports: Option<String>,
 }
 
 fn s(x: &str) -> String {
@@ -228,6 +239,23 @@ pub struct TransportCfg {
     /// flowlets (Clove §4 encapsulates 64 KB TSO segments): the Clove and
     /// CONGA reproductions set 65536.
     pub tso_bytes: u32,
+    /// Duplicate-ACK threshold: "fixed" (`dupack_threshold`, RFC 5681;
+    /// ns-2/ns-3) or "linux" (Linux before RACK: the threshold rises to the
+    /// reordering measured from SACKs, up to 300 packets, and spurious
+    /// window cuts are undone on D-SACK or timestamp evidence, RFC
+    /// 3708/3522/4015). Use "linux" where the paper's hosts ran Linux.
+    pub reordering: String,
+    /// Receivers report duplicate segments with D-SACK (RFC 2883); default:
+    /// on with `reordering = "linux"`, else off.
+    pub dsack: Option<bool>,
+    /// Restart after idle (RFC 5681 §4.1; Linux `tcp_slow_start_after_idle`,
+    /// on by default there): cwnd halves per idle RTO before new data.
+    pub restart_after_idle: bool,
+    /// The sender reduces its window on ECE (RFC 3168 §6.1.2) even though it
+    /// does not set ECT itself: a guest whose hypervisor relays path
+    /// congestion to it (Clove §3.2: "relays ECN to the sending VM,
+    /// triggering it to throttle back"). `ecn = true` implies it.
+    pub ece_response: bool,
     /// "per_flow": a new connection (with handshake) per flow;
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the start, flows queued on the least-loaded one.
@@ -254,6 +282,10 @@ impl Default for TransportCfg {
             rcv_wnd_bytes: 4 << 20,
             cwnd_growth: s("bytes"),
             tso_bytes: 0,
+            reordering: s("fixed"),
+            dsack: None,
+            restart_after_idle: false,
+            ece_response: false,
             connections: s("per_flow"),
             connections_per_pair: 3,
         }
@@ -342,11 +374,17 @@ impl Default for IncastCfg {
 pub struct LbCfg {
     pub scheme: String,
     pub params: toml::Table,
+    /// The RTT that every "RTT"-denominated scheme parameter means (Clove's
+    /// flowlet gap, relay interval, ...), µs: state the paper's or your
+    /// fabric's loaded RTT. Absent: the fabric's idle host-to-host RTT,
+    /// which is far shorter than a testbed's. A scheme's own
+    /// `lb.params.rtt_us` overrides it. Printed as `scheme.resolved`.
+    pub rtt_us: Option<f64>,
 }
 
 impl Default for LbCfg {
     fn default() -> Self {
-        LbCfg { scheme: s("ecmp"), params: toml::Table::new() }
+        LbCfg { scheme: s("ecmp"), params: toml::Table::new(), rtt_us: None }
     }
 }
 
@@ -503,6 +541,19 @@ impl Scenario {
         if n.buffer_pkts.is_some() && n.buffer_bytes.is_some() {
             return Err(bad("network.buffer_bytes", "give buffer_pkts or buffer_bytes, not both"));
         }
+        if let Some(r) = self.lb.rtt_us {
+            if !(r.is_finite() && r > 0.0 && r <= 1e9) {
+                return Err(bad("lb.rtt_us", format!("must be > 0 and <= 1e9 us, got {r}")));
+            }
+            if SimTime::from_us_f64(r) == SimTime::ZERO {
+                return Err(bad("lb.rtt_us", format!("rounds to 0 ps, got {r}")));
+            }
+        }
+        if let Some(e) = &n.ecn_ports {
+            if e != "switch" && e != "fabric" {
+                return Err(bad("network.ecn_ports", format!("must be \"switch\" or \"fabric\", got {e:?}")));
+            }
+        }
         if n.ecn_k_pkts.is_some() && n.ecn_k_bytes.is_some() {
             return Err(bad("network.ecn_k_bytes", "give ecn_k_pkts or ecn_k_bytes, not both"));
         }
@@ -550,6 +601,12 @@ impl Scenario {
         }
         if !["bytes", "per_ack"].contains(&t.cwnd_growth.as_str()) {
             return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth)));
+        }
+        if !["fixed", "linux"].contains(&t.reordering.as_str()) {
+            return Err(bad("transport.reordering", format!("must be \"fixed\" or \"linux\", got {:?}", t.reordering)));
+        }
+        if t.dsack == Some(true) && !t.sack {
+            return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
         }
         if t.connections_per_pair == 0 {
             return Err(bad("transport.connections_per_pair", "must be >= 1"));
@@ -627,7 +684,7 @@ impl Scenario {
         let spec = |g: f64, d: f64| LinkSpec { rate: BitsPerSec::from_gbps_f64(g), delay: SimTime::from_us_f64(d) };
         let tr = |e: lbsim_net::TopologyError| bad(e.field, e.msg);
         let mut topo = match &self.topology {
-            TopologyCfg::LeafSpine { leaves, spines, links_per_pair, hosts_per_leaf, host_rate_gbps, fabric_rate_gbps, link_delay_us } => {
+            TopologyCfg::LeafSpine { leaves, spines, links_per_pair, hosts_per_leaf, host_rate_gbps, fabric_rate_gbps, link_delay_us, spine_pinning } => {
                 let hpl = match hosts_per_leaf {
                     HostsPerLeaf::Same(n) => vec![*n; *leaves as usize],
                     HostsPerLeaf::Each(v) => v.clone(),
@@ -639,6 +696,10 @@ impl Scenario {
                     hosts_per_leaf: hpl,
                     host_link: spec(*host_rate_gbps, *link_delay_us),
                     fabric_link: spec(*fabric_rate_gbps, *link_delay_us),
+                })
+                .map(|mut t| {
+                    t.pin_lanes = *spine_pinning;
+                    t
                 })
                 .map_err(tr)?
             }
@@ -708,6 +769,10 @@ impl Scenario {
             tso_bytes: t.tso_bytes,
             cc: if t.cc == "dctcp" { CongestionControl::Dctcp { g: t.dctcp_g } } else { CongestionControl::NewReno },
             ecn: t.ecn,
+            ece_response: t.ece_response || t.ecn,
+            restart_after_idle: t.restart_after_idle,
+            reordering: if t.reordering == "linux" { Reordering::LINUX } else { Reordering::Fixed },
+            dsack: t.dsack.unwrap_or(t.reordering == "linux"),
         }
     }
 

@@ -129,6 +129,35 @@ fn eight_dctcp_flows_hold_the_queue_near_k_at_full_utilisation() {
     assert!(out.summary["network"]["ecn_marks"].as_u64().unwrap() > 0);
 }
 
+#[test]
+fn a_host_nic_never_marks_ecn_and_fabric_only_spares_the_tor_downlinks() {
+    // H0 sends four DCTCP flows at once (its NIC queue builds far past K),
+    // and H1, H2 send to H3 in the same rack (the ToR port to H3 builds).
+    let rows = [
+        (0, 8, 20_000_000u64, 0.0),
+        (0, 9, 20_000_000, 0.0),
+        (0, 10, 20_000_000, 0.0),
+        (0, 11, 20_000_000, 0.0),
+        (1, 3, 20_000_000, 0.0),
+        (2, 3, 20_000_000, 0.0),
+    ];
+    let file = flow_file("nic_ecn", &rows);
+    let marks = |out: &RunOutput, pat: &str| -> u64 { out.ports.iter().filter(|p| lbsim_net::topology::glob(pat, &p.name)).map(|p| p.ecn_marks).sum() };
+    let base =
+        [format!("workload.flow_list=\"{file}\""), "transport.cc=\"dctcp\"".into(), "network.ecn_k_pkts=5".into(), "network.host_nic=\"drop_tail\"".into()];
+    let sets: Vec<&str> = base.iter().map(|s| s.as_str()).collect();
+    let out = run_ok(&dumbbell(8), &sets);
+    let nic = out.ports.iter().find(|p| p.name == "H0->L0#0").unwrap();
+    assert!(nic.max_qlen_pkts > 5, "the sender's NIC queue exceeded K ({} pkts), so it would have marked", nic.max_qlen_pkts);
+    assert_eq!(marks(&out, "H*->*"), 0, "a host NIC marked CE");
+    assert!(marks(&out, "L0->H3#*") > 0, "the ToR port toward the shared receiver marks by default");
+    let mut sets = sets.clone();
+    sets.push("network.ecn_ports=\"fabric\"");
+    let out = run_ok(&dumbbell(8), &sets);
+    assert_eq!(marks(&out, "H*->*") + marks(&out, "L*->H*"), 0, "fabric-only marking touched a host-facing port");
+    assert_eq!(out.summary["network"]["ecn_threshold"]["ports"], "fabric");
+}
+
 const TESTBED: &str = r#"
 name = "testbed"
 [topology]

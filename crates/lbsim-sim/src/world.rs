@@ -12,7 +12,7 @@ use crate::metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
 use lbsim_lb::Scheme;
 use lbsim_net::{Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, PortQueue, Proto, Routing, Topology};
-use lbsim_tcp::{TcpConfig, TcpHeader, TcpReceiver, TcpSender};
+use lbsim_tcp::{SenderStats, TcpConfig, TcpHeader, TcpReceiver, TcpSender};
 use lbsim_workload::FlowSpec;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -152,6 +152,8 @@ pub(crate) struct World {
     /// Connections per (src, dst) pair when connections are persistent.
     pub persistent: Option<u32>,
     conns: Vec<Option<Box<Conn>>>,
+    /// Sender counters of connections already freed.
+    closed_stats: SenderStats,
     pools: BTreeMap<(u32, u32), Vec<u32>>,
     next_sport: Vec<u16>,
     pub flows: Vec<FlowRecord>,
@@ -208,6 +210,7 @@ impl World {
             tcp,
             persistent,
             conns: Vec::new(),
+            closed_stats: SenderStats::default(),
             pools: BTreeMap::new(),
             next_sport: vec![0; hosts],
             flows: Vec::new(),
@@ -404,7 +407,7 @@ impl World {
             return;
         }
         let dst = self.topo.host_index(p.dst);
-        let cands = self.routing.next_hops(node, dst);
+        let cands = self.routing.next_hops_from(node, in_port, dst);
         if cands.is_empty() {
             self.drop_pkt(pkt, Drop::NoRoute);
             return;
@@ -915,6 +918,7 @@ impl World {
     fn maybe_free(&mut self, conn: u32) {
         let c = self.conns[conn as usize].as_ref().unwrap();
         if c.per_flow && c.flow_ends.is_empty() && c.sender.all_acked() && c.receiver.next_wakeup().is_none() {
+            add_sender_stats(&mut self.closed_stats, &c.sender.stats);
             self.conns[conn as usize] = None;
         }
     }
@@ -1061,6 +1065,15 @@ impl World {
 
     /// Sender-side totals over all connections ever opened (freed ones
     /// included through the flow records).
+    /// Sender counters summed over every connection, closed or open.
+    pub fn sender_totals(&self) -> SenderStats {
+        let mut t = self.closed_stats;
+        for c in self.conns.iter().flatten() {
+            add_sender_stats(&mut t, &c.sender.stats);
+        }
+        t
+    }
+
     pub fn tcp_totals(&self) -> (u64, u64) {
         let r: u64 = self.flows.iter().map(|f| f.retransmits).sum();
         let t: u64 = self.flows.iter().map(|f| f.timeouts).sum();
@@ -1200,4 +1213,14 @@ enum Drop {
     LinkDown,
     NoRoute,
     Ttl,
+}
+
+fn add_sender_stats(t: &mut SenderStats, s: &SenderStats) {
+    t.segments_sent += s.segments_sent;
+    t.retransmits += s.retransmits;
+    t.fast_recoveries += s.fast_recoveries;
+    t.timeouts += s.timeouts;
+    t.ecn_reductions += s.ecn_reductions;
+    t.spurious_retransmits += s.spurious_retransmits;
+    t.undos += s.undos;
 }

@@ -177,6 +177,46 @@ fn clove_ecn_beats_ecmp_on_the_asymmetric_clove_fabric() {
     assert!(q90(&c) < q90(&e));
 }
 
+#[test]
+fn clove_ecn_weights_move_flowlets_and_bytes_off_the_degraded_spine() {
+    // The Clove fabric with the paper's pinned spines (§5: in-link k ->
+    // out-link k) and one S1->L1 link down: S1 keeps a third of the
+    // capacity into L1, so a scheme that balances load sends about a third
+    // of the data via S1; one that ignores congestion sends half its
+    // flowlets there. 50 % load, Clove's RTT stated as 100 us (CONGA §1:
+    // ~100 us datacenter RTTs), switches mark on fabric ports only.
+    let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\ncdf = \"websearch\"\nsrc_racks = [0]\ndst_racks = [1]\nload = 0.5\nflows = 2000");
+    let go = |scheme: &str| {
+        run_ok(
+            &text,
+            &s(&[
+                &format!("lb.scheme={scheme}"),
+                "failures=[{link=\"S1-L1#0\"}]",
+                "topology.spine_pinning=true",
+                "transport.connections=persistent",
+                "lb.rtt_us=100",
+                "network.ecn_k_pkts=20",
+                "network.ecn_ports=\"fabric\"",
+            ]),
+        )
+    };
+    let via_s1 = |o: &RunOutput, k: &str| o.summary["scheme"]["paths_via"]["S1"][k].as_f64().unwrap_or_else(|| panic!("{}", o.summary["scheme"]));
+    let (ef, ce) = (go("edge_flowlet"), go("clove_ecn"));
+    assert_eq!(ce.summary["scheme"]["resolved"]["flowlet_gap_us"], 200.0, "2 RTT of the stated 100 us");
+    eprintln!(
+        "via the degraded spine: Edge-Flowlet flowlets {:.3} bytes {:.3}; Clove-ECN flowlets {:.3} bytes {:.3} mean weight {:.3}",
+        via_s1(&ef, "flowlet_share"),
+        via_s1(&ef, "byte_share"),
+        via_s1(&ce, "flowlet_share"),
+        via_s1(&ce, "byte_share"),
+        via_s1(&ce, "mean_weight")
+    );
+    assert!(via_s1(&ef, "flowlet_share") > 0.47, "congestion-oblivious flowlets spread evenly over the 4 paths");
+    assert!(via_s1(&ce, "mean_weight") < 0.45, "Clove-ECN's WRR weights must move off the degraded spine");
+    assert!(via_s1(&ce, "flowlet_share") < 0.45);
+    assert!(via_s1(&ce, "byte_share") < 0.45);
+}
+
 /// Two leaves joined by four spines with one 10G link each; hosts at 40G.
 const FOUR_PATHS: &str = r#"
 [topology]
@@ -190,6 +230,35 @@ fabric_rate_gbps = 10
 [workload]
 kind = "flow_list"
 "#;
+
+#[test]
+fn clove_ecn_relays_ece_to_the_guest_when_every_path_is_congested_and_the_guest_slows_down() {
+    // host 0 (40G) pushes four long flows to host 1 over four 10G paths:
+    // every path is congested, so the edge tells the VM (Clove §3.2); a
+    // guest that answers ECE (RFC 3168) cuts its window instead of
+    // overflowing the 250-packet buffers
+    let flows = flow_file("ece-relay", &[(0, 1, 30_000_000, 0.0), (0, 1, 30_000_000, 0.0), (0, 1, 30_000_000, 0.0), (0, 1, 30_000_000, 0.0)]);
+    let go = |resp: bool| {
+        run_ok(FOUR_PATHS, &s(&[&flows, "lb.scheme=clove_ecn", "network.ecn_ports=\"fabric\"", "lb.rtt_us=50", &format!("transport.ece_response={resp}")]))
+    };
+    let (deaf, hears) = (go(false), go(true));
+    let relayed = |o: &RunOutput| o.summary["scheme"]["stats"]["ece_relayed"].as_f64().unwrap();
+    let cuts = |o: &RunOutput| o.summary["transport"]["ecn_reductions"].as_u64().unwrap();
+    let drops = |o: &RunOutput| o.summary["network"]["drops"]["queue"].as_u64().unwrap();
+    eprintln!(
+        "ECE relayed {} / {}; guest window cuts {} / {}; queue drops {} / {}",
+        relayed(&deaf),
+        relayed(&hears),
+        cuts(&deaf),
+        cuts(&hears),
+        drops(&deaf),
+        drops(&hears)
+    );
+    assert!(relayed(&deaf) > 0.0 && relayed(&hears) > 0.0, "every path congested: the edge relays ECE");
+    assert_eq!(cuts(&deaf), 0, "a guest without ECN ignores ECE");
+    assert!(cuts(&hears) > 0, "the relayed ECE must reduce the guest's window");
+    assert!(drops(&hears) < drops(&deaf), "ECN replaces drops");
+}
 
 #[test]
 fn one_mptcp_connection_aggregates_four_disjoint_paths() {
@@ -215,10 +284,14 @@ fn one_mptcp_connection_aggregates_four_disjoint_paths() {
 
 #[test]
 fn presto_reassembly_hides_reordering_from_tcp_in_a_symmetric_fabric() {
-    // DCTCP keeps the queues short and lossless, so any retransmission
-    // would be a spurious one caused by reordering
+    // DCTCP with deep (1000-packet) buffers keeps the fabric lossless, so
+    // any retransmission would be a spurious one caused by reordering. (With
+    // 250 packets the persistent connections' TSO bursts overflow the ToR
+    // ports toward the receivers now that host NICs no longer mark.)
     let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\ncdf = \"websearch\"\nsrc_racks = [0]\ndst_racks = [1]\nload = 0.4\nflows = 1000");
-    let args = |scheme: &str| s(&[&format!("lb.scheme={scheme}"), "transport.cc=dctcp", "network.ecn_k_pkts=65", "transport.connections=persistent"]);
+    let args = |scheme: &str| {
+        s(&[&format!("lb.scheme={scheme}"), "transport.cc=dctcp", "network.ecn_k_pkts=65", "network.buffer_pkts=1000", "transport.connections=persistent"])
+    };
     let p = run_ok(&text, &args("presto"));
     let sp = run_ok(&text, &args("spray"));
     let sum = |o: &RunOutput, f: fn(&lbsim_sim::FlowRecord) -> u64| o.flows.iter().map(f).sum::<u64>();

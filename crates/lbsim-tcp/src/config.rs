@@ -1,4 +1,9 @@
 //! Transport parameters, with defaults of a datacenter Linux-like stack.
+//!
+//! The defaults keep the classic behaviour (fixed duplicate-ACK threshold,
+//! no restart after idle, no D-SACK). A Linux host of the CONGA/Clove
+//! testbeds is closer to `reordering: Reordering::LINUX`, `dsack: true`,
+//! `restart_after_idle: true`: the scenario layer chooses.
 
 use lbsim_engine::SimTime;
 
@@ -10,6 +15,26 @@ pub enum CongestionControl {
     NewReno,
     /// DCTCP (RFC 8257): ECN-fraction window cut, `g` the EWMA gain.
     Dctcp { g: f64 },
+}
+
+/// How the sender's duplicate-ACK threshold (DupThresh) evolves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reordering {
+    /// DupThresh stays `dupack_threshold` (RFC 5681 §3.2, RFC 6675 §2).
+    #[default]
+    Fixed,
+    /// Linux before RACK: DupThresh starts at `dupack_threshold` and rises
+    /// to the reordering degree measured from SACK information (RFC 4653,
+    /// RFC 5827 discuss this), capped at `max_pkts` (Linux
+    /// `tcp_max_reordering` = 300); spurious reductions are undone on D-SACK
+    /// (RFC 3708 detection, RFC 4015 response) or timestamp (RFC 3522 Eifel)
+    /// evidence.
+    Adaptive { max_pkts: u32 },
+}
+
+impl Reordering {
+    /// Linux's default (`tcp_max_reordering` = 300).
+    pub const LINUX: Reordering = Reordering::Adaptive { max_pkts: 300 };
 }
 
 #[derive(Clone, Debug)]
@@ -45,12 +70,27 @@ pub struct TcpConfig {
     pub byte_counting: bool,
     /// Classic ECN (RFC 3168) for NewReno; DCTCP always uses ECN.
     pub ecn: bool,
+    /// React to ECE as RFC 3168 §6.1.2 says without setting ECT on the
+    /// segments: a guest whose hypervisor sets ECT on the outer header and
+    /// relays path congestion (Clove §3.2). Implied by `ecn`.
+    pub ece_response: bool,
     /// Segmentation offload (TSO/GSO) burst size, bytes; 0 = off. With it,
     /// while data is in flight the sender defers until the window lets it
     /// send min(tso_bytes, cwnd/2, unsent) at once (Linux
     /// `tcp_tso_should_defer`), then sends that burst back to back. This is
     /// the burstiness flowlet schemes rely on (CONGA §2.6, Clove §4).
     pub tso_bytes: u32,
+    /// Restart after idle (RFC 5681 §4.1, Linux `tcp_slow_start_after_idle`
+    /// = 1): when the sender has had nothing in flight and sent nothing for
+    /// more than an RTO, it halves cwnd once per RTO elapsed, not below
+    /// min(IW, cwnd), before sending new data (Linux `tcp_cwnd_restart`).
+    pub restart_after_idle: bool,
+    /// Duplicate-ACK threshold policy and spurious-retransmission undo.
+    pub reordering: Reordering,
+    /// The receiver reports duplicate segments with D-SACK (RFC 2883). Off
+    /// by default (ns-3 has none); `Reordering::Adaptive` needs it for its
+    /// D-SACK undo (the timestamp undo works without it).
+    pub dsack: bool,
 }
 
 impl Default for TcpConfig {
@@ -70,7 +110,11 @@ impl Default for TcpConfig {
             cc: CongestionControl::NewReno,
             byte_counting: true,
             ecn: false,
+            ece_response: false,
             tso_bytes: 0,
+            restart_after_idle: false,
+            reordering: Reordering::Fixed,
+            dsack: false,
         }
     }
 }

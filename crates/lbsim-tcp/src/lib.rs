@@ -12,7 +12,10 @@
 //! NewReno, RFC 2018 SACK, RFC 6675 SACK loss recovery, RFC 6937 PRR,
 //! RFC 6298 RTO, RFC 7323 timestamps, RFC 3168 ECN, RFC 8257 DCTCP,
 //! RFC 6356 LIA (MPTCP coupled increase), RFC 7661 (no growth while
-//! application-limited).
+//! application-limited). Optional Linux behaviours: restart after idle
+//! (RFC 5681 §4.1), D-SACK (RFC 2883), an adaptive duplicate-ACK threshold
+//! (RFC 4653/5827, Linux `tp->reordering`) with undo of spurious reductions
+//! (RFC 3708, RFC 3522 Eifel detection, RFC 4015 response).
 
 pub mod config;
 pub mod header;
@@ -21,11 +24,11 @@ pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
-pub use config::{CongestionControl, TcpConfig};
+pub use config::{CongestionControl, Reordering, TcpConfig};
 pub use header::TcpHeader;
 pub use ranges::RangeSet;
 pub use receiver::{ReceiverState, TcpReceiver};
-pub use sender::{lia_alpha, Recovery, SenderState, TcpSender};
+pub use sender::{lia_alpha, Recovery, SenderState, SenderStats, TcpSender};
 
 #[cfg(test)]
 mod tests;

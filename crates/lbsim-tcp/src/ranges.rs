@@ -77,6 +77,33 @@ impl RangeSet {
         self.r.get(i).copied()
     }
 
+    /// The end of the range containing `x`, or `x` if none does: the first
+    /// byte at or after `x` that is not covered, when ranges never touch.
+    pub fn skip(&self, x: u64) -> u64 {
+        self.containing(x).map_or(x, |(_, e)| e)
+    }
+
+    /// Counting covered bytes of `[a, b)` downwards from `b`: `Ok(x)` where
+    /// `x` is the `(n + 1)`-th covered byte (so `[x, b)` holds exactly
+    /// `n + 1` covered bytes), or `Err(c)` with `c <= n` the bytes covered
+    /// in `[a, b)` if there are not that many.
+    pub fn nth_covered_from_top(&self, a: u64, b: u64, n: u64) -> Result<u64, u64> {
+        let i = self.r.partition_point(|&(s, _)| s < b);
+        let mut acc = 0;
+        for &(s, e) in self.r[..i].iter().rev() {
+            if e <= a {
+                break;
+            }
+            let (os, oe) = (s.max(a), e.min(b));
+            let len = oe - os;
+            if acc + len > n {
+                return Ok(oe - (n - acc + 1));
+            }
+            acc += len;
+        }
+        Err(acc)
+    }
+
     /// Bytes covered inside `[a, b)`.
     pub fn covered_in(&self, a: u64, b: u64) -> u64 {
         let mut n = 0;
@@ -160,5 +187,21 @@ mod tests {
         assert_eq!(s.loss_point(150), Some(149));
         assert_eq!(s.loss_point(99), Some(300));
         assert_eq!(s.loss_point(200), None);
+    }
+
+    #[test]
+    fn nth_covered_from_top_agrees_with_loss_point() {
+        let mut s = RangeSet::new();
+        s.insert(100, 200);
+        s.insert(300, 400);
+        for n in [0, 50, 99, 100, 150, 199, 200, 250] {
+            assert_eq!(s.nth_covered_from_top(0, u64::MAX, n).ok(), s.loss_point(n), "{n}");
+        }
+        // restricted to [150, 350): 50 + 50 covered bytes
+        assert_eq!(s.nth_covered_from_top(150, 350, 49), Ok(300));
+        assert_eq!(s.nth_covered_from_top(150, 350, 50), Ok(199));
+        assert_eq!(s.nth_covered_from_top(150, 350, 100), Err(100));
+        assert_eq!(s.skip(150), 200);
+        assert_eq!(s.skip(250), 250);
     }
 }

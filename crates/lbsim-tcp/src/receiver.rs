@@ -7,6 +7,11 @@
 //!   that fills a hole.
 //! - SACK (RFC 2018 §4): up to 3 blocks, the first holding the most
 //!   recently received segment.
+//! - D-SACK (RFC 2883 §4), with `dsack`: a segment entirely below `rcv_nxt`
+//!   (or the part of one below it), or entirely inside data already held
+//!   out of order, is reported as the first block of the next ACK (sent at
+//!   once), followed by the usual blocks; the block holding an out-of-order
+//!   duplicate comes second (§4 rule 4).
 //! - Timestamps (RFC 7323 §4.3): echo the timestamp of the oldest in-order
 //!   segment not yet acknowledged, so delayed ACKs inflate the RTT sample
 //!   exactly as in a real stack.
@@ -33,6 +38,8 @@ pub struct ReceiverStats {
     /// Data segments entirely below `rcv_nxt` (spurious retransmissions).
     pub duplicates: u64,
     pub acks_sent: u64,
+    /// ACKs that carried a D-SACK block.
+    pub dsacks: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -40,6 +47,9 @@ pub struct TcpReceiver {
     delack_count: u32,
     delack_timeout: SimTime,
     sack: bool,
+    dsack: bool,
+    /// RFC 2883: the duplicate range the next ACK reports first.
+    dsack_block: Option<(u64, u64)>,
     dctcp: bool,
     ecn: bool,
     wnd: u32,
@@ -63,6 +73,8 @@ impl TcpReceiver {
             delack_count: cfg.delack_count.max(1),
             delack_timeout: cfg.delack_timeout,
             sack: cfg.sack,
+            dsack: cfg.sack && cfg.dsack,
+            dsack_block: None,
             dctcp: matches!(cfg.cc, CongestionControl::Dctcp { .. }),
             ecn: cfg.ecn,
             wnd: cfg.rcv_wnd,
@@ -134,6 +146,9 @@ impl TcpReceiver {
         let end = h.seq + h.len as u64;
         if end <= self.rcv_nxt {
             self.stats.duplicates += 1;
+            if self.dsack {
+                self.dsack_block = Some((h.seq, end)); // RFC 2883 §4.1.1
+            }
             self.send_ack(now, out);
             return 0;
         }
@@ -143,6 +158,10 @@ impl TcpReceiver {
                 self.ts_recent = h.ts_val;
             }
             let before = self.rcv_nxt;
+            if self.dsack && h.seq < before {
+                // RFC 2883 §4 rule 3: the block spans the duplicated bytes only
+                self.dsack_block = Some((h.seq, before));
+            }
             self.rcv_nxt = end;
             // absorb every out-of-order range now reached
             while let Some((s, e)) = self.ooo.next_at_or_after(0) {
@@ -153,7 +172,7 @@ impl TcpReceiver {
                 self.ooo.remove_below(self.rcv_nxt);
             }
             self.pending += 1;
-            if had_hole || self.pending >= self.delack_count {
+            if had_hole || self.pending >= self.delack_count || self.dsack_block.is_some() {
                 self.send_ack(now, out);
             } else if self.delack_deadline.is_none() {
                 self.delack_deadline = Some(now + self.delack_timeout);
@@ -161,7 +180,10 @@ impl TcpReceiver {
             self.rcv_nxt - before
         } else {
             self.stats.out_of_order += 1;
-            self.ooo.insert(h.seq, end);
+            if self.ooo.insert(h.seq, end) == 0 && self.dsack {
+                // RFC 2883 §4.1.3; the block holding it follows (§4 rule 4)
+                self.dsack_block = Some((h.seq, end));
+            }
             self.last_ooo = h.seq;
             self.send_ack(now, out);
             0
@@ -184,10 +206,20 @@ impl TcpReceiver {
         if ece {
             h.flags |= ECE;
         }
+        // RFC 2883 §4 rule 1: the D-SACK block goes first, in this ACK only
+        let first = match self.dsack_block.take() {
+            Some(d) => {
+                h.sack[0] = d;
+                h.n_sack = 1;
+                self.stats.dsacks += 1;
+                1
+            }
+            None => 0,
+        };
         if self.sack && !self.ooo.is_empty() {
             // RFC 2018 §4: the block holding the latest segment first, then
             // the blocks reported most recently, then the highest others
-            let mut n = 0;
+            let mut n = first;
             let latest = std::iter::once(self.last_ooo);
             let recent = self.reported.iter().copied();
             let cands = latest.chain(recent).filter_map(|x| self.ooo.containing(x)).chain(self.ooo.as_slice().iter().rev().copied());
@@ -195,13 +227,14 @@ impl TcpReceiver {
                 if n == MAX_SACK_BLOCKS {
                     break;
                 }
-                if !h.sack[..n].contains(&b) {
+                if !h.sack[first..n].contains(&b) {
                     h.sack[n] = b;
                     n += 1;
                 }
             }
             h.n_sack = n as u8;
-            self.reported = h.sack[..n].iter().map(|b| b.0).collect();
+            self.reported.clear();
+            self.reported.extend(h.sack[first..n].iter().map(|b| b.0));
         }
         self.pending = 0;
         self.delack_deadline = None;

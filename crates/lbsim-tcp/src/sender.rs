@@ -17,7 +17,44 @@
 //!   rules 1–3) with the sending rate set by Proportional Rate Reduction
 //!   (RFC 6937), as in Linux and ns-3;
 //! - `Loss`: after a retransmission timeout (RFC 6298 §5): cwnd = 1 MSS,
-//!   go-back-N from `snd_una`, skipping SACKed ranges.
+//!   go-back-N from `snd_una`, skipping SACKed ranges. Duplicate ACKs start
+//!   no fast retransmit (RFC 6582 §4.1), but with SACK the sender still
+//!   uses the scoreboard (RFC 6675 §5.1): it logs what the go-back-N pass
+//!   sends, in transmission order, and a segment of that pass below
+//!   `recover` is lost again once more than (DupThresh − 1)·MSS of data the
+//!   pass sent *after* it has been SACKed (IsLost applied to transmission
+//!   order). Such segments are retransmitted before the pass continues
+//!   (tracked like HighRxt, with the pass position at the time of each
+//!   re-retransmission, so these too can be declared lost again) and leave
+//!   `pipe`, so a retransmission lost during Loss costs no second timeout.
+//!
+//! Duplicate-ACK threshold (`reordering`): `Fixed` keeps DupThresh =
+//! `dupack_threshold`. `Adaptive` follows Linux before RACK
+//! (`tp->reordering`): when a cumulative ACK or a SACK block covers data
+//! that was never retransmitted and lies below data already SACKed, that
+//! data arrived late, not lost; the reordering degree is the distance from
+//! its start to the highest SACKed byte, in segments rounded up, and
+//! DupThresh (for fast recovery entry, `IsLost`, `pipe`, `NextSeg`) rises to
+//! it, up to `max_pkts` (RFC 4653 and RFC 5827 discuss such thresholds). An
+//! RTO puts DupThresh back to `dupack_threshold` (Linux does, so a stale
+//! large threshold cannot turn every loss into a timeout). `Adaptive` also
+//! undoes spurious reductions: cwnd and ssthresh are saved before a
+//! reduction (fast recovery entry, or an RTO from `Open`) and the episode's
+//! retransmissions counted; each D-SACK (RFC 2883) reporting a retransmitted
+//! segment as a duplicate cancels one (RFC 3708 §3), and once none is left,
+//! or when the first ACK advancing `snd_una` echoes a timestamp older than
+//! the episode's first retransmission (RFC 3522 Eifel detection), the
+//! reduction was spurious: cwnd = max(cwnd, saved), ssthresh = max(ssthresh,
+//! saved), back to `Open` (RFC 4015 response, Linux `tcp_undo_cwnd_reduction`),
+//! and DupThresh rises to the reordering this revealed. The saved state
+//! lives until the next reduction, so a D-SACK arriving after recovery
+//! ended still undoes it.
+//!
+//! Restart after idle (`restart_after_idle`, RFC 5681 §4.1): when the sender
+//! is about to send with nothing in flight and nothing sent for more than an
+//! RTO, it does what Linux does (`tcp_cwnd_restart`) rather than the RFC's
+//! cwnd = min(IW, cwnd): ssthresh = max(ssthresh, ¾·cwnd), then cwnd is
+//! halved once per RTO of idle time, not below min(IW, cwnd).
 //!
 //! Congestion control: NewReno, or DCTCP (RFC 8257 §3.3: α ← (1−g)α + gF
 //! once per window of data, cwnd ← cwnd(1−α/2) at most once per window on
@@ -63,6 +100,25 @@ pub struct SenderStats {
     pub fast_recoveries: u64,
     pub timeouts: u64,
     pub ecn_reductions: u64,
+    /// Retransmissions found spurious: segments D-SACKed as duplicates of a
+    /// retransmission, or all of an episode's on a timestamp (Eifel) undo.
+    pub spurious_retransmits: u64,
+    /// Congestion-window reductions undone as spurious.
+    pub undos: u64,
+}
+
+/// What an undo (RFC 4015) restores, and the evidence gathered so far.
+#[derive(Clone, Copy, Debug)]
+struct Undo {
+    /// cwnd and ssthresh before the reduction.
+    cwnd: u64,
+    ssthresh: u64,
+    /// Retransmissions of the episode not yet D-SACKed (RFC 3708 §3).
+    retrans: u64,
+    /// Time and sequence number of the episode's first retransmission.
+    first_rtx: Option<(SimTime, u64)>,
+    /// RFC 3522: the first ACK advancing `snd_una` is still to come.
+    eifel_pending: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -114,6 +170,24 @@ pub struct TcpSender {
     /// Segments the host's NIC can take now (u32::MAX: unlimited).
     tx_budget: u32,
     nic_blocked: bool,
+    /// Current DupThresh (Linux `tp->reordering`), segments.
+    reordering: u32,
+    /// Highest SACKed byte + 1 ever reported (Linux "fack").
+    fack: u64,
+    /// `Adaptive`: byte ranges retransmitted in the current loss episode.
+    retx_set: RangeSet,
+    undo: Option<Undo>,
+    /// Loss with SACK: what the go-back-N pass sent, in transmission order
+    /// (contiguous sends merged).
+    loss_log: VecDeque<(u64, u64)>,
+    /// Loss with SACK: un-SACKed pass bytes below this are lost again.
+    loss_point: Option<u64>,
+    /// Loss with SACK: highest byte re-retransmitted + 1 (HighRxt of the
+    /// pass), and `snd_nxt` when the latest of them was sent.
+    rxt2: u64,
+    rxt2_mark: u64,
+    /// When data was last sent (restart after idle).
+    last_send: SimTime,
     pub stats: SenderStats,
 }
 
@@ -155,6 +229,15 @@ impl TcpSender {
             force: None,
             tx_budget: u32::MAX,
             nic_blocked: false,
+            reordering: cfg.dupack_threshold,
+            fack: 0,
+            retx_set: RangeSet::new(),
+            undo: None,
+            loss_log: VecDeque::new(),
+            loss_point: None,
+            rxt2: 0,
+            rxt2_mark: u64::MAX,
+            last_send: SimTime::ZERO,
             stats: SenderStats::default(),
             cfg,
         }
@@ -201,6 +284,10 @@ impl TcpSender {
     }
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
+    }
+    /// The current duplicate-ACK threshold (DupThresh), segments.
+    pub fn reordering(&self) -> u32 {
+        self.reordering
     }
     /// Everything written has been acknowledged.
     pub fn all_acked(&self) -> bool {
@@ -269,6 +356,9 @@ impl TcpSender {
             return;
         }
         self.cwnd_limited = false;
+        if self.cfg.restart_after_idle {
+            self.restart_after_idle(now);
+        }
         if let Some((seq, len)) = self.force {
             if self.tx_budget == 0 {
                 self.nic_blocked = true;
@@ -337,13 +427,49 @@ impl TcpSender {
         let mss = self.cfg.mss as u64;
         let ack = h.ack.min(self.max);
         self.peer_wnd = h.wnd as u64;
+        let adaptive = self.adaptive();
+        let prior_fack = self.fack;
+        // lowest byte found to have arrived late (never retransmitted, below
+        // data SACKed earlier)
+        let mut late = u64::MAX;
+        let mut dsack = None;
         let mut newly_sacked = 0;
         if self.cfg.sack {
-            for &(a, b) in h.sack_blocks() {
+            if adaptive {
+                dsack = dsack_block(h);
+            }
+            for (i, &(a, b)) in h.sack_blocks().iter().enumerate() {
+                if i == 0 && dsack.is_some() {
+                    continue; // RFC 2883 §5: not SACK information
+                }
                 let (a, b) = (a.max(ack), b.min(self.max));
                 if a < b {
+                    if adaptive {
+                        if let Some(x) = first_fresh(&self.scoreboard, &self.retx_set, a, b.min(prior_fack)) {
+                            late = late.min(x);
+                        }
+                        self.fack = self.fack.max(b);
+                    }
                     newly_sacked += self.scoreboard.insert(a, b);
                 }
+            }
+        }
+        if adaptive {
+            if ack > self.una {
+                // newly acknowledged data that was neither SACKed nor
+                // retransmitted, below what had been SACKed: it arrived late
+                if let Some(x) = first_fresh(&self.scoreboard, &self.retx_set, self.una, ack.min(prior_fack)) {
+                    late = late.min(x);
+                }
+            }
+            if late != u64::MAX {
+                self.note_reordering(late);
+            }
+            if let Some((a, b)) = dsack {
+                self.on_dsack(a, b);
+            }
+            if ack > self.una {
+                self.eifel(h.ts_ecr);
             }
         }
         let ece = h.has(crate::header::ECE);
@@ -392,6 +518,7 @@ impl TcpSender {
                     self.grow(acked);
                     if ack >= recover {
                         self.recovery = Recovery::Open;
+                        self.end_loss_pass();
                     }
                     self.dupacks = 0;
                 }
@@ -408,7 +535,7 @@ impl TcpSender {
             match self.recovery {
                 Recovery::Open => {
                     let lost = self.cfg.sack && self.is_lost(self.una);
-                    if self.dupacks >= self.cfg.dupack_threshold || lost {
+                    if self.dupacks >= self.reordering || lost {
                         self.enter_fast_recovery();
                     }
                 }
@@ -427,6 +554,7 @@ impl TcpSender {
         if ece {
             self.on_ece();
         }
+        self.update_loss_pass();
         self.poll(now, out);
     }
 
@@ -451,6 +579,13 @@ impl TcpSender {
                 }
                 let mss = self.cfg.mss as u64;
                 self.stats.timeouts += 1;
+                if self.adaptive() {
+                    if self.recovery == Recovery::Open {
+                        self.start_undo_episode();
+                    }
+                    // Linux (`tcp_enter_loss`): a timeout resets DupThresh
+                    self.reordering = self.reordering.min(self.cfg.dupack_threshold);
+                }
                 // RFC 5681 §3.1 eq. (4), once per loss episode; cwnd = LW = 1 MSS.
                 if !matches!(self.recovery, Recovery::Loss { .. }) {
                     self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
@@ -461,6 +596,7 @@ impl TcpSender {
                 self.nxt = self.una;
                 self.high_rxt = self.una;
                 self.dupacks = 0;
+                self.end_loss_pass();
                 // RFC 6298 (5.5): back off the timer
                 self.backoff = (self.backoff + 1).min(30);
                 if self.next_segment().is_none() {
@@ -502,9 +638,168 @@ impl TcpSender {
         burst > 0 && wnd.saturating_sub(pipe) < burst
     }
 
+    fn adaptive(&self) -> bool {
+        matches!(self.cfg.reordering, crate::config::Reordering::Adaptive { .. })
+    }
+
+    /// RFC 6675 IsLost: more than (DupThresh − 1)·MSS bytes SACKed above.
+    fn lost_threshold(&self) -> u64 {
+        (self.reordering.saturating_sub(1)) as u64 * self.cfg.mss as u64
+    }
+
     fn is_lost(&self, seq: u64) -> bool {
-        let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
-        matches!(self.scoreboard.loss_point(thr), Some(l) if seq < l)
+        matches!(self.scoreboard.loss_point(self.lost_threshold()), Some(l) if seq < l)
+    }
+
+    /// RFC 6675 §5.1 during Loss: the first byte not deemed lost among the
+    /// go-back-N pass's transmissions below `recover` (see the module docs).
+    fn loss_limit(&self) -> Option<u64> {
+        match (self.recovery, self.loss_point) {
+            (Recovery::Loss { recover }, Some(l)) if self.cfg.sack => Some(l.min(recover).min(self.nxt).max(self.una)),
+            _ => None,
+        }
+    }
+
+    /// Forgets the go-back-N pass log (a new pass starts, or Loss ends).
+    fn end_loss_pass(&mut self) {
+        self.loss_log.clear();
+        self.loss_point = None;
+        self.rxt2 = self.una;
+        self.rxt2_mark = u64::MAX;
+    }
+
+    /// Loss with SACK: recomputes which bytes of the go-back-N pass are lost
+    /// again: walking the pass log from its latest transmission back, the
+    /// point above which more than (DupThresh − 1)·MSS bytes were SACKed.
+    fn update_loss_pass(&mut self) {
+        if !self.cfg.sack || !matches!(self.recovery, Recovery::Loss { .. }) {
+            return;
+        }
+        while matches!(self.loss_log.front(), Some(&(_, e)) if e <= self.una) {
+            self.loss_log.pop_front();
+        }
+        self.rxt2 = self.rxt2.max(self.una);
+        let thr = self.lost_threshold();
+        let mut acc = 0;
+        self.loss_point = None;
+        for &(s, e) in self.loss_log.iter().rev() {
+            match self.scoreboard.nth_covered_from_top(s.max(self.una), e, thr - acc) {
+                Ok(x) => {
+                    self.loss_point = Some(x);
+                    break;
+                }
+                Err(c) => acc += c,
+            }
+        }
+        if matches!(self.loss_point, Some(l) if self.rxt2_mark <= l) {
+            // data sent after the latest re-retransmission has been SACKed
+            // beyond DupThresh: the re-retransmissions are lost as well
+            self.rxt2 = self.una;
+            self.rxt2_mark = u64::MAX;
+        }
+    }
+
+    /// Restart after idle (RFC 5681 §4.1 in Linux's form, `tcp_cwnd_restart`).
+    fn restart_after_idle(&mut self, now: SimTime) {
+        if self.max == 0 || self.una < self.max || self.app_end <= self.max {
+            return; // never sent, data in flight, or nothing new to send
+        }
+        let rto = self.current_rto();
+        let mut idle = now.0.saturating_sub(self.last_send.0);
+        if idle <= rto.0 {
+            return;
+        }
+        let restart = (self.cfg.init_cwnd_pkts as u64 * self.cfg.mss as u64).min(self.cwnd);
+        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
+        while idle > rto.0 && self.cwnd > restart {
+            self.cwnd /= 2;
+            idle -= rto.0;
+        }
+        self.cwnd = self.cwnd.max(restart);
+        self.last_send = now; // once per idle period
+    }
+
+    /// `Adaptive`: saves what an undo restores, before a reduction.
+    fn start_undo_episode(&mut self) {
+        self.undo = Some(Undo { cwnd: self.cwnd, ssthresh: self.ssthresh, retrans: 0, first_rtx: None, eifel_pending: true });
+        self.retx_set.remove_below(self.una);
+    }
+
+    /// Raises DupThresh to the reordering that data arriving late at `late`
+    /// reveals: the distance to the highest SACKed byte, in segments.
+    fn note_reordering(&mut self, late: u64) {
+        let crate::config::Reordering::Adaptive { max_pkts } = self.cfg.reordering else {
+            return;
+        };
+        if self.fack > late {
+            let degree = (self.fack - late).div_ceil(self.cfg.mss as u64).min(max_pkts as u64) as u32;
+            self.reordering = self.reordering.max(degree);
+        }
+    }
+
+    /// RFC 3708 §3: a D-SACK for a retransmitted range cancels one
+    /// retransmission of the episode; with none left, undo.
+    fn on_dsack(&mut self, a: u64, b: u64) {
+        if self.retx_set.covered_in(a, b) == 0 {
+            return; // a duplicate of an original transmission (the network)
+        }
+        let Some(u) = self.undo.as_mut() else {
+            return;
+        };
+        if u.retrans == 0 {
+            return;
+        }
+        let segs = (b - a).div_ceil(self.cfg.mss as u64).min(u.retrans);
+        u.retrans -= segs;
+        self.stats.spurious_retransmits += segs;
+        if u.retrans == 0 {
+            self.undo_reduction();
+        }
+    }
+
+    /// RFC 3522 §3: the first ACK advancing `snd_una` in the episode echoes
+    /// a timestamp older than the first retransmission: the original arrived.
+    fn eifel(&mut self, ts_ecr: SimTime) {
+        let Some(u) = self.undo.as_mut() else {
+            return;
+        };
+        if !u.eifel_pending {
+            return;
+        }
+        u.eifel_pending = false;
+        if let Some((t, _)) = u.first_rtx {
+            if ts_ecr > SimTime::ZERO && ts_ecr < t {
+                self.stats.spurious_retransmits += u.retrans;
+                self.undo_reduction();
+            }
+        }
+    }
+
+    /// RFC 4015 §3 (Linux `tcp_undo_cwnd_reduction`): restore the window,
+    /// leave recovery, and raise DupThresh to the reordering now evident.
+    fn undo_reduction(&mut self) {
+        let Some(u) = self.undo.take() else {
+            return;
+        };
+        self.cwnd = self.cwnd.max(u.cwnd);
+        self.ssthresh = self.ssthresh.max(u.ssthresh);
+        if let Recovery::Loss { .. } = self.recovery {
+            // the go-back-N pass stops: what it has not reached is in flight
+            self.nxt = self.max;
+            self.end_loss_pass();
+        }
+        self.recovery = Recovery::Open;
+        self.force = None;
+        if let Some((_, low)) = u.first_rtx {
+            if self.cfg.sack {
+                self.note_reordering(low);
+            } else if let crate::config::Reordering::Adaptive { max_pkts } = self.cfg.reordering {
+                // without SACK: each duplicate ACK was one segment above the hole
+                self.reordering = self.reordering.max((self.dupacks + 1).min(max_pkts));
+            }
+        }
+        self.dupacks = 0;
+        self.stats.undos += 1;
     }
 
     /// Bytes in flight. In SACK fast recovery this is RFC 6675 `SetPipe`:
@@ -516,15 +811,22 @@ impl TcpSender {
             if let Recovery::Fast { .. } = self.recovery {
                 let sacked = self.scoreboard.covered_in(self.una, self.max);
                 let holes = (self.max - self.una) - sacked;
-                let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * self.cfg.mss as u64;
-                let l = self.scoreboard.loss_point(thr).unwrap_or(self.una).clamp(self.una, self.max);
+                let l = self.scoreboard.loss_point(self.lost_threshold()).unwrap_or(self.una).clamp(self.una, self.max);
                 let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
                 let hr = self.high_rxt.clamp(self.una, self.max);
                 let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
                 return holes - lost + rtx;
             }
         }
-        (self.nxt - self.una) - self.scoreboard.covered_in(self.una, self.nxt)
+        let flight = (self.nxt - self.una) - self.scoreboard.covered_in(self.una, self.nxt);
+        if let Some(lim) = self.loss_limit() {
+            // Loss with SACK: bytes lost again leave the pipe until resent
+            let lost = (lim - self.una) - self.scoreboard.covered_in(self.una, lim);
+            let hr = self.rxt2.clamp(self.una, lim);
+            let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
+            return flight - lost + rtx;
+        }
+        flight
     }
 
     /// The first un-SACKed range at or after `x` and below `limit`.
@@ -559,9 +861,8 @@ impl TcpSender {
         let seg = |s: u64, e: u64| (s, (e.min(self.mapping_end(s)) - s).min(mss) as u32);
         if let (Recovery::Fast { .. }, true) = (self.recovery, self.cfg.sack) {
             // RFC 6675 NextSeg (rule 1): the first lost hole at or after HighRxt.
-            let thr = (self.cfg.dupack_threshold.saturating_sub(1)) as u64 * mss;
             let from = self.high_rxt.max(self.una);
-            if let Some(l) = self.scoreboard.loss_point(thr) {
+            if let Some(l) = self.scoreboard.loss_point(self.lost_threshold()) {
                 if let Some((s, e)) = self.hole_at_or_after(from, l.min(self.max)) {
                     let (s, n) = seg(s, e);
                     return Some((s, n, true));
@@ -578,6 +879,13 @@ impl TcpSender {
                 return Some((s, n, true));
             }
             return None;
+        }
+        if let Some(lim) = self.loss_limit() {
+            // RFC 6675 §5.1: first, what the go-back-N pass sent and lost again
+            if let Some((s, e)) = self.hole_at_or_after(self.rxt2.max(self.una), lim) {
+                let (s, n) = seg(s, e);
+                return Some((s, n, true));
+            }
         }
         if self.nxt < self.max {
             // go-back-N after an RTO, skipping what the receiver has SACKed
@@ -607,6 +915,20 @@ impl TcpSender {
                     self.prr_out += len as u64;
                 }
             }
+            Recovery::Loss { .. } if self.cfg.sack => {
+                if seq >= self.nxt {
+                    // the go-back-N pass (or new data) at its cursor
+                    match self.loss_log.back_mut() {
+                        Some(last) if last.1 == seq => last.1 = end,
+                        _ => self.loss_log.push_back((seq, end)),
+                    }
+                    self.nxt = end;
+                } else {
+                    // a re-retransmission of what the pass lost again
+                    self.rxt2 = self.rxt2.max(end);
+                    self.rxt2_mark = self.nxt;
+                }
+            }
             _ => {
                 if end > self.nxt {
                     self.nxt = end;
@@ -630,7 +952,15 @@ impl TcpSender {
         }
         if retx {
             self.stats.retransmits += 1;
+            if self.adaptive() {
+                self.retx_set.insert(seq, end);
+                if let Some(u) = self.undo.as_mut() {
+                    u.retrans += 1;
+                    u.first_rtx.get_or_insert((now, seq));
+                }
+            }
         }
+        self.last_send = now;
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now + self.current_rto());
         }
@@ -648,6 +978,9 @@ impl TcpSender {
 
     fn enter_fast_recovery(&mut self) {
         let mss = self.cfg.mss as u64;
+        if self.adaptive() {
+            self.start_undo_episode();
+        }
         let flight = self.max - self.una;
         // RFC 5681 eq. (4)
         self.ssthresh = (flight / 2).max(2 * mss);
@@ -758,7 +1091,7 @@ impl TcpSender {
                 self.ssthresh = self.cwnd.max(2 * mss);
             }
             CongestionControl::NewReno => {
-                if !self.cfg.ecn {
+                if !self.cfg.ecn && !self.cfg.ece_response {
                     return;
                 }
                 self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
@@ -783,4 +1116,26 @@ pub fn lia_alpha(subflows: impl IntoIterator<Item = (u64, SimTime)>) -> Option<(
         sum += w / r;
     }
     (sum > 0.0).then(|| (total as f64 * best / (sum * sum), total))
+}
+
+/// RFC 2883 §4 / RFC 3708 §2: the first SACK block is a D-SACK when it lies
+/// below the cumulative ACK or inside the second block.
+fn dsack_block(h: &TcpHeader) -> Option<(u64, u64)> {
+    let blocks = h.sack_blocks();
+    let &(a, b) = blocks.first()?;
+    let inside_second = blocks.get(1).is_some_and(|&(s, e)| s <= a && b <= e);
+    (a < b && (b <= h.ack || inside_second)).then_some((a, b))
+}
+
+/// The lowest byte in `[a, b)` covered by neither set.
+fn first_fresh(x: &RangeSet, y: &RangeSet, a: u64, b: u64) -> Option<u64> {
+    let mut p = a;
+    while p < b {
+        let q = y.skip(x.skip(p));
+        if q == p {
+            return Some(p);
+        }
+        p = q;
+    }
+    None
 }

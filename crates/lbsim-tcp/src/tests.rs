@@ -1,12 +1,18 @@
 //! Behaviour tests of the state machines over a tiny loopback "wire": a
 //! sender→receiver pipe serialising at a fixed rate with a fixed delay, a
-//! receiver→sender pipe with the same delay, and a per-segment drop/mark
-//! rule. No network model involved.
+//! receiver→sender pipe with the same delay, a per-segment drop/mark
+//! rule, and an optional hold rule that reorders a segment behind later
+//! ones. No network model involved.
 
 use crate::header::{ECE, SYN};
 use crate::*;
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
 use std::collections::BTreeMap;
+
+/// Decides (drop, mark) for the k-th data segment sent.
+type Rule = Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)>;
+/// How many later data segments overtake the k-th one (0: none).
+type Hold = Box<dyn FnMut(usize, &TcpHeader) -> u32>;
 
 struct Wire {
     s: TcpSender,
@@ -22,11 +28,25 @@ struct Wire {
     data_sent: Vec<(u64, u32)>,
     acks: u64,
     /// decides (drop, mark) for the k-th data segment sent
-    rule: Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)>,
+    rule: Rule,
+    /// how many later data segments overtake the k-th one (0: none)
+    hold: Hold,
+    /// segments held back: (later segments still to overtake, header, ce)
+    held: Vec<(u32, TcpHeader, bool)>,
+    /// sender state after each sender event, if enabled
+    trace: Option<Vec<Snap>>,
+}
+
+/// The sender after one of its events.
+#[derive(Clone, Copy, Debug)]
+struct Snap {
+    cwnd: u64,
+    recovery: Recovery,
+    stats: SenderStats,
 }
 
 impl Wire {
-    fn new(cfg: TcpConfig, rule: Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)>) -> Wire {
+    fn new(cfg: TcpConfig, rule: Rule) -> Wire {
         Wire {
             s: TcpSender::new(cfg.clone()),
             r: TcpReceiver::new(&cfg),
@@ -40,6 +60,25 @@ impl Wire {
             data_sent: vec![],
             acks: 0,
             rule,
+            hold: Box::new(|_, _| 0),
+            held: vec![],
+            trace: None,
+        }
+    }
+
+    fn with_hold(mut self, hold: Hold) -> Wire {
+        self.hold = hold;
+        self
+    }
+
+    fn traced(mut self) -> Wire {
+        self.trace = Some(vec![]);
+        self
+    }
+
+    fn snap(&mut self) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(Snap { cwnd: self.s.cwnd(), recovery: self.s.recovery(), stats: self.s.stats });
         }
     }
 
@@ -55,13 +94,32 @@ impl Wire {
                 if drop {
                     continue;
                 }
-                (self.link_free + self.delay, mark)
+                let t = self.link_free + self.delay;
+                if h.len > 0 {
+                    let n = (self.hold)(k, &h);
+                    if n > 0 {
+                        self.held.push((n, h, mark));
+                        continue;
+                    }
+                }
+                (t, mark)
             } else {
                 self.acks += 1;
                 (self.now + self.delay, false)
             };
             self.seq += 1;
             self.q.insert((t, self.seq), (to_rcv, h, ce));
+            if to_rcv && h.len > 0 {
+                // held segments arrive right after their n-th overtaker
+                for x in self.held.iter_mut() {
+                    x.0 -= 1;
+                }
+                while let Some(i) = self.held.iter().position(|x| x.0 == 0) {
+                    let (_, hh, ce) = self.held.remove(i);
+                    self.seq += 1;
+                    self.q.insert((t, self.seq), (true, hh, ce));
+                }
+            }
         }
     }
 
@@ -85,10 +143,12 @@ impl Wire {
                     self.push_out(false, std::mem::take(&mut out));
                 } else {
                     self.s.on_segment(&h, t, &mut out);
+                    self.snap();
                     self.push_out(true, std::mem::take(&mut out));
                 }
             } else if self.s.next_wakeup() == Some(t) {
                 self.s.on_timer(t, &mut out);
+                self.snap();
                 self.push_out(true, std::mem::take(&mut out));
             } else {
                 self.r.on_timer(t, &mut out);
@@ -99,7 +159,7 @@ impl Wire {
     }
 }
 
-fn no_loss() -> Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)> {
+fn no_loss() -> Rule {
     Box::new(|_, _| (false, false))
 }
 
@@ -131,7 +191,7 @@ fn delayed_acks_halve_the_ack_count() {
     assert_eq!(w.acks, w.s.stats.segments_sent + 1);
 }
 
-fn single_drop(at: usize) -> Box<dyn FnMut(usize, &TcpHeader) -> (bool, bool)> {
+fn single_drop(at: usize) -> Rule {
     Box::new(move |k, _| (k == at, false))
 }
 
@@ -525,4 +585,287 @@ fn prr_does_not_burst_after_a_cumulative_ack_over_sacked_data() {
     w.run(1448 * 200, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 0);
     assert_eq!(w.s.stats.retransmits, 2);
+}
+
+/// Drops the first transmission of segments `first..last` (by segment
+/// index) and the `nth` transmission of segment `again`.
+fn drop_tail_and_a_retransmission(first: u64, last: u64, again: u64, nth: u32) -> Rule {
+    let mut sent: BTreeMap<u64, u32> = BTreeMap::new();
+    Box::new(move |_, h| {
+        let i = h.seq / 1448;
+        let n = sent.entry(i).or_insert(0);
+        *n += 1;
+        (((first..last).contains(&i) && *n == 1) || (i == again && *n == nth), false)
+    })
+}
+
+#[test]
+fn a_retransmission_lost_after_a_timeout_is_repaired_without_a_second_timeout() {
+    // 20 segments, the last five lost: too few SACKs follow for fast
+    // retransmit, so an RTO repairs them; the first retransmission of
+    // segment 16 is lost as well. The go-back-N pass then sends 17, 18, 19,
+    // whose SACKs show 16 lost again (RFC 6675 §5.1): no second timeout.
+    let mut w = Wire::new(TcpConfig::default(), drop_tail_and_a_retransmission(15, 20, 16, 2));
+    let t = w.run(1448 * 20, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.retransmits, 6, "five after the RTO, 16 once more: {:?}", w.s.stats);
+    assert!(t < SimTime::from_ms(15), "{t}");
+    // without SACK nothing tells the sender, and a second RTO is needed
+    let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
+    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(15, 20, 16, 2));
+    w.run(1448 * 20, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 2, "{:?}", w.s.stats);
+}
+
+#[test]
+fn a_re_retransmission_lost_in_loss_is_detected_again() {
+    // segments 15.. of the flow lost, then segment 16's first two
+    // retransmissions: with 20 segments nothing is sent after the second
+    // and it takes a second timeout; with 30, the go-back-N pass goes on
+    // and its SACKs show the second retransmission lost too
+    let rule = |segs: u64| {
+        let mut sent: BTreeMap<u64, u32> = BTreeMap::new();
+        Box::new(move |_, h: &TcpHeader| {
+            let i = h.seq / 1448;
+            let n = sent.entry(i).or_insert(0);
+            *n += 1;
+            (((15..segs).contains(&i) && *n == 1) || (i == 16 && (*n == 2 || *n == 3)), false)
+        })
+    };
+    let mut w = Wire::new(TcpConfig::default(), rule(20));
+    w.run(1448 * 20, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 2, "{:?}", w.s.stats);
+    let mut w = Wire::new(TcpConfig::default(), rule(30));
+    w.run(1448 * 30, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.retransmits, 15 + 2, "{:?}", w.s.stats);
+}
+
+/// Segments held back behind `n` later ones, by index, first transmission only.
+fn reorder(segments: &'static [u64], n: u32) -> Hold {
+    let mut seen = std::collections::BTreeSet::new();
+    Box::new(move |_, h| {
+        let i = h.seq / 1448;
+        if segments.contains(&i) && seen.insert(i) {
+            n
+        } else {
+            0
+        }
+    })
+}
+
+fn linux_cfg() -> TcpConfig {
+    TcpConfig { reordering: Reordering::LINUX, dsack: true, ..TcpConfig::default() }
+}
+
+/// The cwnd just before the first fast recovery, and the snapshots after it.
+fn around_first_recovery(trace: &[Snap]) -> (u64, &[Snap]) {
+    let i = trace.iter().position(|s| s.stats.fast_recoveries == 1).expect("a fast recovery");
+    (trace[i - 1].cwnd, &trace[i..])
+}
+
+#[test]
+fn reordering_fixed_threshold_retransmits_spuriously_and_cuts_cwnd() {
+    // segments 100 and 300 each arrive after the five that follow them
+    let mut w = Wire::new(TcpConfig::default(), no_loss()).with_hold(reorder(&[100, 300], 5)).traced();
+    w.run(1448 * 400, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.fast_recoveries, 2, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.retransmits, 2);
+    assert_eq!(w.s.stats.undos, 0);
+    assert_eq!(w.s.reordering(), 3);
+    let trace = w.trace.take().unwrap();
+    let (pre, after) = around_first_recovery(&trace);
+    let open = after.iter().find(|s| s.recovery == Recovery::Open).unwrap();
+    assert!(open.cwnd <= pre * 6 / 10, "cut from {pre} to {}", open.cwnd);
+}
+
+#[test]
+fn reordering_adaptive_undoes_the_cut_and_learns_the_degree() {
+    let mut w = Wire::new(linux_cfg(), no_loss()).with_hold(reorder(&[100, 300], 5)).traced();
+    w.run(1448 * 400, SimTime::from_ms(100));
+    let st = w.s.stats;
+    // the first reordering: one spurious fast retransmit, undone (Eifel: the
+    // ACK of the late original echoes its timestamp, older than the
+    // retransmission); the second: no fast retransmit at all
+    assert_eq!(st.fast_recoveries, 1, "{st:?}");
+    assert_eq!(st.retransmits, 1, "{st:?}");
+    assert_eq!(st.undos, 1, "{st:?}");
+    assert_eq!(st.spurious_retransmits, 1, "{st:?}");
+    assert_eq!(st.timeouts, 0);
+    assert!(w.s.reordering() >= 5, "{}", w.s.reordering());
+    let trace = w.trace.take().unwrap();
+    let (pre, after) = around_first_recovery(&trace);
+    let undone = after.iter().find(|s| s.stats.undos == 1).unwrap();
+    assert_eq!(undone.recovery, Recovery::Open);
+    assert!(undone.cwnd >= pre, "restored {} < {pre}", undone.cwnd);
+    // the timestamps alone suffice here (Eifel, RFC 3522): same without D-SACK
+    let mut cfg = linux_cfg();
+    cfg.dsack = false;
+    let mut w = Wire::new(cfg, no_loss()).with_hold(reorder(&[100, 300], 5));
+    w.run(1448 * 400, SimTime::from_ms(100));
+    assert_eq!((w.s.stats.undos, w.s.stats.fast_recoveries, w.s.stats.retransmits), (1, 1, 1), "{:?}", w.s.stats);
+}
+
+#[test]
+fn reordering_adaptive_undoes_on_dsack_when_the_original_arrives_last() {
+    // segment 100 overtaken by 150 others: its fast retransmission arrives
+    // first, so no timestamp evidence; the late original is D-SACKed
+    let mut w = Wire::new(linux_cfg(), no_loss()).with_hold(reorder(&[100], 150)).traced();
+    w.run(1448 * 400, SimTime::from_ms(100));
+    let st = w.s.stats;
+    assert_eq!(st.fast_recoveries, 1, "{st:?}");
+    assert_eq!(st.undos, 1, "{st:?}");
+    assert_eq!(st.spurious_retransmits, 1, "{st:?}");
+    assert_eq!(w.r.stats.dsacks, 1);
+    assert!(w.s.reordering() >= 50, "{}", w.s.reordering());
+    let trace = w.trace.take().unwrap();
+    let (pre, after) = around_first_recovery(&trace);
+    let undone = after.iter().find(|s| s.stats.undos == 1).unwrap();
+    assert!(undone.cwnd >= pre, "restored {} < {pre}", undone.cwnd);
+    // without D-SACK at the receiver there is no evidence: no undo
+    let mut cfg = linux_cfg();
+    cfg.dsack = false;
+    let mut w = Wire::new(cfg, no_loss()).with_hold(reorder(&[100], 150));
+    w.run(1448 * 400, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.undos, 0, "{:?}", w.s.stats);
+}
+
+#[test]
+fn real_loss_with_adaptive_reordering_is_a_fast_retransmit_without_undo() {
+    let mut w = Wire::new(linux_cfg(), single_drop(30));
+    w.run(1448 * 200, SimTime::from_ms(100));
+    let st = w.s.stats;
+    assert_eq!(st.fast_recoveries, 1, "{st:?}");
+    assert_eq!(st.retransmits, 1, "{st:?}");
+    assert_eq!(st.timeouts, 0, "{st:?}");
+    assert_eq!(st.undos, 0, "{st:?}");
+    assert_eq!(st.spurious_retransmits, 0, "{st:?}");
+    assert_eq!(w.s.reordering(), 3);
+    // and a burst of losses still needs no timeout
+    let mut w = Wire::new(linux_cfg(), Box::new(|k, _| ((300..600).contains(&k) && k % 2 == 1, false)));
+    w.run(1448 * 3000, SimTime::from_ms(500));
+    assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.undos, 0, "{:?}", w.s.stats);
+}
+
+#[test]
+fn receiver_reports_duplicates_first_with_dsack() {
+    let seg = |seq: u64| TcpHeader { seq, len: 100, flags: crate::header::ACK, ..Default::default() };
+    let cfg = TcpConfig { dsack: true, ..TcpConfig::default() };
+    let mut r = TcpReceiver::new_established(&cfg);
+    let mut out = vec![];
+    r.on_segment(&seg(0), false, SimTime(1), &mut out);
+    r.on_segment(&seg(200), false, SimTime(2), &mut out);
+    assert_eq!(out.last().unwrap().sack_blocks(), &[(200, 300)]);
+    // a duplicate below rcv_nxt (RFC 2883 §4.1.1), acknowledged at once
+    out.clear();
+    r.on_segment(&seg(0), false, SimTime(3), &mut out);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].ack, 100);
+    assert_eq!(out[0].sack_blocks(), &[(0, 100), (200, 300)]);
+    // a duplicate of out-of-order data: the D-SACK, then its block (§4.1.3)
+    r.on_segment(&seg(400), false, SimTime(4), &mut out);
+    r.on_segment(&seg(200), false, SimTime(5), &mut out);
+    assert_eq!(out.last().unwrap().sack_blocks(), &[(200, 300), (200, 300), (400, 500)]);
+    // reported once only
+    r.on_segment(&seg(600), false, SimTime(6), &mut out);
+    assert_eq!(out.last().unwrap().sack_blocks(), &[(600, 700), (200, 300), (400, 500)]);
+    // a partial duplicate: the part below rcv_nxt
+    r.on_segment(&TcpHeader { seq: 50, len: 100, flags: crate::header::ACK, ..Default::default() }, false, SimTime(7), &mut out);
+    assert_eq!(out.last().unwrap().sack_blocks()[0], (50, 100));
+    assert_eq!(r.stats.dsacks, 3);
+    // off: no D-SACK
+    let mut r = TcpReceiver::new_established(&TcpConfig::default());
+    out.clear();
+    r.on_segment(&seg(0), false, SimTime(1), &mut out);
+    r.on_segment(&seg(200), false, SimTime(2), &mut out);
+    r.on_segment(&seg(0), false, SimTime(3), &mut out);
+    assert_eq!(out.last().unwrap().sack_blocks(), &[(200, 300)]);
+    assert_eq!(r.stats.dsacks, 0);
+}
+
+/// A sender that has sent `segs` segments, all acknowledged two at a time;
+/// returns it and the time of the last ACK.
+fn grown_sender(cfg: TcpConfig, segs: u64) -> (TcpSender, SimTime) {
+    let mut s = TcpSender::new_established(cfg);
+    let mut out = vec![];
+    s.write(1448 * segs);
+    let mut t = SimTime::ZERO;
+    s.poll(t, &mut out);
+    while !s.all_acked() {
+        t += SimTime::from_us(1);
+        let ack = (s.snd_una() + 2 * 1448).min(s.snd_max());
+        s.on_segment(&TcpHeader { ack, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() }, t, &mut out);
+    }
+    (s, t)
+}
+
+#[test]
+fn restart_after_idle_halves_cwnd_once_per_rto() {
+    let cfg = TcpConfig { restart_after_idle: true, ..TcpConfig::default() };
+    let (mut s, t) = grown_sender(cfg.clone(), 300);
+    let c0 = s.cwnd();
+    assert!(c0 >= 100 * 1448, "{}", c0 / 1448);
+    let rto = s.rto();
+    // idle a little more than 3 RTOs: three halvings
+    let now = t + SimTime(3 * rto.0 + 1);
+    s.write(1448 * 1000);
+    let mut out = vec![];
+    s.poll(now, &mut out);
+    assert_eq!(s.cwnd(), c0 / 2 / 2 / 2);
+    assert_eq!(out.len() as u64, s.cwnd() / 1448);
+    assert_eq!(s.ssthresh(), u64::MAX, "max(ssthresh, 3/4 cwnd)");
+    // not below the initial window
+    let (mut s, t) = grown_sender(cfg.clone(), 30);
+    assert!(s.cwnd() / 8 < 10 * 1448 && s.cwnd() > 10 * 1448);
+    s.write(1448 * 1000);
+    s.poll(t + SimTime(3 * rto.0 + 1), &mut out);
+    assert_eq!(s.cwnd(), 10 * 1448);
+    // less than an RTO idle: unchanged
+    let (mut s, t) = grown_sender(cfg, 300);
+    s.write(1448);
+    s.poll(t + SimTime(rto.0 / 2), &mut out);
+    assert_eq!(s.cwnd(), c0);
+    // option off: unchanged
+    let (mut s, t) = grown_sender(TcpConfig::default(), 300);
+    s.write(1448 * 1000);
+    s.poll(t + SimTime(3 * rto.0 + 1), &mut out);
+    assert_eq!(s.cwnd(), c0);
+}
+
+#[test]
+fn adaptive_threshold_follows_the_reordering_seen_in_sack_and_acks() {
+    // Crafted ACKs; the NIC takes nothing, so no segment is ever
+    // retransmitted and every late arrival is reordering, not repair.
+    let run = |reordering: Reordering| {
+        let cfg = TcpConfig { reordering, ..TcpConfig::default() };
+        let mut s = TcpSender::new_established(cfg);
+        let mut out = vec![];
+        s.write(1448 * 20);
+        s.poll(SimTime(1), &mut out);
+        assert_eq!(out.len(), 10);
+        s.set_tx_budget(0);
+        let ack = |a: u64, sack: Option<(u64, u64)>| {
+            let mut h = TcpHeader { ack: a * 1448, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+            if let Some((x, y)) = sack {
+                h.sack[0] = (x * 1448, y * 1448);
+                h.n_sack = 1;
+            }
+            h
+        };
+        let mut seen = vec![];
+        s.on_segment(&ack(0, Some((2, 6))), SimTime(2), &mut out);
+        seen.push(s.reordering());
+        // segment 1 SACKed below the highest SACKed byte (6): degree 5
+        s.on_segment(&ack(0, Some((1, 6))), SimTime(3), &mut out);
+        seen.push(s.reordering());
+        // segment 0 cumulatively acknowledged, never retransmitted: degree 6
+        s.on_segment(&ack(6, None), SimTime(4), &mut out);
+        seen.push(s.reordering());
+        assert_eq!(s.stats.retransmits, 0);
+        seen
+    };
+    assert_eq!(run(Reordering::Fixed), vec![3, 3, 3]);
+    assert_eq!(run(Reordering::LINUX), vec![3, 5, 6]);
+    assert_eq!(run(Reordering::Adaptive { max_pkts: 4 }), vec![3, 4, 4], "capped");
 }
