@@ -59,7 +59,7 @@ use crate::edge_params::{self, num, FLOWLET_GAP_US, RTT};
 use crate::params::{ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
-use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, NodeKind, Payload, PktId, PortId};
+use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Payload, PktId, PortId};
 use lbsim_tcp::header::ECE;
 
 macro_rules! clove_params {
@@ -158,14 +158,7 @@ impl Clove {
             recovery,
             dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / util_tau, q_bits: 8 },
             dre: if int { vec![Dre::default(); env.topo.ports.len()] } else { vec![] },
-            fabric_port: env
-                .topo
-                .ports
-                .iter()
-                .map(|pt| {
-                    env.topo.nodes[pt.node.idx()].kind == NodeKind::Switch && env.topo.nodes[env.topo.ports[pt.peer.idx()].node.idx()].kind == NodeKind::Switch
-                })
-                .collect(),
+            fabric_port: env.topo.fabric_ports(),
             pre_congested: (0..hosts).map(|_| IdMap::default()).collect(),
             flow_rate: (0..hosts).map(|_| IdMap::default()).collect(),
             util_age,

@@ -30,7 +30,7 @@ use crate::dre::{Dre, DreParams};
 use crate::flowlet::{FlowletTable, Lookup};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use lbsim_engine::SimTime;
-use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, NodeKind, PktId, PortId, Tier, Topology};
+use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier, Topology};
 
 const fn p(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
     ParamDef { name, unit, default: DefaultValue::Num(default), help }
@@ -115,11 +115,7 @@ impl Conga {
             }
         }
         let max_up = uplinks.iter().map(|u| u.len()).max().unwrap_or(0).max(1);
-        let fabric_port = topo
-            .ports
-            .iter()
-            .map(|pt| topo.nodes[pt.node.idx()].kind == NodeKind::Switch && topo.nodes[topo.ports[pt.peer.idx()].node.idx()].kind == NodeKind::Switch)
-            .collect();
+        let fabric_port = topo.fabric_ports();
         Ok(Conga {
             dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / tau, q_bits: q as u8 },
             dre: vec![Dre::default(); topo.ports.len()],

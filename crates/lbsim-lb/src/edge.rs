@@ -582,16 +582,19 @@ impl PathUse {
         }
     }
 
-    /// A data packet of `bytes` sent on `path` (ingress ports hop by hop),
-    /// the first of a new flowlet if `new_flowlet`.
+    /// The middle-tier switches on `path` (ingress ports hop by hop).
+    #[inline]
+    fn mids<'a>(mid: &'a [bool], topo: &'a Topology, path: &'a [PortId]) -> impl Iterator<Item = usize> + 'a {
+        path.iter().map(|p| topo.ports[p.idx()].node.idx()).filter(|&n| mid[n])
+    }
+
+    /// A data packet of `bytes` sent on `path`, the first of a new flowlet
+    /// if `new_flowlet`.
     #[inline]
     pub fn record(&mut self, topo: &Topology, path: &[PortId], new_flowlet: bool, bytes: u64) {
-        for p in path {
-            let n = topo.ports[p.idx()].node.idx();
-            if self.mid[n] {
-                self.flowlets[n] += new_flowlet as u64;
-                self.bytes[n] += bytes;
-            }
+        for n in Self::mids(&self.mid, topo, path) {
+            self.flowlets[n] += new_flowlet as u64;
+            self.bytes[n] += bytes;
         }
     }
 
@@ -599,11 +602,8 @@ impl PathUse {
     pub fn record_weights(&mut self, topo: &Topology, paths: &[Vec<PortId>], weights: &[f64]) {
         self.decisions += 1;
         for (path, &w) in paths.iter().zip(weights) {
-            for p in path {
-                let n = topo.ports[p.idx()].node.idx();
-                if self.mid[n] {
-                    self.weight_sum[n] += w;
-                }
+            for n in Self::mids(&self.mid, topo, path) {
+                self.weight_sum[n] += w;
             }
         }
     }

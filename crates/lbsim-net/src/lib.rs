@@ -27,7 +27,7 @@ pub use lb::{ecmp_pick, Action, Ctx, Forward, HostRx, LoadBalancer};
 pub use packet::{LbHeader, Packet, Payload, Proto, ENCAP_DPORT};
 pub use port::{Admit, PortQueue, Threshold};
 pub use routing::Routing;
-pub use topology::{LinkSpec, NodeKind, Tier, Topology, TopologyError};
+pub use topology::{LinkSpec, NodeKind, PortPlace, Tier, Topology, TopologyError};
 
 #[cfg(test)]
 mod tests {

@@ -24,6 +24,14 @@ pub enum NodeKind {
     Switch,
 }
 
+/// Where an egress port sits (see [`Topology::port_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortPlace {
+    HostNic,
+    ToHost,
+    Fabric,
+}
+
 /// A switch's place in the fabric (schemes that act at a tier ask this).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tier {
@@ -405,6 +413,24 @@ impl Topology {
         self.nodes.iter().position(|n| n.name == name).map(|i| NodeId(i as u32))
     }
     /// Whether `port` leads from a leaf up into the fabric.
+    /// Where an egress port sits: a host's NIC, a switch port toward a
+    /// host, or a switch-to-switch (fabric) port.
+    pub fn port_place(&self, port: PortId) -> PortPlace {
+        let p = &self.ports[port.idx()];
+        if self.is_host(p.node) {
+            PortPlace::HostNic
+        } else if self.is_host(self.ports[p.peer.idx()].node) {
+            PortPlace::ToHost
+        } else {
+            PortPlace::Fabric
+        }
+    }
+
+    /// Per port, whether it is a switch-to-switch port (indexed by `PortId`).
+    pub fn fabric_ports(&self) -> Vec<bool> {
+        (0..self.ports.len()).map(|i| self.port_place(PortId(i as u32)) == PortPlace::Fabric).collect()
+    }
+
     pub fn is_uplink(&self, port: PortId) -> bool {
         let p = &self.ports[port.idx()];
         let from = &self.nodes[p.node.idx()];

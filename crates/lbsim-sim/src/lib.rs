@@ -35,7 +35,7 @@ pub use scenario::{Scenario, ScenarioError};
 
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
-use lbsim_net::{NodeKind, PortId, PortQueue, Routing, Threshold, Topology};
+use lbsim_net::{NodeKind, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
 use lbsim_workload::{poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
 use scenario::bad;
 use serde_json::{json, Value};
@@ -330,7 +330,8 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         _ => lbsim_lb::default_ecn_k_pkts(&sc.lb.scheme).map(Threshold::Packets),
     };
     let backpressure = n.host_nic.as_deref() != Some("drop_tail");
-    let fabric_only_ecn = n.ecn_ports.as_deref() == Some("fabric");
+    let ecn_ports = n.ecn_ports.as_deref().unwrap_or("switch");
+    let fabric_only_ecn = ecn_ports == "fabric";
     let host_nic_limit = match host_limit {
         Threshold::Packets(p) => p,
         Threshold::Bytes(b) => (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32,
@@ -338,15 +339,19 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     let ports: Vec<PortQueue> = topo
         .ports
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let limit = match (topo.is_host(p.node), backpressure) {
                 (true, true) => Threshold::Packets(u32::MAX),
                 (true, false) => host_limit,
                 (false, _) => sw_limit,
             };
             // only switches mark (GUIDE §4); "fabric": not toward hosts either
-            let to_host = topo.is_host(topo.ports[p.peer.idx()].node);
-            let marks = !topo.is_host(p.node) && !(fabric_only_ecn && to_host);
+            let marks = match topo.port_place(PortId(i as u32)) {
+                PortPlace::HostNic => false,
+                PortPlace::ToHost => !fabric_only_ecn,
+                PortPlace::Fabric => true,
+            };
             PortQueue::new(p.rate, p.delay, limit, if marks { ecn } else { None })
         })
         .collect();
@@ -378,8 +383,8 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     w.host_nic_limit = backpressure.then_some(host_nic_limit);
     w.mptcp_n = w.lb.mptcp_subflows();
     let ecn_desc = match ecn {
-        Some(Threshold::Packets(k)) => json!({"k_pkts": k, "ports": if fabric_only_ecn { "fabric" } else { "switch" }}),
-        Some(Threshold::Bytes(b)) => json!({"k_bytes": b, "ports": if fabric_only_ecn { "fabric" } else { "switch" }}),
+        Some(Threshold::Packets(k)) => json!({"k_pkts": k, "ports": ecn_ports}),
+        Some(Threshold::Bytes(b)) => json!({"k_bytes": b, "ports": ecn_ports}),
         None => Value::Null,
     };
     w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
@@ -581,14 +586,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     // queue drops and marks by where the port sits
     let mut at = [[0u64; 2]; 3];
     for (i, q) in w.ports.iter().enumerate() {
-        let pt = &w.topo.ports[i];
-        let k = if w.topo.is_host(pt.node) {
-            0
-        } else if w.topo.is_host(w.topo.ports[pt.peer.idx()].node) {
-            1
-        } else {
-            2
-        };
+        let k = w.topo.port_place(PortId(i as u32)) as usize; // HostNic, ToHost, Fabric: 0, 1, 2
         at[k][0] += q.stats.drops;
         at[k][1] += q.stats.ecn_marks;
     }

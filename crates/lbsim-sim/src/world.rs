@@ -918,7 +918,7 @@ impl World {
     fn maybe_free(&mut self, conn: u32) {
         let c = self.conns[conn as usize].as_ref().unwrap();
         if c.per_flow && c.flow_ends.is_empty() && c.sender.all_acked() && c.receiver.next_wakeup().is_none() {
-            add_sender_stats(&mut self.closed_stats, &c.sender.stats);
+            self.closed_stats += &c.sender.stats;
             self.conns[conn as usize] = None;
         }
     }
@@ -1063,17 +1063,17 @@ impl World {
         }
     }
 
-    /// Sender-side totals over all connections ever opened (freed ones
-    /// included through the flow records).
-    /// Sender counters summed over every connection, closed or open.
+    /// Sender counters summed over every connection, freed or open.
     pub fn sender_totals(&self) -> SenderStats {
         let mut t = self.closed_stats;
         for c in self.conns.iter().flatten() {
-            add_sender_stats(&mut t, &c.sender.stats);
+            t += &c.sender.stats;
         }
         t
     }
 
+    /// Sender-side totals over all connections ever opened (freed ones
+    /// included through the flow records).
     pub fn tcp_totals(&self) -> (u64, u64) {
         let r: u64 = self.flows.iter().map(|f| f.retransmits).sum();
         let t: u64 = self.flows.iter().map(|f| f.timeouts).sum();
@@ -1213,14 +1213,4 @@ enum Drop {
     LinkDown,
     NoRoute,
     Ttl,
-}
-
-fn add_sender_stats(t: &mut SenderStats, s: &SenderStats) {
-    t.segments_sent += s.segments_sent;
-    t.retransmits += s.retransmits;
-    t.fast_recoveries += s.fast_recoveries;
-    t.timeouts += s.timeouts;
-    t.ecn_reductions += s.ecn_reductions;
-    t.spurious_retransmits += s.spurious_retransmits;
-    t.undos += s.undos;
 }

@@ -99,6 +99,13 @@ link_samplers = ["L1->H*", "S*->L1"]
 utilization_window_ms = 10
 "#;
 
+/// [`TESTBED`] with `flows` Poisson web-search flows from the first leaf's
+/// hosts to the second's at `load`.
+fn web_search(load: f64, flows: u32) -> String {
+    TESTBED
+        .replace("kind = \"flow_list\"", &format!("kind = \"poisson\"\ncdf = \"websearch\"\nsrc_racks = [0]\ndst_racks = [1]\nload = {load}\nflows = {flows}"))
+}
+
 /// Bytes the sampled links whose names start with `prefix` sent in each
 /// 10 ms window ending in (from, to] ms.
 fn window_bytes<'a>(out: &'a RunOutput, prefix: &'a str, from: f64, to: f64) -> impl Iterator<Item = u64> + 'a {
@@ -152,7 +159,7 @@ fn two_colliding_long_flows_are_separated_by_edge_flowlet_and_both_clove_variant
 
 #[test]
 fn clove_ecn_beats_ecmp_on_the_asymmetric_clove_fabric() {
-    let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\ncdf = \"websearch\"\nsrc_racks = [0]\ndst_racks = [1]\nload = 0.6\nflows = 2000");
+    let text = web_search(0.6, 2000);
     let go = |scheme: &str| {
         run_ok(
             &text,
@@ -185,7 +192,7 @@ fn clove_ecn_weights_move_flowlets_and_bytes_off_the_degraded_spine() {
     // of the data via S1; one that ignores congestion sends half its
     // flowlets there. 50 % load, Clove's RTT stated as 100 us (CONGA §1:
     // ~100 us datacenter RTTs), switches mark on fabric ports only.
-    let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\ncdf = \"websearch\"\nsrc_racks = [0]\ndst_racks = [1]\nload = 0.5\nflows = 2000");
+    let text = web_search(0.5, 2000);
     let go = |scheme: &str| {
         run_ok(
             &text,
@@ -288,7 +295,7 @@ fn presto_reassembly_hides_reordering_from_tcp_in_a_symmetric_fabric() {
     // any retransmission would be a spurious one caused by reordering. (With
     // 250 packets the persistent connections' TSO bursts overflow the ToR
     // ports toward the receivers now that host NICs no longer mark.)
-    let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\ncdf = \"websearch\"\nsrc_racks = [0]\ndst_racks = [1]\nload = 0.4\nflows = 1000");
+    let text = web_search(0.4, 1000);
     let args = |scheme: &str| {
         s(&[&format!("lb.scheme={scheme}"), "transport.cc=dctcp", "network.ecn_k_pkts=65", "network.buffer_pkts=1000", "transport.connections=persistent"])
     };

@@ -107,6 +107,19 @@ pub struct SenderStats {
     pub undos: u64,
 }
 
+impl std::ops::AddAssign<&SenderStats> for SenderStats {
+    fn add_assign(&mut self, o: &SenderStats) {
+        let SenderStats { segments_sent, retransmits, fast_recoveries, timeouts, ecn_reductions, spurious_retransmits, undos } = *o;
+        self.segments_sent += segments_sent;
+        self.retransmits += retransmits;
+        self.fast_recoveries += fast_recoveries;
+        self.timeouts += timeouts;
+        self.ecn_reductions += ecn_reductions;
+        self.spurious_retransmits += spurious_retransmits;
+        self.undos += undos;
+    }
+}
+
 /// What an undo (RFC 4015) restores, and the evidence gathered so far.
 #[derive(Clone, Copy, Debug)]
 struct Undo {
