@@ -622,6 +622,8 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "ecn_reductions": st.ecn_reductions,
             "reordering": sc.transport.reordering,
             "restart_after_idle": sc.transport.restart_after_idle,
+            "rto_ssthresh": sc.transport.rto_ssthresh,
+            "prr_bound": sc.transport.prr_bound,
         },
         "workload": workload,
         "flows": {"total": w.flows.len(), "completed": completed, "unfinished": w.flows.len() - completed},

@@ -34,7 +34,7 @@ use lbsim_engine::{BitsPerSec, SimTime};
 use lbsim_lb::Value;
 use lbsim_net::topology::{self, Clos3, ExplicitLink, ExplicitNode, LeafSpine, LinkSpec};
 use lbsim_net::Topology;
-use lbsim_tcp::{CongestionControl, Reordering, TcpConfig};
+use lbsim_tcp::{CongestionControl, PrrBound, Reordering, RtoSsthresh, TcpConfig};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -256,6 +256,14 @@ pub struct TransportCfg {
     /// congestion to it (Clove §3.2: "relays ECN to the sending VM,
     /// triggering it to throttle back"). `ecn = true` implies it.
     pub ece_response: bool,
+    /// What a retransmission timeout halves into ssthresh: "flight_size"
+    /// (RFC 5681 eq. 4, held on repeated timeouts; Linux-like) or "pipe"
+    /// (ns-3 3.44: the RFC 6675 pipe before the timeout, SACKed and lost
+    /// bytes excluded, recomputed on every timeout).
+    pub rto_ssthresh: String,
+    /// PRR reduction bound (RFC 6937 §3): "ssrb" (slow-start bound, the
+    /// RFC's recommendation, Linux) or "crb" (conservative, ns-3 3.44).
+    pub prr_bound: String,
     /// "per_flow": a new connection (with handshake) per flow;
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the start, flows queued on the least-loaded one.
@@ -286,6 +294,8 @@ impl Default for TransportCfg {
             dsack: None,
             restart_after_idle: false,
             ece_response: false,
+            rto_ssthresh: s("flight_size"),
+            prr_bound: s("ssrb"),
             connections: s("per_flow"),
             connections_per_pair: 3,
         }
@@ -605,6 +615,12 @@ impl Scenario {
         if !["fixed", "linux"].contains(&t.reordering.as_str()) {
             return Err(bad("transport.reordering", format!("must be \"fixed\" or \"linux\", got {:?}", t.reordering)));
         }
+        if !["flight_size", "pipe"].contains(&t.rto_ssthresh.as_str()) {
+            return Err(bad("transport.rto_ssthresh", format!("must be \"flight_size\" or \"pipe\", got {:?}", t.rto_ssthresh)));
+        }
+        if !["ssrb", "crb"].contains(&t.prr_bound.as_str()) {
+            return Err(bad("transport.prr_bound", format!("must be \"ssrb\" or \"crb\", got {:?}", t.prr_bound)));
+        }
         if t.dsack == Some(true) && !t.sack {
             return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
         }
@@ -773,6 +789,8 @@ impl Scenario {
             restart_after_idle: t.restart_after_idle,
             reordering: if t.reordering == "linux" { Reordering::LINUX } else { Reordering::Fixed },
             dsack: t.dsack.unwrap_or(t.reordering == "linux"),
+            rto_ssthresh: if t.rto_ssthresh == "pipe" { RtoSsthresh::Pipe } else { RtoSsthresh::FlightSize },
+            prr_bound: if t.prr_bound == "crb" { PrrBound::Crb } else { PrrBound::Ssrb },
         }
     }
 

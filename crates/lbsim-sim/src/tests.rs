@@ -302,3 +302,29 @@ fn malformed_scenarios_fail_with_the_field_named() {
     let unk = e(&["workload.lod=0.3"]);
     assert!(unk.to_string().contains("lod"), "{unk}");
 }
+
+/// ns-3 3.44 (../shared/bench/ns3_b1.py, tc FIFO 250p + 1p device queue) on
+/// B1's fabric and TCP, run on 2026-11-23 for these flow lists: per-flow FCT
+/// in µs and total drops. lbsim (B1's example, host jitter off, the only
+/// randomness ns-3 lacks) must agree where the outcome is not chaotic:
+/// one flow's slow-start overshoot at its own NIC, and a second flow
+/// joining it.
+#[test]
+fn b1_tiny_cases_agree_with_ns3() {
+    let b1 = include_str!("../../../examples/b1.toml");
+    let cases: [(&str, &[(u32, u32, u64, f64)], &[f64], u64); 2] = [
+        ("b1-one", &[(0, 16, 5_000_000, 0.0)], &[4164.671], 131),
+        ("b1-two", &[(0, 16, 3_000_000, 0.0), (0, 17, 3_000_000, 300.0)], &[2589.847, 4697.222], 128),
+    ];
+    for (name, rows, ns3_fct_us, ns3_drops) in cases {
+        let file = flow_file(name, rows);
+        let out = run_ok(b1, &["workload.kind=\"flow_list\"", &format!("workload.flow_list=\"{file}\""), "network.host_jitter_ns=0"]);
+        for (i, (f, ns3)) in out.flows.iter().zip(ns3_fct_us).enumerate() {
+            let fct = f.fct().unwrap().as_secs_f64() * 1e6;
+            assert!((fct / ns3 - 1.0).abs() < 0.01, "{name}: flow {i} FCT {fct:.1} µs, ns-3 {ns3} µs");
+        }
+        let drops = out.summary["network"]["drops"]["total"].as_u64().unwrap();
+        assert!(drops.abs_diff(ns3_drops) <= 3, "{name}: {drops} drops, ns-3 {ns3_drops}");
+        assert_eq!(out.summary["network"]["drops"]["queue_at"]["host_nic"].as_u64().unwrap(), drops, "{name}: all at the sender's NIC");
+    }
+}

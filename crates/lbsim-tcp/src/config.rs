@@ -37,6 +37,34 @@ impl Reordering {
     pub const LINUX: Reordering = Reordering::Adaptive { max_pkts: 300 };
 }
 
+/// The window a retransmission timeout halves into ssthresh.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RtoSsthresh {
+    /// RFC 5681 §3.1 eq. (4): FlightSize / 2 (bytes sent and not
+    /// cumulatively acknowledged), held on a repeated timeout of the same
+    /// episode ("the value of ssthresh is held constant").
+    #[default]
+    FlightSize,
+    /// ns-3 (`TcpSocketBase::ReTxTimeout`, 3.44): the RFC 6675 pipe just
+    /// before the timeout (SACKed and lost-marked bytes excluded) / 2,
+    /// recomputed on every timeout. After a failed recovery the pipe is far
+    /// below FlightSize, so the restart is gentler.
+    Pipe,
+}
+
+/// PRR's bound once the pipe is at or below ssthresh (RFC 6937 §3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PrrBound {
+    /// Slow-start reduction bound: up to one MSS more than delivered per ACK
+    /// (RFC 6937's recommendation; Linux when snd_una advances).
+    #[default]
+    Ssrb,
+    /// Conservative reduction bound: never more than delivered (ns-3 3.44's
+    /// default; it adds the MSS only when a retransmission is acked, which
+    /// this does not model).
+    Crb,
+}
+
 #[derive(Clone, Debug)]
 pub struct TcpConfig {
     /// Maximum segment size: payload bytes per full segment.
@@ -91,6 +119,10 @@ pub struct TcpConfig {
     /// by default (ns-3 has none); `Reordering::Adaptive` needs it for its
     /// D-SACK undo (the timestamp undo works without it).
     pub dsack: bool,
+    /// What a retransmission timeout halves into ssthresh.
+    pub rto_ssthresh: RtoSsthresh,
+    /// PRR's reduction bound.
+    pub prr_bound: PrrBound,
 }
 
 impl Default for TcpConfig {
@@ -115,6 +147,8 @@ impl Default for TcpConfig {
             restart_after_idle: false,
             reordering: Reordering::Fixed,
             dsack: false,
+            rto_ssthresh: RtoSsthresh::FlightSize,
+            prr_bound: PrrBound::Ssrb,
         }
     }
 }

@@ -27,6 +27,11 @@
 //!   (tracked like HighRxt, with the pass position at the time of each
 //!   re-retransmission, so these too can be declared lost again) and leave
 //!   `pipe`, so a retransmission lost during Loss costs no second timeout.
+//!   The timeout sets ssthresh = FlightSize/2 once per episode (RFC 5681
+//!   eq. 4) or, with `RtoSsthresh::Pipe`, pipe/2 on every timeout as ns-3
+//!   3.44 does; PRR's bound is SSRB or, with `PrrBound::Crb`, CRB (ns-3).
+//!   Both ns-3 rules together explain most of B1's drop excess over ns-3
+//!   (bench/README.md).
 //!
 //! Duplicate-ACK threshold (`reordering`): `Fixed` keeps DupThresh =
 //! `dupack_threshold`. `Adaptive` follows Linux before RACK
@@ -65,7 +70,7 @@
 //! RTT is measured with timestamps (RFC 7323 §4) on every ACK that
 //! acknowledges new data; the RTO follows RFC 6298 with exponential backoff.
 
-use crate::config::{CongestionControl, TcpConfig};
+use crate::config::{CongestionControl, PrrBound, RtoSsthresh, TcpConfig};
 use crate::header::{TcpHeader, ACK, CWR, SYN};
 use crate::ranges::RangeSet;
 use crate::rtt::RttEstimator;
@@ -599,9 +604,14 @@ impl TcpSender {
                     // Linux (`tcp_enter_loss`): a timeout resets DupThresh
                     self.reordering = self.reordering.min(self.cfg.dupack_threshold);
                 }
-                // RFC 5681 §3.1 eq. (4), once per loss episode; cwnd = LW = 1 MSS.
-                if !matches!(self.recovery, Recovery::Loss { .. }) {
-                    self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
+                // RFC 5681 §3.1 eq. (4), once per loss episode (or ns-3's
+                // pipe, on every timeout); cwnd = LW = 1 MSS.
+                match self.cfg.rto_ssthresh {
+                    RtoSsthresh::FlightSize if !matches!(self.recovery, Recovery::Loss { .. }) => {
+                        self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
+                    }
+                    RtoSsthresh::FlightSize => {}
+                    RtoSsthresh::Pipe => self.ssthresh = (self.pipe() / 2).max(2 * mss),
                 }
                 self.cwnd = mss;
                 self.ca_acc = 0;
@@ -1030,8 +1040,9 @@ impl TcpSender {
             let target = (self.prr_delivered as u128 * self.ssthresh as u128).div_ceil(self.recover_fs.max(1) as u128) as u64;
             target.saturating_sub(self.prr_out)
         } else {
-            // slow-start reduction bound (PRR-SSRB)
-            let limit = (self.prr_delivered.saturating_sub(self.prr_out)).max(delivered) + mss;
+            // slow-start (PRR-SSRB) or conservative (PRR-CRB) reduction bound
+            let extra = if self.cfg.prr_bound == PrrBound::Ssrb { mss } else { 0 };
+            let limit = (self.prr_delivered.saturating_sub(self.prr_out)).max(delivered) + extra;
             (self.ssthresh - pipe).min(limit)
         };
         self.cwnd = pipe + sndcnt;

@@ -869,3 +869,66 @@ fn adaptive_threshold_follows_the_reordering_seen_in_sack_and_acks() {
     assert_eq!(run(Reordering::LINUX), vec![3, 5, 6]);
     assert_eq!(run(Reordering::Adaptive { max_pkts: 4 }), vec![3, 4, 4], "capped");
 }
+
+#[test]
+fn rto_ssthresh_halves_flight_size_once_or_pipe_every_time() {
+    // ten segments out, segments 8 and 9 SACKed (too few to deem 0 lost),
+    // then two timeouts in a row
+    let run = |rto_ssthresh: RtoSsthresh| {
+        let cfg = TcpConfig { rto_ssthresh, ..TcpConfig::default() };
+        let mut s = TcpSender::new_established(cfg);
+        let mut out = vec![];
+        s.write(1448 * 40);
+        s.poll(SimTime::ZERO, &mut out);
+        assert_eq!(out.len(), 10);
+        let mut h = TcpHeader { ack: 0, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+        h.sack[0] = (8 * 1448, 10 * 1448);
+        h.n_sack = 1;
+        s.on_segment(&h, SimTime::from_us(20), &mut out);
+        assert_eq!(s.recovery(), Recovery::Open);
+        let mut th = vec![];
+        for _ in 0..2 {
+            let t = s.next_wakeup().unwrap();
+            s.on_timer(t, &mut out);
+            th.push(s.ssthresh() / 1448);
+        }
+        th
+    };
+    // The SACK shrank the pipe, so two new segments went out (RFC 6675):
+    // 12 sent, 2 SACKed. RFC 5681: FlightSize (12 segments) / 2, held on
+    // the repeated timeout.
+    assert_eq!(run(RtoSsthresh::FlightSize), vec![6, 6]);
+    // ns-3: pipe (10 un-SACKed segments) / 2, then the one retransmission
+    // in flight / 2, floored at 2 segments
+    assert_eq!(run(RtoSsthresh::Pipe), vec![5, 2]);
+}
+
+#[test]
+fn prr_conservative_bound_recovers_a_burst_more_slowly_than_slow_start_bound() {
+    // every other segment of 10..50 lost: the pipe falls below ssthresh, where
+    // SSRB sends one MSS more than delivered per ACK and CRB only what was
+    // delivered, so CRB sends less while it repairs the burst
+    let run = |prr_bound: PrrBound| {
+        let cfg = TcpConfig { prr_bound, init_cwnd_pkts: 30, ..TcpConfig::default() };
+        let mut sent: BTreeMap<u64, u32> = BTreeMap::new();
+        let rule: Rule = Box::new(move |_, h| {
+            let i = h.seq / 1448;
+            let n = sent.entry(i).or_insert(0);
+            *n += 1;
+            ((10..50).contains(&i) && i % 2 == 0 && *n == 1, false)
+        });
+        let mut w = Wire::new(cfg, rule).traced();
+        w.run(1448 * 200, SimTime::from_ms(100));
+        assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
+        assert_eq!(w.s.stats.retransmits, 20, "{:?}", w.s.stats);
+        let trace = w.trace.unwrap();
+        let first = trace.iter().position(|x| matches!(x.recovery, Recovery::Fast { .. })).unwrap();
+        let events = trace[first..].iter().position(|x| x.recovery == Recovery::Open).unwrap();
+        // sent before the ACK that ends recovery (that one resets cwnd to ssthresh)
+        let sent = trace[first + events - 1].stats.segments_sent - trace[first].stats.segments_sent;
+        (events, sent)
+    };
+    let (ssrb, crb) = (run(PrrBound::Ssrb), run(PrrBound::Crb));
+    assert_eq!(crb.0, ssrb.0, "the same ACKs arrive in recovery");
+    assert!(crb.1 < ssrb.1, "(ACKs, segments sent) in recovery: CRB {crb:?} vs SSRB {ssrb:?}");
+}
