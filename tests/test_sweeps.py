@@ -116,3 +116,87 @@ def test_quick_reproduction_runs_end_to_end(tmp_path, name):
     # the claims table has our numbers
     rows = [l for l in report.splitlines() if l.startswith("| ") and "paper's claim" not in l and "---" not in l]
     assert rows and any(r.split("|")[4].strip() not in ("n/a", "") for r in rows), report
+
+
+def test_exclusions_bound_overload_and_per_seed_claims(tmp_path):
+    """[[exclude]] drops points; a figure's bound is drawn from its own
+    selection; a claim at an overloaded point is not compared; every other
+    claim lists its per-seed values."""
+    import json
+
+    from lbsim.experiments.analysis import Runs, evaluate
+    from lbsim.experiments.report import fragment
+
+    text = TINY.read_text().replace("flows = 400", "flows = 150").split("[axes]")[0] + """
+[axes]
+fabric = ["normal", "fast"]
+scheme = ["ecmp", "conga"]
+load = [0.3, 0.6]
+seed = [1, 2]
+
+[keys]
+scheme = "lb.scheme"
+load = "workload.load"
+seed = "seed"
+
+[options.fabric.normal]
+[options.fabric.fast]
+"topology.fabric_rate_gbps" = 400
+"workload.capacity_gbps" = 80
+
+[[exclude]]
+fabric = "fast"
+scheme = ["conga"]
+
+[[overload]]
+x = "load"
+above = 0.5
+why = "test"
+
+[[figure]]
+id = "a"
+kind = "line"
+where = { fabric = "normal" }
+bound = { where = { fabric = "fast", scheme = "ecmp" }, label = "bound" }
+x = "load"
+stat = "fct_us.mean"
+
+[[claim]]
+figure = "a"
+quote = "below overload"
+where = { fabric = "normal", load = 0.3 }
+a = { scheme = "ecmp" }
+b = { scheme = "conga" }
+paper = 1.1
+
+[[claim]]
+figure = "a"
+quote = "at overload"
+where = { fabric = "normal", load = 0.6 }
+a = { scheme = "ecmp" }
+b = { scheme = "conga" }
+paper = 1.1
+"""
+    f = tmp_path / "ex.toml"
+    f.write_text(text)
+    sw = load(f)
+    assert len(sw.points) == 12  # 16 less the 4 of conga on the fast fabric
+    assert not [p for p in sw.points if p.axes["fabric"] == "fast" and p.axes["scheme"] == "conga"]
+    run_sweep(sw, tmp_path / "root", workers=2, quiet=True)
+    runs = Runs(sw, tmp_path / "root")
+    below, over = (evaluate(runs, c) for c in sw.spec["claim"])
+
+    def fct(**axes):
+        (p,) = [p for p in sw.points if p.axes == {**axes}]
+        return json.loads((runs.dir / p.hash / "summary.json").read_text())["fct_us"]["mean"]
+
+    want = [fct(fabric="normal", scheme="ecmp", load=0.3, seed=s) / fct(fabric="normal", scheme="conga", load=0.3, seed=s) for s in (1, 2)]
+    assert below["per_seed"] == pytest.approx(want)
+    assert min(want) <= below["ours"] <= max(want) or abs(below["ours"] - sum(want) / 2) < 0.2
+    assert over["verdict"].startswith("not compared: overload") and over["per_seed"] == []
+    md = fragment(sw, tmp_path / "root", tmp_path / "figs", "figs")
+    assert "per seed" in md and "not compared: overload" in md
+    table = pd.read_csv(tmp_path / "figs" / "tiny_a.csv")
+    bound = table[table.series == "bound"]
+    assert len(bound) == 2
+    assert bound.value.iloc[0] == pytest.approx((fct(fabric="fast", scheme="ecmp", load=0.3, seed=1) + fct(fabric="fast", scheme="ecmp", load=0.3, seed=2)) / 2)

@@ -128,6 +128,31 @@ class Runs:
         return self.dir / p.hash
 
 
+# ---------------------------------------------------------------- overload
+
+def overload_specs(spec: dict) -> list[dict]:
+    """The sweep's ``[[overload]]`` entries: where = {axes}, x = axis,
+    above = value, why = text. A point matching ``where`` whose ``x`` value
+    is above ``above`` offers more than the capacity left: every scheme's
+    queues grow over the whole run, so its numbers are marked and no ratio
+    is quoted there."""
+    return spec.get("overload", [])
+
+
+def _matches(where: dict, axes: dict) -> bool:
+    return all(k not in axes or axes[k] == v or (isinstance(v, float) and abs(float(axes[k]) - v) < 1e-9) for k, v in where.items())
+
+
+def overloaded(spec: dict, axes: dict) -> Optional[dict]:
+    """The overload entry that covers a point (or a figure's/claim's
+    selection), if any."""
+    for o in overload_specs(spec):
+        x = axes.get(o.get("x", "load"))
+        if x is not None and float(x) > float(o["above"]) + 1e-9 and _matches(o.get("where", {}), axes):
+            return o
+    return None
+
+
 # ---------------------------------------------------------------- figures
 
 def _series_values(runs: Runs, fig: dict, series_axis: str) -> list:
@@ -178,6 +203,23 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
                 rows.append({"series": s, x_axis: x, "value": m / d * scale, "min": mn / d * scale, "max": mx / d * scale, "runs": n})
             if xs:
                 ax.errorbar(xs, ys, yerr=[np.array(ys) - lo, np.array(hi) - ys], marker="o", ms=3, capsize=2, label=_label(fig, s))
+        bound = fig.get("bound")
+        if bound:
+            bw = bound["where"]
+            xs, ys = [], []
+            for x in xs_all:
+                m, _, _, n = runs.mean_stat({**bw, x_axis: x}, stat)
+                if n:
+                    xs.append(x)
+                    ys.append(m * scale)
+                    rows.append({"series": bound["label"], x_axis: x, "value": m * scale, "min": math.nan, "max": math.nan, "runs": n})
+            if xs:
+                ax.plot(xs, ys, "k--", lw=1, label=bound["label"])
+        for o in overload_specs(runs.sw.spec):
+            if o.get("x", "load") == x_axis and _matches(o.get("where", {}), where) and all(k in where for k in o.get("where", {})):
+                hi_x = max(xs_all) if xs_all else float(o["above"])
+                ax.axvspan(float(o["above"]), hi_x + 0.05, color="0.85", zorder=0)
+                ax.text(float(o["above"]), ax.get_ylim()[1], " overload", va="top", fontsize=7, color="0.3")
         ax.set_xlabel(fig.get("xlabel", x_axis))
         if fig.get("logy"):
             ax.set_yscale("log")
@@ -239,9 +281,26 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     where = claim.get("where", {})
     stat = claim.get("stat", "fct_us.mean")
     kind = claim.get("kind", "ratio")
+    o = overloaded(runs.sw.spec, where)
+    if o is not None:
+        return {"ours": math.nan, "paper": claim.get("paper"), "per_seed": [],
+                "verdict": "not compared: overload (" + o.get("why", "offered load above capacity") + ")"}
 
     def m(sel: dict) -> float:
         return runs.mean_stat({**where, **sel}, stat)[0]
+
+    seeds = sorted({p.axes["seed"] for p in runs.select(where) if "seed" in p.axes})
+    per_seed = []
+    for sd in seeds:
+        def ms(sel: dict, sd=sd) -> float:
+            return runs.mean_stat({**where, **sel, "seed": sd}, stat)[0]
+        if kind == "ratio":
+            per_seed.append(ms(claim["a"]) / ms(claim["b"]))
+        elif kind == "gain_captured":
+            b_, x_, best_ = ms(claim["base"]), ms(claim["x"]), ms(claim["best"])
+            per_seed.append((b_ - x_) / (b_ - best_) if b_ != best_ else math.nan)
+        elif kind == "value":
+            per_seed.append(ms(claim["a"]))
 
     if kind == "ratio":
         ours = m(claim["a"]) / m(claim["b"])
@@ -274,4 +333,4 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         ok = ours > pivot if expect == "greater" else ours < pivot
         verdict = "agrees (direction)" if ok else "disagrees"
         paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"
-    return {"ours": ours, "paper": paper, "verdict": verdict}
+    return {"ours": ours, "paper": paper, "verdict": verdict, "per_seed": per_seed}

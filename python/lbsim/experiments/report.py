@@ -61,11 +61,12 @@ def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
             lines.append("")
     claims = sw.spec.get("claim", [])
     if claims and runs.points:
-        lines += ["| figure | paper's claim | paper | ours | verdict |", "|---|---|---|---|---|"]
+        lines += ["| figure | paper's claim | paper | ours (mean of seeds) | per seed | verdict |", "|---|---|---|---|---|---|"]
         for c in claims:
             r = evaluate(runs, c)
             quote = c["quote"].replace("|", "/")
-            lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {r['verdict']} |")
+            seeds = ", ".join(_fmt(v) for v in r["per_seed"]) or "–"
+            lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {seeds} | {r['verdict']} |")
         lines.append("")
     if e.get("notes"):
         lines += ["*Where we differ and why:* " + e["notes"].strip(), ""]
@@ -82,7 +83,13 @@ the way the paper states them (e.g. "ECMP FCT / Clove-ECN FCT = 3" for "3x
 better"). Verdict: *agrees* when our effect (a ratio's distance from 1, or
 the value itself) has the paper's sign and is within a factor of two of the
 paper's; *same direction, different size* otherwise if the sign matches;
-*disagrees* when it does not. Numbers are means over the seeds run.
+*disagrees* when it does not. Numbers are means over the seeds run; the
+per-seed column gives the same statistic for each seed alone (its spread is
+the uncertainty of the mean). Shaded loads in a figure offer more than the
+capacity left after a failure: every scheme's queues grow for the whole
+run there, and no ratio is quoted. A dashed line, where drawn, is ECMP on
+the same fabric with 10x faster switch-to-switch links: what no load
+balancer can beat, since the fabric no longer queues.
 
 """
 

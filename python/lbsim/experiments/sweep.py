@@ -21,6 +21,9 @@ swept, how axis values map to scenario keys, conditional overrides, a
     [[rule]]                    # overrides when several axes match
     match = { scheme = "presto", fabric = "asymmetric" }
     set = { "lb.params.weights" = "topology" }
+    [[exclude]]                 # points not run: every key matches (a list: any of)
+    fabric = "infinite"
+    scheme = ["conga", "clove_ecn"]
     [quick]                     # --quick: replaced axes and extra overrides
     axes = { load = [0.5], seed = [1] }
     set = { "workload.flows" = 1000 }
@@ -138,10 +141,17 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         for v in vals:
             if str(v) not in options.get(a, {}) and a not in keys:
                 raise SweepError(f"{p}: axis {a} value {v!r} has no [options.{a}.{v}] and no [keys].{a}")
+    excludes = spec.get("exclude", [])
+    for i, ex in enumerate(excludes):
+        for k in ex:
+            if k not in axes:
+                raise SweepError(f"{p}: [[exclude]] #{i + 1}: {k} is not an axis")
     sw = Sweep(name=name, path=p, spec=spec, quick=quick)
     names = list(axes)
     for combo in itertools.product(*(axes[a] for a in names)):
         pt = dict(zip(names, combo))
+        if any(all(pt[k] in (v if isinstance(v, list) else [v]) for k, v in ex.items()) for ex in excludes):
+            continue
         sc = copy.deepcopy(spec["base"])
         for a, v in pt.items():
             opt = options.get(a, {}).get(str(v))
