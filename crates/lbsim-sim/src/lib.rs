@@ -465,6 +465,9 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     }
     w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
     w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
+    if !m.flowlet_gaps_us.is_empty() {
+        w.flowlet_obs = Some(metrics::FlowletObserver::new(m.flowlet_gaps_us.iter().map(|&g| SimTime::from_us_f64(g)).collect()));
+    }
 
     let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
@@ -654,6 +657,9 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "wall_s": run_s,
         "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
     });
+    if let Some(obs) = &w.flowlet_obs {
+        s["flowlets_observed"] = obs.summary();
+    }
     if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
         // flowlets of both directions (ACK flows too, where a scheme splits them)
         s["scheme"]["flowlets_per_flow"] = json!(fl / w.flows.len() as f64);

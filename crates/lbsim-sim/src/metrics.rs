@@ -9,6 +9,7 @@ use lbsim_engine::{Bytes, SimTime};
 use lbsim_net::{PortId, Routing, Topology};
 use lbsim_tcp::TcpConfig;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 pub struct FlowRecord {
@@ -209,5 +210,77 @@ mod tests {
         assert_eq!(b[1]["completed"], 1);
         assert_eq!(b[2]["bucket"], ">10MB");
         assert_eq!(b[2]["unfinished"], 1);
+    }
+}
+
+/// Flowlet sizes as a packet trace at the senders' NICs would show them
+/// (CONGA §2.6, Fig. 5): per TCP connection (5-tuple) and direction, data
+/// bytes leaving the host are grouped into flowlets separated by idle gaps
+/// longer than each configured gap, timed by when the last bit of each
+/// segment leaves the NIC. Independent of any scheme's own flowlet table.
+#[derive(Debug, Default)]
+pub struct FlowletObserver {
+    pub gaps: Vec<SimTime>,
+    /// per (connection, gap): last departure and bytes of the open flowlet
+    open: HashMap<u32, Vec<(SimTime, u64)>>,
+    /// per gap: sizes of closed flowlets, bytes
+    sizes: Vec<Vec<u64>>,
+}
+
+impl FlowletObserver {
+    pub fn new(gaps: Vec<SimTime>) -> FlowletObserver {
+        let n = gaps.len();
+        FlowletObserver { gaps, open: HashMap::new(), sizes: vec![Vec::new(); n] }
+    }
+
+    /// A data segment of connection `conn` (one per direction of data) left
+    /// its host's NIC at `t` carrying `bytes`.
+    pub fn segment(&mut self, conn: u32, t: SimTime, bytes: u64) {
+        let n = self.gaps.len();
+        let st = self.open.entry(conn).or_insert_with(|| vec![(SimTime::ZERO, 0); n]);
+        for (i, (last, acc)) in st.iter_mut().enumerate() {
+            if *acc > 0 && t > *last + self.gaps[i] {
+                self.sizes[i].push(*acc);
+                *acc = 0;
+            }
+            *last = t;
+            *acc += bytes;
+        }
+    }
+
+    /// Per gap: flowlet count and the byte-weighted quantiles of flowlet
+    /// size ("x % of the bytes are in flowlets smaller than ...", Fig. 5).
+    pub fn summary(&self) -> Value {
+        let mut sizes = self.sizes.clone();
+        for st in self.open.values() {
+            for (i, &(_, acc)) in st.iter().enumerate() {
+                if acc > 0 {
+                    sizes[i].push(acc);
+                }
+            }
+        }
+        let rows: Vec<Value> = self
+            .gaps
+            .iter()
+            .zip(sizes.iter_mut())
+            .map(|(g, v)| {
+                v.sort_unstable();
+                let total: u64 = v.iter().sum();
+                let q = |f: f64| {
+                    let target = f * total as f64;
+                    let mut c = 0u64;
+                    for &x in v.iter() {
+                        c += x;
+                        if c as f64 >= target {
+                            return x;
+                        }
+                    }
+                    0
+                };
+                json!({"gap_us": g.as_secs_f64() * 1e6, "flowlets": v.len(), "bytes": total,
+                       "bytes_weighted_p10": q(0.1), "bytes_weighted_p50": q(0.5), "bytes_weighted_p90": q(0.9)})
+            })
+            .collect();
+        json!(rows)
     }
 }

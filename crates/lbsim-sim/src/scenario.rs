@@ -445,6 +445,11 @@ pub struct MetricsCfg {
     /// Ports to sample queue length on.
     pub queue_samplers: Vec<String>,
     pub queue_sample_interval_us: f64,
+    /// Idle gaps (µs) at which to cut each connection's data into flowlets
+    /// as seen at the sender's NIC, as CONGA §2.6 measured a production
+    /// trace (Fig. 5); the summary's `flowlets_observed` gives, per gap, the
+    /// byte-weighted quantiles of flowlet size. Empty: not measured.
+    pub flowlet_gaps_us: Vec<f64>,
 }
 
 impl Default for MetricsCfg {
@@ -455,6 +460,7 @@ impl Default for MetricsCfg {
             utilization_window_ms: 10.0,
             queue_samplers: vec![],
             queue_sample_interval_us: 100.0,
+            flowlet_gaps_us: vec![],
         }
     }
 }
@@ -685,6 +691,12 @@ impl Scenario {
         }
         pos("metrics.utilization_window_ms", self.metrics.utilization_window_ms)?;
         pos("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
+        for (i, g) in self.metrics.flowlet_gaps_us.iter().enumerate() {
+            pos(&format!("metrics.flowlet_gaps_us[{i}]"), *g)?;
+            if SimTime::from_us_f64(*g) == SimTime::ZERO {
+                return Err(bad(format!("metrics.flowlet_gaps_us[{i}]"), format!("{g} µs is below the 1 ps clock resolution")));
+            }
+        }
         if self.metrics.size_buckets_bytes.windows(2).any(|w| w[1] <= w[0]) {
             return Err(bad("metrics.size_buckets_bytes", "must be strictly increasing"));
         }

@@ -328,3 +328,25 @@ fn b1_tiny_cases_agree_with_ns3() {
         assert_eq!(out.summary["network"]["drops"]["queue_at"]["host_nic"].as_u64().unwrap(), drops, "{name}: all at the sender's NIC");
     }
 }
+
+#[test]
+fn flowlet_observer_cuts_slow_start_rounds_at_a_gap_shorter_than_the_rtt() {
+    // One 1 MB flow, 20 µs links (RTT > 80 µs): each slow-start round
+    // leaves the NIC as one back-to-back burst (1.2 µs per packet), then the
+    // sender waits for ACKs. A 5 µs gap cuts the rounds apart; a 1 s gap
+    // sees the whole flow as one flowlet.
+    let file = flow_file("flowlet-obs", &[(0, 1, 1_000_000, 0.0)]);
+    let topo = dumbbell(1).replace("link_delay_us = 2", "link_delay_us = 20");
+    let out = run_ok(&topo, &[&format!("workload.flow_list=\"{file}\""), "metrics.flowlet_gaps_us=[5.0, 1000000.0]"]);
+    let obs = out.summary["flowlets_observed"].as_array().unwrap();
+    let (short, long) = (&obs[0], &obs[1]);
+    assert_eq!(long["flowlets"], 1);
+    assert_eq!(long["bytes"], 1_000_000);
+    assert_eq!(long["bytes_weighted_p50"], 1_000_000);
+    assert_eq!(short["bytes"], 1_000_000);
+    // rounds of 10, 15, 22, ... segments (+1 per ACK of 2) until the window
+    // covers the bandwidth-delay product (~80 packets): at least 5 cuts
+    let n = short["flowlets"].as_u64().unwrap();
+    assert!(n >= 5, "{short}");
+    assert!(short["bytes_weighted_p10"].as_u64().unwrap() < 100_000, "{short}");
+}

@@ -8,7 +8,7 @@
 //! (its deadline moved later) just re-arms, so restarting the RTO on every
 //! ACK costs no heap operation.
 
-use crate::metrics::{Counters, FlowRecord, LinkSample, QueueSample};
+use crate::metrics::{Counters, FlowRecord, FlowletObserver, LinkSample, QueueSample};
 use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
 use lbsim_lb::Scheme;
 use lbsim_net::{Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, PortQueue, Proto, Routing, Topology};
@@ -186,6 +186,8 @@ pub(crate) struct World {
     pub jitter_rng: Rng,
     /// Latest stop time of UDP sources that have one.
     pub udp_until: SimTime,
+    /// Flowlet sizes at the senders' NICs (`metrics.flowlet_gaps_us`).
+    pub flowlet_obs: Option<FlowletObserver>,
 }
 
 impl World {
@@ -237,6 +239,7 @@ impl World {
             jitter: SimTime::ZERO,
             jitter_rng: Rng::stream(0, "jitter"),
             udp_until: SimTime::ZERO,
+            flowlet_obs: None,
             topo,
         }
     }
@@ -344,7 +347,8 @@ impl World {
             return;
         }
         let size = self.pkts.get(pkt.0).size;
-        let jitter = if self.jitter > SimTime::ZERO && self.topo.is_host(self.topo.ports[port.idx()].node) {
+        let from_host = self.topo.is_host(self.topo.ports[port.idx()].node);
+        let jitter = if self.jitter > SimTime::ZERO && from_host {
             SimTime(self.jitter_rng.below(self.jitter.0 + 1))
         } else {
             SimTime::ZERO
@@ -352,7 +356,14 @@ impl World {
         let pq = &mut self.ports[port.idx()];
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
-            Admit::Queued { arrive, mark, head, .. } => {
+            Admit::Queued { arrive, mark, head, tx_end } => {
+                if let (Some(obs), true) = (self.flowlet_obs.as_mut(), from_host) {
+                    if let Payload::Tcp { conn, to_receiver: true, hdr } = &self.pkts.get(pkt.0).payload {
+                        if hdr.len > 0 {
+                            obs.segment(*conn, tx_end, hdr.len as u64);
+                        }
+                    }
+                }
                 if head {
                     let gen = self.ports[port.idx()].generation;
                     self.q.schedule(arrive, Ev::Arrive { port, gen });
