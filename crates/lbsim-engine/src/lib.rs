@@ -20,4 +20,4 @@ pub mod units;
 pub use queue::EventQueue;
 pub use rng::{mix64, Rng};
 pub use slab::Slab;
-pub use units::{BitsPerSec, Bytes, SimTime};
+pub use units::{fmt_num, BitsPerSec, Bytes, SimTime};

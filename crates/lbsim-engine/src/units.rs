@@ -38,6 +38,35 @@ impl SimTime {
         debug_assert!(us.is_finite() && us >= 0.0);
         SimTime((us * 1e6).round() as u64)
     }
+    /// The longest duration a user may give any single time input: one
+    /// day. Sums of a run's inputs then stay far below the clock's 213 days,
+    /// so time arithmetic cannot wrap.
+    pub const MAX_INPUT: SimTime = SimTime(86_400 * 1_000_000_000_000);
+
+    /// Checked conversion of a user-given duration in microseconds: finite,
+    /// at most [`SimTime::MAX_INPUT`], and (with `positive`) at least 1 ps
+    /// *after* rounding. The error says why in words.
+    pub fn input_us(us: f64, positive: bool) -> Result<SimTime, String> {
+        Self::input(us, 1e6, "us", positive)
+    }
+
+    /// [`SimTime::input_us`] for a value in any unit (`ps_per_unit`
+    /// picoseconds per `unit`), with the error in that unit.
+    pub fn input(x: f64, ps_per_unit: f64, unit: &str, positive: bool) -> Result<SimTime, String> {
+        if !x.is_finite() || x < 0.0 || (positive && x <= 0.0) {
+            return Err(format!("must be a {} number of {unit}, got {}", if positive { "positive" } else { "non-negative" }, fmt_num(x)));
+        }
+        let ps = x * ps_per_unit;
+        if ps > Self::MAX_INPUT.0 as f64 {
+            return Err(format!("{} {unit} is longer than the 1-day limit on any time input", fmt_num(x)));
+        }
+        let t = SimTime(ps.round() as u64);
+        if positive && t == SimTime::ZERO {
+            return Err(format!("{} {unit} rounds to 0 at the clock's 1 ps resolution", fmt_num(x)));
+        }
+        Ok(t)
+    }
+
     pub fn from_secs_f64(s: f64) -> Self {
         debug_assert!(s.is_finite() && s >= 0.0);
         SimTime((s * 1e12).round() as u64)
@@ -107,6 +136,16 @@ impl fmt::Display for SimTime {
     }
 }
 
+/// A user-given number for an error message: plain when moderate,
+/// scientific when tiny or huge (never 300 digits).
+pub fn fmt_num(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e9).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
 /// A byte count (packet sizes, flow sizes, buffer limits).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
 pub struct Bytes(pub u64);
@@ -135,6 +174,22 @@ impl BitsPerSec {
     pub fn from_gbps_f64(g: f64) -> Self {
         BitsPerSec((g * 1e9).round() as u64)
     }
+    /// Checked conversion of a user-given rate in Gb/s: from 1 Mb/s (a
+    /// 1500-byte packet then takes 12 ms) to 100 Tb/s, checked after
+    /// rounding to whole bits per second.
+    pub fn input_gbps(g: f64) -> Result<BitsPerSec, String> {
+        if !g.is_finite() || g <= 0.0 {
+            return Err(format!("must be a positive rate in Gb/s, got {}", fmt_num(g)));
+        }
+        let r = BitsPerSec::from_gbps_f64(g);
+        if r.0 < 1_000_000 {
+            return Err(format!("{} Gb/s is below the 1 Mb/s minimum", fmt_num(g)));
+        }
+        if r.0 > 100_000 * 1_000_000_000 {
+            return Err(format!("{} Gb/s is above the 100 Tb/s maximum", fmt_num(g)));
+        }
+        Ok(r)
+    }
     pub fn as_gbps_f64(self) -> f64 {
         self.0 as f64 * 1e-9
     }
@@ -161,6 +216,20 @@ impl fmt::Display for BitsPerSec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_times_and_rates_are_checked_after_rounding() {
+        assert_eq!(SimTime::input_us(1.5, true), Ok(SimTime::from_ns(1500)));
+        assert_eq!(SimTime::input_us(0.0, false), Ok(SimTime::ZERO));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e-7, 1e30, 8.65e10] {
+            assert!(SimTime::input_us(bad, true).is_err(), "{bad}");
+        }
+        assert!(SimTime::input_us(8.64e10, true).is_ok(), "exactly one day");
+        assert_eq!(BitsPerSec::input_gbps(10.0), Ok(BitsPerSec::gbps(10)));
+        for bad in [0.0, -10.0, f64::NAN, 1e-10, 1e-4, 1e6] {
+            assert!(BitsPerSec::input_gbps(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn serialization_is_exact_for_whole_gigabit_rates() {

@@ -127,16 +127,16 @@ pub struct Clove {
 impl Clove {
     pub fn new(p: &Params, env: &SchemeEnv, int: bool) -> Result<Self, ParamError> {
         let rtt = edge_params::rtt(p, env.base_rtt)?;
-        let in_rtts = |k: &str| -> Result<SimTime, ParamError> { Ok(SimTime::from_us_f64(rtt.as_us_f64() * p.positive(k)?)) };
+        let in_rtts = |k: &str| p.in_rtts(k, rtt);
         let hosts = env.topo.num_hosts();
         let (cut, hold, recovery, util_tau, util_age) = if int {
-            (0.0, SimTime::ZERO, SimTime::ZERO, p.positive("util_tau_us")?, SimTime::from_us_f64(p.positive("util_age_us")?))
+            (0.0, SimTime::ZERO, SimTime::ZERO, p.duration("util_tau_us", false)?.as_us_f64(), p.duration("util_age_us", false)?)
         } else {
             let cut = p.positive("weight_cut")?;
             if cut >= 1.0 {
                 return Err(ParamError { key: "weight_cut".into(), msg: format!("must be below 1, got {cut}") });
             }
-            (cut, in_rtts("congested_hold_rtts")?, SimTime::from_us_f64(p.non_negative("weight_recovery_us")?), 160.0, SimTime::ZERO)
+            (cut, in_rtts("congested_hold_rtts")?, p.duration("weight_recovery_us", true)?, 160.0, SimTime::ZERO)
         };
         let period = (util_tau / 32.0).max(0.1);
         let (gap, relay) = (edge_params::flowlet_gap(p, rtt)?, in_rtts("relay_interval_rtts")?);
@@ -162,7 +162,7 @@ impl Clove {
             pre_congested: (0..hosts).map(|_| IdMap::default()).collect(),
             flow_rate: (0..hosts).map(|_| IdMap::default()).collect(),
             util_age,
-            util_q: if int { p.positive("util_q_bits")?.min(16.0) as u8 } else { 3 },
+            util_q: if int { p.count("util_q_bits", 16)? as u8 } else { 3 },
             ecn_reports: 0,
             ece_masked: 0,
             ece_relayed: 0,

@@ -89,12 +89,14 @@ pub struct Conga {
     rr: Vec<u8>,
     pub flowlets_started: u64,
     pub feedback_sent: u64,
+    /// Per port (a leaf uplink): remote metrics received for its tag, and their sum.
+    remote_reports: Vec<(u64, u64)>,
 }
 
 impl Conga {
     pub fn new(p: &Params, topo: &Topology) -> Result<Conga, ParamError> {
-        let tau = p.positive("tau_us")?;
-        let period = p.positive("dre_period_us")?;
+        let tau = p.duration("tau_us", false)?.as_us_f64();
+        let period = p.duration("dre_period_us", false)?.as_us_f64();
         if period > tau {
             return Err(ParamError { key: "dre_period_us".into(), msg: format!("must not exceed tau_us ({tau})") });
         }
@@ -102,7 +104,7 @@ impl Conga {
         if q > 8.0 || q.fract() != 0.0 {
             return Err(ParamError { key: "q_bits".into(), msg: format!("must be an integer from 1 to 8, got {q}") });
         }
-        let size = p.positive("flowlet_table_size")? as usize;
+        let size = p.count("flowlet_table_size", 1 << 24)? as usize;
         let n_leaves = topo.racks.len();
         let mut uplinks = vec![vec![]; n_leaves];
         let mut tag_of = vec![u8::MAX; topo.ports.len()];
@@ -120,9 +122,9 @@ impl Conga {
             dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / tau, q_bits: q as u8 },
             dre: vec![Dre::default(); topo.ports.len()],
             fabric_port,
-            t_fl: SimTime::from_us_f64(p.positive("flowlet_us")?),
+            t_fl: p.duration("flowlet_us", false)?,
             table_size: size,
-            age: SimTime::from_us_f64(p.positive("metric_age_ms")? * 1e3),
+            age: p.duration("metric_age_ms", false)?,
             flowlets: vec![None; topo.nodes.len()],
             uplinks,
             tag_of,
@@ -133,7 +135,21 @@ impl Conga {
             rr: vec![0; n_leaves * n_leaves],
             flowlets_started: 0,
             feedback_sent: 0,
+            remote_reports: vec![(0, 0); topo.ports.len()],
         })
+    }
+
+    /// Per leaf uplink (its LBTag's path): remote metrics received and
+    /// their mean (0 ..= 2^Q - 1), for the summary.
+    pub fn remote_by_uplink(&self) -> Vec<(PortId, u64, f64)> {
+        self.uplinks
+            .iter()
+            .flatten()
+            .map(|&p| {
+                let (n, sum) = self.remote_reports[p.idx()];
+                (p, n, if n > 0 { sum as f64 / n as f64 } else { 0.0 })
+            })
+            .collect()
     }
 
     /// Leaf `rack`'s uplinks; a port's LBTag is its position here.
@@ -266,6 +282,11 @@ impl LoadBalancer for Conga {
                 if fb_valid {
                     let j = self.idx(me, src_leaf, fb_lbtag as usize);
                     self.to_leaf[j] = Remote { value: fb_metric, at: ctx.now, valid: true };
+                    if let Some(&up) = self.uplinks[me].get(fb_lbtag as usize) {
+                        let r = &mut self.remote_reports[up.idx()];
+                        r.0 += 1;
+                        r.1 += fb_metric as u64;
+                    }
                 }
                 ctx.pkt_mut(pkt).lb = LbHeader::None;
             }

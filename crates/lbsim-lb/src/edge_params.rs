@@ -50,12 +50,12 @@ pub const FLOWLET_GAP_US: ParamDef = num("flowlet_gap_us", "us", 0.0, "idle gap 
 
 /// The flowlet gap: `flowlet_gap_us` if given, else `flowlet_gap_rtts` × RTT.
 pub fn flowlet_gap(p: &Params, rtt: SimTime) -> Result<SimTime, ParamError> {
-    let us = p.non_negative("flowlet_gap_us")?;
-    let gap = if us > 0.0 { SimTime::from_us_f64(us) } else { SimTime::from_us_f64(rtt.as_us_f64() * p.positive("flowlet_gap_rtts")?) };
-    if gap == SimTime::ZERO {
-        return Err(ParamError { key: if us > 0.0 { "flowlet_gap_us" } else { "flowlet_gap_rtts" }.into(), msg: "rounds to a zero gap (below 1 ps)".into() });
+    // 0 = not given; any other value must survive rounding to picoseconds
+    if p.non_negative("flowlet_gap_us")? > 0.0 {
+        p.duration("flowlet_gap_us", false)
+    } else {
+        p.in_rtts("flowlet_gap_rtts", rtt)
     }
-    Ok(gap)
 }
 
 pub fn discovery(p: &Params) -> Result<DiscoveryParams, ParamError> {
@@ -63,22 +63,18 @@ pub fn discovery(p: &Params) -> Result<DiscoveryParams, ParamError> {
         "oracle" => DiscoveryMode::Oracle,
         _ => DiscoveryMode::Probe,
     };
-    let ttl = p.positive("max_ttl")?;
-    if ttl > 64.0 {
-        return Err(ParamError { key: "max_ttl".into(), msg: "must be <= 64".into() });
-    }
+    let ttl = p.count("max_ttl", 64)?;
     Ok(DiscoveryParams {
         mode,
-        paths: p.positive("paths")? as usize,
-        probe_ports: p.positive("probe_ports")? as usize,
+        paths: p.count("paths", 256)? as usize,
+        probe_ports: p.count("probe_ports", 4096)? as usize,
         max_ttl: ttl as u8,
-        period: SimTime::from_us_f64(p.positive("probe_period_ms")? * 1e3),
-        wait: SimTime::from_us_f64(p.positive("probe_wait_us")?),
+        period: p.duration("probe_period_ms", false)?,
+        wait: p.duration("probe_wait_us", false)?,
     })
 }
 
 /// The RTT timers are expressed in: `rtt_us`, or the fabric's idle RTT.
 pub fn rtt(p: &Params, base: SimTime) -> Result<SimTime, ParamError> {
-    let r = p.non_negative("rtt_us")?;
-    Ok(if r > 0.0 { SimTime::from_us_f64(r) } else { base })
+    Ok(if p.non_negative("rtt_us")? > 0.0 { p.duration("rtt_us", false)? } else { base })
 }

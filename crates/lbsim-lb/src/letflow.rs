@@ -24,8 +24,8 @@ pub struct LetFlow {
 impl LetFlow {
     pub fn new(p: &Params, nodes: usize) -> Result<LetFlow, ParamError> {
         Ok(LetFlow {
-            t_fl: SimTime::from_us_f64(p.positive("flowlet_us")?),
-            size: p.positive("flowlet_table_size")? as usize,
+            t_fl: p.duration("flowlet_us", false)?,
+            size: p.count("flowlet_table_size", 1 << 24)? as usize,
             tables: vec![None; nodes],
             flowlets_started: 0,
         })

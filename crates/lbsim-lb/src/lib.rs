@@ -223,6 +223,14 @@ impl Scheme {
         }
     }
 
+    /// CONGA: per leaf uplink, remote metrics received for its tag and their mean.
+    pub fn remote_by_uplink(&self) -> Option<Vec<(PortId, u64, f64)>> {
+        match self {
+            Scheme::Conga(s) => Some(s.remote_by_uplink()),
+            _ => None,
+        }
+    }
+
     /// MPTCP subflows per connection, when the transport is MPTCP.
     pub fn mptcp_subflows(&self) -> Option<u32> {
         match self {

@@ -23,11 +23,7 @@ pub struct Mptcp {
 
 impl Mptcp {
     pub fn new(p: &Params) -> Result<Self, ParamError> {
-        let n = p.positive("subflows")?;
-        if n.fract() != 0.0 || n > 64.0 {
-            return Err(ParamError { key: "subflows".into(), msg: format!("must be an integer from 1 to 64, got {n}") });
-        }
-        Ok(Mptcp { subflows: n as u32 })
+        Ok(Mptcp { subflows: p.count("subflows", 64)? as u32 })
     }
 }
 

@@ -2,6 +2,7 @@
 //! default, meaning); the same table drives parsing, defaults, validation
 //! (unknown or mistyped keys are errors naming the key) and `lbsim schemes`.
 
+use lbsim_engine::SimTime;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -122,6 +123,36 @@ impl<'a> Params<'a> {
             return Err(ParamError { key: name.into(), msg: format!("must be >= 0, got {x}") });
         }
         Ok(x)
+    }
+
+    /// A duration declared in "us" or "ms", converted and checked in
+    /// picoseconds (>= 1 ps after rounding, or >= 0 with `allow_zero`; at
+    /// most a day), so no timer can be 0 or overflow the clock.
+    pub fn duration(&self, name: &str, allow_zero: bool) -> Result<SimTime, ParamError> {
+        let x = self.num(name)?;
+        let d = self.def(name);
+        let us = match d.unit {
+            "us" => x,
+            "ms" => x * 1e3,
+            u => return Err(ParamError { key: name.into(), msg: format!("declared in {u:?}, not a duration") }),
+        };
+        SimTime::input_us(us, !allow_zero).map_err(|m| ParamError { key: name.into(), msg: m })
+    }
+
+    /// A duration declared in RTTs: `rtt` times the value, checked like
+    /// [`Params::duration`] after the product is rounded to picoseconds.
+    pub fn in_rtts(&self, name: &str, rtt: SimTime) -> Result<SimTime, ParamError> {
+        let x = self.positive(name)?;
+        SimTime::input_us(rtt.as_us_f64() * x, true).map_err(|m| ParamError { key: name.into(), msg: format!("{x} RTT of {} us: {m}", rtt.as_us_f64()) })
+    }
+
+    /// A whole number from 1 to `max` (table sizes, counts, bits).
+    pub fn count(&self, name: &str, max: u64) -> Result<u64, ParamError> {
+        let x = self.num(name)?;
+        if x.fract() != 0.0 || x < 1.0 || x > max as f64 {
+            return Err(ParamError { key: name.into(), msg: format!("must be a whole number from 1 to {max}, got {x}") });
+        }
+        Ok(x as u64)
     }
 
     pub fn boolean(&self, name: &str) -> Result<bool, ParamError> {

@@ -115,10 +115,10 @@ impl Presto {
         let hosts = env.topo.num_hosts();
         Ok(Presto {
             disc: Discovery::new(edge_params::discovery(p)?, hosts),
-            cell_bytes: p.positive("flowcell_bytes")? as u64,
+            cell_bytes: p.count("flowcell_bytes", 1 << 30)?,
             weights,
-            timeout: SimTime::from_us_f64(p.positive("reassembly_timeout_us")?),
-            limit: p.positive("reassembly_limit_bytes")? as u64,
+            timeout: p.duration("reassembly_timeout_us", false)?,
+            limit: p.count("reassembly_limit_bytes", 1 << 34)?,
             senders: (0..hosts).map(|_| IdMap::default()).collect(),
             wrr: (0..hosts).map(|_| IdMap::default()).collect(),
             rx: (0..hosts).map(|_| IdMap::default()).collect(),

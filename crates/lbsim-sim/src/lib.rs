@@ -685,6 +685,11 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             .collect();
         s["scheme"]["paths_via"] = per.into();
     }
+    if let Some(rows) = w.lb.remote_by_uplink() {
+        // CONGA: what each leaf learnt about each of its paths (by uplink tag)
+        let per: serde_json::Map<_, _> = rows.iter().map(|&(p, n, m)| (w.topo.ports[p.idx()].name.clone(), json!({"reports": n, "mean_metric": m}))).collect();
+        s["scheme"]["remote_metric_by_uplink"] = per.into();
+    }
     if !w.link_samples.is_empty() {
         s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);
     }

@@ -523,33 +523,38 @@ impl Scenario {
             }
             Ok(())
         }
-        fn nonneg(field: &str, x: f64) -> Result<(), ScenarioError> {
-            if !(x.is_finite() && x >= 0.0) {
-                return Err(bad(field, format!("must be >= 0, got {x}")));
-            }
-            Ok(())
+        // times and rates are checked after conversion to the engine's units
+        // (>= 1 ps / >= 1 Mb/s after rounding, at most a day / 100 Tb/s)
+        fn dur_us(field: &str, us: f64, positive: bool) -> Result<(), ScenarioError> {
+            SimTime::input_us(us, positive).map(|_| ()).map_err(|m| bad(field, m))
+        }
+        fn dur_ms(field: &str, ms: f64, positive: bool) -> Result<(), ScenarioError> {
+            SimTime::input(ms, 1e9, "ms", positive).map(|_| ()).map_err(|m| bad(field, m))
+        }
+        fn rate(field: &str, gbps: f64) -> Result<(), ScenarioError> {
+            BitsPerSec::input_gbps(gbps).map(|_| ()).map_err(|m| bad(field, m))
         }
         match &self.topology {
             TopologyCfg::LeafSpine { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. } => {
-                pos("topology.host_rate_gbps", *host_rate_gbps)?;
-                pos("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
-                nonneg("topology.link_delay_us", *link_delay_us)?;
+                rate("topology.host_rate_gbps", *host_rate_gbps)?;
+                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
+                dur_us("topology.link_delay_us", *link_delay_us, false)?;
             }
             TopologyCfg::Clos3 { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. } => {
-                pos("topology.host_rate_gbps", *host_rate_gbps)?;
-                pos("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
-                pos("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
-                nonneg("topology.link_delay_us", *link_delay_us)?;
+                rate("topology.host_rate_gbps", *host_rate_gbps)?;
+                rate("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
+                rate("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
+                dur_us("topology.link_delay_us", *link_delay_us, false)?;
             }
             TopologyCfg::FatTree { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. } => {
-                pos("topology.host_rate_gbps", *host_rate_gbps)?;
-                pos("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
-                nonneg("topology.link_delay_us", *link_delay_us)?;
+                rate("topology.host_rate_gbps", *host_rate_gbps)?;
+                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
+                dur_us("topology.link_delay_us", *link_delay_us, false)?;
             }
             TopologyCfg::Explicit { links, .. } => {
                 for (i, l) in links.iter().enumerate() {
-                    pos(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
-                    nonneg(&format!("topology.links[{i}].delay_us"), l.delay_us)?;
+                    rate(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
+                    dur_us(&format!("topology.links[{i}].delay_us"), l.delay_us, false)?;
                 }
             }
         }
@@ -558,12 +563,7 @@ impl Scenario {
             return Err(bad("network.buffer_bytes", "give buffer_pkts or buffer_bytes, not both"));
         }
         if let Some(r) = self.lb.rtt_us {
-            if !(r.is_finite() && r > 0.0 && r <= 1e9) {
-                return Err(bad("lb.rtt_us", format!("must be > 0 and <= 1e9 us, got {r}")));
-            }
-            if SimTime::from_us_f64(r) == SimTime::ZERO {
-                return Err(bad("lb.rtt_us", format!("rounds to 0 ps, got {r}")));
-            }
+            dur_us("lb.rtt_us", r, true)?;
         }
         if let Some(e) = &n.ecn_ports {
             if e != "switch" && e != "fabric" {
@@ -579,7 +579,7 @@ impl Scenario {
             }
         }
         if let Some(j) = n.host_jitter_ns {
-            nonneg("network.host_jitter_ns", j)?;
+            SimTime::input(j, 1e3, "ns", false).map_err(|m| bad("network.host_jitter_ns", m))?;
         }
         if n.buffer_pkts == Some(0) {
             return Err(bad("network.buffer_pkts", "must be >= 1"));
@@ -594,8 +594,11 @@ impl Scenario {
         if !(t.dctcp_g > 0.0 && t.dctcp_g <= 1.0) {
             return Err(bad("transport.dctcp_g", format!("must be in (0, 1], got {}", t.dctcp_g)));
         }
-        if t.mss_bytes < 64 {
-            return Err(bad("transport.mss_bytes", format!("must be >= 64, got {}", t.mss_bytes)));
+        if !(64..=65_000).contains(&t.mss_bytes) {
+            return Err(bad("transport.mss_bytes", format!("must be from 64 to 65000 bytes, got {}", t.mss_bytes)));
+        }
+        if !(20..=1000).contains(&t.header_bytes) {
+            return Err(bad("transport.header_bytes", format!("must be from 20 to 1000 bytes (IP + TCP headers and options), got {}", t.header_bytes)));
         }
         if t.init_cwnd_pkts == 0 {
             return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
@@ -603,12 +606,12 @@ impl Scenario {
         if t.dupack_threshold == 0 {
             return Err(bad("transport.dupack_threshold", "must be >= 1"));
         }
-        pos("transport.min_rto_ms", t.min_rto_ms)?;
-        pos("transport.max_rto_ms", t.max_rto_ms)?;
+        dur_ms("transport.min_rto_ms", t.min_rto_ms, true)?;
+        dur_ms("transport.max_rto_ms", t.max_rto_ms, true)?;
         if let Some(x) = t.initial_rto_ms {
-            pos("transport.initial_rto_ms", x)?;
+            dur_ms("transport.initial_rto_ms", x, true)?;
         }
-        nonneg("transport.delayed_ack_timeout_us", t.delayed_ack_timeout_us)?;
+        dur_us("transport.delayed_ack_timeout_us", t.delayed_ack_timeout_us, false)?;
         if t.rcv_wnd_bytes < t.mss_bytes {
             return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
         }
@@ -639,6 +642,12 @@ impl Scenario {
         }
         if w.kind == "poisson" {
             pos("workload.load", w.load)?;
+            if w.load < 1e-4 {
+                return Err(bad(
+                    "workload.load",
+                    format!("{} is below the smallest load run (0.0001): flows would start days apart", lbsim_engine::fmt_num(w.load)),
+                ));
+            }
             if !["leaf_uplinks", "host_links", "bisection"].contains(&w.load_of.as_str()) {
                 return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links or bisection; got {:?}", w.load_of)));
             }
@@ -646,7 +655,7 @@ impl Scenario {
                 return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", w.load, w.load_of)));
             }
             if let Some(c) = w.capacity_gbps {
-                pos("workload.capacity_gbps", c)?;
+                rate("workload.capacity_gbps", c)?;
             }
             if w.flows == 0 {
                 return Err(bad("workload.flows", "must be >= 1"));
@@ -666,10 +675,11 @@ impl Scenario {
                 return Err(bad("workload.incast.request_bytes", "must be >= 1"));
             }
         }
-        nonneg("workload.start_us", w.start_us)?;
+        dur_us("workload.start_us", w.start_us, false)?;
         for (i, f) in self.failures.iter().enumerate() {
-            nonneg(&format!("failures[{i}].at_ms"), f.at_ms)?;
+            dur_ms(&format!("failures[{i}].at_ms"), f.at_ms, false)?;
             if let Some(r) = f.restore_ms {
+                dur_ms(&format!("failures[{i}].restore_ms"), r, false)?;
                 if r <= f.at_ms {
                     return Err(bad(format!("failures[{i}].restore_ms"), "must be after at_ms"));
                 }
@@ -677,33 +687,40 @@ impl Scenario {
         }
         for (i, o) in self.link_overrides.iter().enumerate() {
             if let Some(r) = o.rate_gbps {
-                pos(&format!("link_overrides[{i}].rate_gbps"), r)?;
+                rate(&format!("link_overrides[{i}].rate_gbps"), r)?;
             }
             if let Some(d) = o.delay_us {
-                nonneg(&format!("link_overrides[{i}].delay_us"), d)?;
+                dur_us(&format!("link_overrides[{i}].delay_us"), d, false)?;
             }
         }
         for (i, u) in self.udp.iter().enumerate() {
-            pos(&format!("udp[{i}].rate_gbps"), u.rate_gbps)?;
+            rate(&format!("udp[{i}].rate_gbps"), u.rate_gbps)?;
+            dur_ms(&format!("udp[{i}].start_ms"), u.start_ms, false)?;
+            if let Some(stop) = u.stop_ms {
+                dur_ms(&format!("udp[{i}].stop_ms"), stop, true)?;
+                if stop <= u.start_ms {
+                    return Err(bad(format!("udp[{i}].stop_ms"), format!("{stop} ms is not after start_ms ({} ms)", u.start_ms)));
+                }
+            }
+            if u.src == u.dst {
+                return Err(bad(format!("udp[{i}].dst"), format!("host {} would send to itself", u.src)));
+            }
             if u.packet_bytes < 64 {
                 return Err(bad(format!("udp[{i}].packet_bytes"), "must be >= 64"));
             }
         }
-        pos("metrics.utilization_window_ms", self.metrics.utilization_window_ms)?;
-        pos("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us)?;
+        dur_ms("metrics.utilization_window_ms", self.metrics.utilization_window_ms, true)?;
+        dur_us("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us, true)?;
         for (i, g) in self.metrics.flowlet_gaps_us.iter().enumerate() {
-            pos(&format!("metrics.flowlet_gaps_us[{i}]"), *g)?;
-            if SimTime::from_us_f64(*g) == SimTime::ZERO {
-                return Err(bad(format!("metrics.flowlet_gaps_us[{i}]"), format!("{g} µs is below the 1 ps clock resolution")));
-            }
+            dur_us(&format!("metrics.flowlet_gaps_us[{i}]"), *g, true)?;
         }
         if self.metrics.size_buckets_bytes.windows(2).any(|w| w[1] <= w[0]) {
             return Err(bad("metrics.size_buckets_bytes", "must be strictly increasing"));
         }
         if let Some(s) = self.run.stop_ms {
-            pos("run.stop_ms", s)?;
+            dur_ms("run.stop_ms", s, true)?;
         }
-        pos("run.stop_after_last_start_ms", self.run.stop_after_last_start_ms)?;
+        dur_ms("run.stop_after_last_start_ms", self.run.stop_after_last_start_ms, true)?;
         Ok(())
     }
 
@@ -871,7 +888,7 @@ fabric_rate_gbps = 40
     fn negative_rate_names_the_field() {
         let e = err_of(MIN, &["topology.host_rate_gbps=-1"]);
         assert_eq!(e.field, "topology.host_rate_gbps");
-        assert!(e.msg.contains("> 0"));
+        assert!(e.msg.contains("positive rate"), "{}", e.msg);
     }
 
     #[test]

@@ -303,6 +303,45 @@ fn malformed_scenarios_fail_with_the_field_named() {
     assert!(unk.to_string().contains("lod"), "{unk}");
 }
 
+/// Issue 18's examples: values that pass a "> 0" check but round to zero
+/// picoseconds or bits per second (divide-by-zero panics, events that
+/// reschedule themselves at the same instant), times that overflow the
+/// clock, and nonsense that used to run: each fails with its field named,
+/// checked after conversion to the engine's units.
+#[test]
+fn values_are_checked_after_conversion_to_engine_units() {
+    let e = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        match Scenario::from_toml(TESTBED, &sets).map_err(SimError::from).and_then(|sc| run(&sc, None, &mut |_| true)) {
+            Err(SimError::Scenario(e)) => e.to_string(),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted {sets:?}"),
+        }
+    };
+    for (sets, field, words) in [
+        (&["topology.host_rate_gbps=1e-10"][..], "topology.host_rate_gbps", "below the 1 Mb/s minimum"),
+        (&["lb.scheme=letflow", "lb.params.flowlet_us=1e-7"][..], "lb.params.flowlet_us", "rounds to 0"),
+        (&["lb.scheme=conga", "lb.params.flowlet_us=1e-7"][..], "lb.params.flowlet_us", "rounds to 0"),
+        (&["metrics.utilization_window_ms=1e-10"][..], "metrics.utilization_window_ms", "rounds to 0"),
+        (&["transport.min_rto_ms=1e-12"][..], "transport.min_rto_ms", "rounds to 0"),
+        (&["metrics.queue_sample_interval_us=1e-7"][..], "metrics.queue_sample_interval_us", "rounds to 0"),
+        (&["topology.link_delay_us=1e30"][..], "topology.link_delay_us", "1-day limit"),
+        (&["run.stop_after_last_start_ms=1e300"][..], "run.stop_after_last_start_ms", "1e300 ms"),
+        (&["workload.load=1e-300"][..], "workload.load", "1e-300"),
+        (&["transport.header_bytes=4294967295"][..], "transport.header_bytes", "from 20 to 1000"),
+        (&["lb.scheme=conga", "lb.params.flowlet_table_size=1e12"][..], "lb.params.flowlet_table_size", "whole number"),
+        (&["lb.scheme=mptcp", "lb.params.subflows=2.5"][..], "lb.params.subflows", "whole number"),
+        (&["lb.scheme=clove_ecn", "lb.params.flowlet_gap_us=1e-9"][..], "lb.params.flowlet_gap_us", "rounds to 0"),
+        (&["udp=[{src=0,dst=0,rate_gbps=1}]"][..], "udp[0].dst", "itself"),
+        (&["udp=[{src=0,dst=1,rate_gbps=1,start_ms=5,stop_ms=2}]"][..], "udp[0].stop_ms", "not after"),
+        (&["udp=[{src=0,dst=1,rate_gbps=1,start_ms=nan}]"][..], "udp[0].start_ms", "non-negative"),
+    ] {
+        let msg = e(sets);
+        assert!(msg.contains(field) && msg.contains(words), "{sets:?}: {msg}");
+        assert!(!msg.contains('\n') && msg.len() < 200, "one short line: {msg}");
+    }
+}
+
 /// ns-3 3.44 (../shared/bench/ns3_b1.py, tc FIFO 250p + 1p device queue) on
 /// B1's fabric and TCP, run on 2026-11-23 for these flow lists: per-flow FCT
 /// in µs and total drops. lbsim (B1's example, host jitter off, the only

@@ -348,11 +348,7 @@ impl World {
         }
         let size = self.pkts.get(pkt.0).size;
         let from_host = self.topo.is_host(self.topo.ports[port.idx()].node);
-        let jitter = if self.jitter > SimTime::ZERO && from_host {
-            SimTime(self.jitter_rng.below(self.jitter.0 + 1))
-        } else {
-            SimTime::ZERO
-        };
+        let jitter = if self.jitter > SimTime::ZERO && from_host { SimTime(self.jitter_rng.below(self.jitter.0 + 1)) } else { SimTime::ZERO };
         let pq = &mut self.ports[port.idx()];
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),

@@ -95,6 +95,19 @@ fn conga_controls_the_hotspot_after_a_link_failure() {
     eprintln!("hotspot S1->L1 queue p90: ECMP {qe} pkts, CONGA {qc} pkts; mean FCT ECMP {:.0} us, CONGA {:.0} us", fct(&e), fct(&c));
     assert!(qc <= qe / 4.0, "CONGA p90 {qc} vs ECMP {qe}");
     assert!(fct(&c) < fct(&e));
+    // what each leaf learnt per path (uplink tag): every live uplink of L0
+    // hears about its paths, and CONGA has equalised them (metrics within
+    // two quanta of each other, ~60 % utilisation); L1's dead uplink hears
+    // nothing
+    let r = &c.summary["scheme"]["remote_metric_by_uplink"];
+    let m = |p: &str| r[p]["mean_metric"].as_f64().unwrap();
+    let l0 = ["L0->S0#0", "L0->S0#1", "L0->S1#0", "L0->S1#1"];
+    for p in l0 {
+        assert!(r[p]["reports"].as_u64().unwrap() > 100_000 && m(p) > 1.0, "{p}: {r}");
+    }
+    let (lo, hi) = l0.iter().map(|p| m(p)).fold((f64::MAX, 0f64), |a, x| (a.0.min(x), a.1.max(x)));
+    assert!(hi - lo < 2.0, "{r}");
+    assert_eq!(r["L1->S1#0"]["reports"], 0, "{r}");
 }
 
 #[test]
