@@ -73,6 +73,11 @@ def test_exported_flow_list_replays_identically(tmp_path, small):
         ("transport.min_rto=5", "transport.min_rto"),
         ('failures=[{link="L1-S*"}]', "topology"),
         ("lb.scheme=nosuch", "lb.scheme"),
+        ("topology.host_rate_gbps=1e-10", "topology.host_rate_gbps"),
+        ("metrics.utilization_window_ms=1e-10", "metrics.utilization_window_ms"),
+        ('topology.leaves="2"', "topology.leaves"),
+        ("topology.leaves=100000", "topology"),
+        ("workload.flows=1000000000", "workload.flows"),
     ],
 )
 def test_malformed_scenarios_fail_with_one_line_naming_the_field(small, override, field):
@@ -85,6 +90,30 @@ def test_malformed_scenarios_fail_with_one_line_naming_the_field(small, override
     with pytest.raises(lbsim.ScenarioError) as e:
         lbsim.run(small, set=[override])
     assert e.value.field.startswith(field)
+
+
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        ("lb.scheme=cong", "lb.scheme"),
+        ('failures=[{link="L9-S0"}]', "failures[0].link"),
+        ("lb.params.zzz=1", "lb.params.zzz"),
+        ('metrics.queue_samplers=["nowhere"]', "metrics.queue_samplers[0]"),
+        ('workload.kind="flow_list"', "workload.flow_list"),
+    ],
+)
+def test_validate_rejects_what_run_rejects(small, override, field):
+    """`lbsim validate` goes as far as a run before its first event."""
+    p = cli("validate", small, "--set", override, check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert field in p.stderr
+    with pytest.raises(lbsim.ScenarioError) as e:
+        lbsim.validate(small, set=[override])
+    assert e.value.field == field
+    # picklable, so sweep workers can report it
+    import pickle
+
+    assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
 
 
 def test_api_accepts_dict_scenarios_and_reports_progress():

@@ -200,3 +200,17 @@ paper = 1.1
     bound = table[table.series == "bound"]
     assert len(bound) == 2
     assert bound.value.iloc[0] == pytest.approx((fct(fabric="fast", scheme="ecmp", load=0.3, seed=1) + fct(fabric="fast", scheme="ecmp", load=0.3, seed=2)) / 2)
+
+
+def test_a_bad_point_fails_the_sweep_before_any_run_naming_the_point(tmp_path):
+    from lbsim.experiments.sweep import SweepError
+
+    text = TINY.read_text().replace('scheme = ["ecmp", "conga"]', 'scheme = ["ecmp", "cong"]')
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    with pytest.raises(SweepError) as e:
+        run_sweep(load(f), tmp_path / "root", workers=2, quiet=True)
+    msg = str(e.value)
+    assert "scheme=cong" in msg and "lb.scheme" in msg and "\n" not in msg, msg
+    runs = tmp_path / "root" / "tiny" / "runs"
+    assert not runs.exists() or not list(runs.iterdir()), "nothing ran"

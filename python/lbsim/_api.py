@@ -174,9 +174,10 @@ def flows_csv(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Option
 
 
 def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> None:
-    """Raises ScenarioError (with ``.field``) if the scenario is invalid."""
+    """Raises ScenarioError (with ``.field``) if the scenario is invalid:
+    checks everything a run does before its first event."""
     sc = load_scenario(scenario)
-    _lbsim.validate(sc.text, _sets(seed, set))
+    _lbsim.validate(sc.text, _sets(seed, set), sc.base_dir)
 
 
 def schemes() -> list[dict]:

@@ -3,14 +3,14 @@
 //! the Arrow tables. No per-packet Python: the only call back into Python
 //! during a run is the progress callback, a few times per second.
 
-use lbsim_sim::{flow_list, run as run_sim, Progress, Scenario, SimError};
+use lbsim_sim::{flow_list, run as run_sim, validate as validate_sim, Progress, Scenario, SimError};
 use pyo3::create_exception;
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use std::path::PathBuf;
 
-create_exception!(_lbsim, ScenarioError, PyValueError, "A scenario is invalid; `.field` names the offending field.");
+create_exception!(lbsim._lbsim, ScenarioError, PyValueError, "A scenario is invalid; `.field` names the offending field.");
 
 fn scenario_err(py: Python<'_>, e: &lbsim_sim::ScenarioError) -> PyErr {
     let err = ScenarioError::new_err(e.to_string());
@@ -22,12 +22,19 @@ fn parse(py: Python<'_>, text: &str, sets: Vec<String>) -> PyResult<Scenario> {
     Scenario::from_toml(text, &sets).map_err(|e| scenario_err(py, &e))
 }
 
-/// Validates a scenario; raises ScenarioError naming the field if invalid.
-/// Returns the scenario's resolved seed.
+/// Validates a scenario as far as a run goes before its first event
+/// (topology, routes, scheme, failures, samplers, flow-list and CDF files
+/// relative to `base_dir`); raises ScenarioError naming the field if
+/// invalid. Returns the scenario's resolved seed.
 #[pyfunction]
-#[pyo3(signature = (text, sets=vec![]))]
-fn validate(py: Python<'_>, text: &str, sets: Vec<String>) -> PyResult<u64> {
-    Ok(parse(py, text, sets)?.seed)
+#[pyo3(signature = (text, sets=vec![], base_dir=None))]
+fn validate(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>) -> PyResult<u64> {
+    let sc = parse(py, text, sets)?;
+    match validate_sim(&sc, base_dir.as_deref()) {
+        Ok(()) => Ok(sc.seed),
+        Err(SimError::Scenario(e)) => Err(scenario_err(py, &e)),
+        Err(SimError::Interrupted) => Err(PyKeyboardInterrupt::new_err("validation interrupted")),
+    }
 }
 
 /// The flow list a scenario generates, as CSV text (`src,dst,size_bytes,start_us`).
@@ -72,7 +79,20 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
         }
         true
     };
-    let out = match run_sim(&sc, base_dir.as_deref(), &mut cb) {
+    // a panic is a bug in lbsim: surface it as an ordinary exception (not
+    // PyO3's BaseException-derived PanicException) that names the scenario
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_sim(&sc, base_dir.as_deref(), &mut cb)));
+    let result = match caught {
+        Ok(r) => r,
+        Err(payload) => {
+            let msg = payload.downcast_ref::<String>().cloned().or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            return Err(PyRuntimeError::new_err(format!(
+                "internal error in lbsim (a bug; please report it with this scenario, {:?}, seed {}): {msg}",
+                sc.name, sc.seed
+            )));
+        }
+    };
+    let out = match result {
         Ok(o) => o,
         Err(SimError::Scenario(e)) => return Err(scenario_err(py, &e)),
         Err(SimError::Interrupted) => return Err(cb_err.unwrap_or_else(|| PyKeyboardInterrupt::new_err("run stopped by the progress callback"))),

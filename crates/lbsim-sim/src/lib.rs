@@ -277,7 +277,9 @@ fn base_rtt(topo: &Topology, routing: &Routing, mss: u32, hb: u32) -> SimTime {
 
 /// Runs a scenario. `progress` is called about every 0.25 s of wall time;
 /// returning false stops the run with [`SimError::Interrupted`].
-pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
+/// Everything a run does before its first event: topology, routes,
+/// ports, scheme, workload, samplers. `validate` stops here.
+fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     let wall0 = std::time::Instant::now();
     let prep = prepare(sc, base_dir)?;
     let Prepared { topo, flows, workload_info, .. } = prep;
@@ -476,6 +478,27 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
     };
 
+    Ok(Built { w, hard_stop, workload_info, rtt, ecn_desc, wall0 })
+}
+
+struct Built {
+    w: World,
+    hard_stop: SimTime,
+    workload_info: Value,
+    rtt: SimTime,
+    ecn_desc: Value,
+    wall0: std::time::Instant,
+}
+
+/// Checks a scenario as far as a run goes before its first event, so
+/// `lbsim validate` and `lbsim run` cannot disagree about what is valid.
+pub fn validate(sc: &Scenario, base_dir: Option<&Path>) -> Result<(), SimError> {
+    build(sc, base_dir).map(|_| ())
+}
+
+pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
+    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir)?;
+    let wl = &sc.workload;
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
     let total = if w.incast.is_some() { (wl.incast.requests * wl.incast.fan_in) as usize } else { w.arrivals.len() };

@@ -108,48 +108,157 @@ fn one_u32() -> u32 {
 }
 
 #[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TopologyCfg {
-    LeafSpine {
-        leaves: u32,
-        spines: u32,
-        #[serde(default = "one_u32")]
-        links_per_pair: u32,
-        hosts_per_leaf: HostsPerLeaf,
-        host_rate_gbps: f64,
-        fabric_rate_gbps: f64,
-        /// Propagation delay of every link, microseconds.
-        #[serde(default = "d1")]
-        link_delay_us: f64,
-        /// Spines forward in-link k to out-link k toward the destination
-        /// leaf (the Clove testbed's static routes; 4 disjoint paths on the
-        /// 2×2×2 fabric) instead of re-hashing over the parallel links.
-        #[serde(default)]
-        spine_pinning: bool,
-    },
-    Clos3 {
-        pods: u32,
-        tors_per_pod: u32,
-        aggs_per_pod: u32,
-        cores: u32,
-        hosts_per_tor: u32,
-        host_rate_gbps: f64,
-        tor_agg_rate_gbps: f64,
-        agg_core_rate_gbps: f64,
-        #[serde(default = "d1")]
-        link_delay_us: f64,
-    },
-    FatTree {
-        k: u32,
-        host_rate_gbps: f64,
-        fabric_rate_gbps: f64,
-        #[serde(default = "d1")]
-        link_delay_us: f64,
-    },
-    Explicit {
-        nodes: Vec<ExplicitNodeCfg>,
-        links: Vec<ExplicitLinkCfg>,
-    },
+    LeafSpine(LeafSpineCfg),
+    Clos3(Clos3Cfg),
+    FatTree(FatTreeCfg),
+    Explicit(ExplicitCfg),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeafSpineCfg {
+    pub leaves: u32,
+    pub spines: u32,
+    #[serde(default = "one_u32")]
+    pub links_per_pair: u32,
+    pub hosts_per_leaf: HostsPerLeaf,
+    pub host_rate_gbps: f64,
+    pub fabric_rate_gbps: f64,
+    /// Propagation delay of every link, microseconds.
+    #[serde(default = "d1")]
+    pub link_delay_us: f64,
+    /// Spines forward in-link k to out-link k toward the destination
+    /// leaf (the Clove testbed's static routes; 4 disjoint paths on the
+    /// 2×2×2 fabric) instead of re-hashing over the parallel links.
+    #[serde(default)]
+    pub spine_pinning: bool,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clos3Cfg {
+    pub pods: u32,
+    pub tors_per_pod: u32,
+    pub aggs_per_pod: u32,
+    pub cores: u32,
+    pub hosts_per_tor: u32,
+    pub host_rate_gbps: f64,
+    pub tor_agg_rate_gbps: f64,
+    pub agg_core_rate_gbps: f64,
+    #[serde(default = "d1")]
+    pub link_delay_us: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FatTreeCfg {
+    pub k: u32,
+    pub host_rate_gbps: f64,
+    pub fabric_rate_gbps: f64,
+    #[serde(default = "d1")]
+    pub link_delay_us: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplicitCfg {
+    pub nodes: Vec<ExplicitNodeCfg>,
+    pub links: Vec<ExplicitLinkCfg>,
+}
+
+impl TopologyCfg {
+    /// Checks a `[topology]` table against its kind's fields, so an error
+    /// names the key (`topology.leaves`), which serde's tagged-enum path
+    /// loses.
+    fn precheck(t: &toml::Table) -> Result<(), ScenarioError> {
+        let kind = match t.get("kind") {
+            Some(toml::Value::String(k)) => k.as_str(),
+            Some(v) => return Err(bad("topology.kind", format!("must be a string, got {v}"))),
+            None => return Err(bad("topology.kind", "missing: one of leaf_spine, clos3, fat_tree, explicit")),
+        };
+        let mut rest = t.clone();
+        rest.remove("kind");
+        fn check<T: serde::de::DeserializeOwned>(rest: toml::Table) -> Result<(), ScenarioError> {
+            serde_path_to_error::deserialize::<_, T>(toml::Value::Table(rest)).map(|_| ()).map_err(|e| {
+                let path = e.path().to_string();
+                bad(if path == "." { "topology".to_string() } else { format!("topology.{path}") }, human(&e.into_inner().to_string()))
+            })
+        }
+        match kind {
+            "leaf_spine" => check::<LeafSpineCfg>(rest),
+            "clos3" => check::<Clos3Cfg>(rest),
+            "fat_tree" => check::<FatTreeCfg>(rest),
+            "explicit" => check::<ExplicitCfg>(rest),
+            other => Err(bad("topology.kind", format!("unknown kind {other:?}: one of leaf_spine, clos3, fat_tree, explicit"))),
+        }
+    }
+}
+
+impl TopologyCfg {
+    /// (hosts, nodes) the topology will have, from its parameters alone.
+    fn size(&self) -> (u64, u64) {
+        match self {
+            TopologyCfg::LeafSpine(c) => {
+                let h: u64 = match &c.hosts_per_leaf {
+                    HostsPerLeaf::Same(n) => *n as u64 * c.leaves as u64,
+                    HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u64).sum(),
+                };
+                (h, h + c.leaves as u64 + c.spines as u64)
+            }
+            TopologyCfg::Clos3(c) => {
+                let tors = c.pods as u64 * c.tors_per_pod as u64;
+                let h = tors * c.hosts_per_tor as u64;
+                (h, h + tors + c.pods as u64 * c.aggs_per_pod as u64 + c.cores as u64)
+            }
+            TopologyCfg::FatTree(c) => {
+                let k = c.k as u64;
+                (k * k * k / 4, k * k * k / 4 + 5 * k * k / 4)
+            }
+            TopologyCfg::Explicit(c) => (c.nodes.iter().filter(|n| n.host).count() as u64, c.nodes.len() as u64),
+        }
+    }
+}
+
+/// Memory this machine has (MemTotal), bytes; 64 GiB where unknown.
+fn machine_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
+        .map_or(64 << 30, |kb| kb * 1024)
+}
+
+/// Largest fabric and flow count accepted: beyond these, tables that scale
+/// with them would not fit (or would take hours to build).
+pub const MAX_HOSTS: u64 = 1_000_000;
+/// Bytes per flow: its record, its arrival and its connection at peak.
+const BYTES_PER_FLOW: u64 = 600;
+
+/// A deserialiser message in words: Rust type names become what a user
+/// writes ("a non-negative integer", "a number").
+fn human(msg: &str) -> String {
+    let mut m = msg.trim().replace('\n', " ");
+    for (rust, words) in [
+        ("expected u8", "expected a non-negative integer (up to 255)"),
+        ("expected u16", "expected a non-negative integer (up to 65535)"),
+        ("expected u32", "expected a non-negative integer"),
+        ("expected u64", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
+        ("expected i64", "expected an integer"),
+        ("expected f64", "expected a number"),
+        ("expected a boolean", "expected true or false"),
+    ] {
+        m = m.replace(rust, words);
+    }
+    // the TOML deserialiser repeats the key ("... in `leaves`"): the field
+    // is already named
+    if let Some(i) = m.rfind(" in `") {
+        if m.ends_with('`') {
+            m.truncate(i);
+        }
+    }
+    m
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -505,12 +614,23 @@ pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), Sce
 impl Scenario {
     /// Parses scenario TOML text with overrides applied, and validates it.
     pub fn from_toml(text: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
-        let mut doc: toml::Table = toml::from_str(text).map_err(|e| bad("", format!("not valid TOML: {}", e.message())))?;
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| {
+            let at = e.span().map(|sp| {
+                let before = &text[..sp.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                format!(" at line {line}, column {col}")
+            });
+            bad("", format!("not valid TOML{}: {}", at.unwrap_or_default(), e.message().trim().replace('\n', " ")))
+        })?;
         apply_overrides(&mut doc, sets)?;
+        if let Some(toml::Value::Table(t)) = doc.get("topology") {
+            TopologyCfg::precheck(t)?;
+        }
         let sc: Scenario = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner().to_string();
-            bad(if path == "." { String::new() } else { path }, inner.trim().replace('\n', " "))
+            bad(if path == "." { String::new() } else { path }, human(&inner))
         })?;
         sc.validate()?;
         Ok(sc)
@@ -535,28 +655,53 @@ impl Scenario {
             BitsPerSec::input_gbps(gbps).map(|_| ()).map_err(|m| bad(field, m))
         }
         match &self.topology {
-            TopologyCfg::LeafSpine { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. } => {
+            TopologyCfg::LeafSpine(LeafSpineCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
                 rate("topology.host_rate_gbps", *host_rate_gbps)?;
                 rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
                 dur_us("topology.link_delay_us", *link_delay_us, false)?;
             }
-            TopologyCfg::Clos3 { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. } => {
+            TopologyCfg::Clos3(Clos3Cfg { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. }) => {
                 rate("topology.host_rate_gbps", *host_rate_gbps)?;
                 rate("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
                 rate("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
                 dur_us("topology.link_delay_us", *link_delay_us, false)?;
             }
-            TopologyCfg::FatTree { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. } => {
+            TopologyCfg::FatTree(FatTreeCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
                 rate("topology.host_rate_gbps", *host_rate_gbps)?;
                 rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
                 dur_us("topology.link_delay_us", *link_delay_us, false)?;
             }
-            TopologyCfg::Explicit { links, .. } => {
+            TopologyCfg::Explicit(ExplicitCfg { links, .. }) => {
                 for (i, l) in links.iter().enumerate() {
                     rate(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
                     dur_us(&format!("topology.links[{i}].delay_us"), l.delay_us, false)?;
                 }
             }
+        }
+        // memory: refuse before allocating what cannot fit
+        let (hosts, nodes) = self.topology.size();
+        let mem = machine_memory();
+        let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+        if hosts > MAX_HOSTS {
+            return Err(bad("topology", format!("{hosts} hosts; lbsim runs fabrics of up to {MAX_HOSTS} hosts")));
+        }
+        let routing = nodes * hosts * 4; // next-hop group per (node, destination host)
+        if routing > mem / 2 {
+            return Err(bad(
+                "topology",
+                format!(
+                    "{hosts} hosts and {nodes} nodes need ~{} of routing tables (nodes x hosts x 4 B), more than half of this machine's {}",
+                    gb(routing),
+                    gb(mem)
+                ),
+            ));
+        }
+        let flows = self.workload.flows as u64 * BYTES_PER_FLOW;
+        if flows > mem / 2 {
+            return Err(bad(
+                "workload.flows",
+                format!("{} flows need ~{} of flow state, more than half of this machine's {}", self.workload.flows, gb(flows), gb(mem)),
+            ));
         }
         let n = &self.network;
         if n.buffer_pkts.is_some() && n.buffer_bytes.is_some() {
@@ -729,7 +874,16 @@ impl Scenario {
         let spec = |g: f64, d: f64| LinkSpec { rate: BitsPerSec::from_gbps_f64(g), delay: SimTime::from_us_f64(d) };
         let tr = |e: lbsim_net::TopologyError| bad(e.field, e.msg);
         let mut topo = match &self.topology {
-            TopologyCfg::LeafSpine { leaves, spines, links_per_pair, hosts_per_leaf, host_rate_gbps, fabric_rate_gbps, link_delay_us, spine_pinning } => {
+            TopologyCfg::LeafSpine(LeafSpineCfg {
+                leaves,
+                spines,
+                links_per_pair,
+                hosts_per_leaf,
+                host_rate_gbps,
+                fabric_rate_gbps,
+                link_delay_us,
+                spine_pinning,
+            }) => {
                 let hpl = match hosts_per_leaf {
                     HostsPerLeaf::Same(n) => vec![*n; *leaves as usize],
                     HostsPerLeaf::Each(v) => v.clone(),
@@ -748,7 +902,7 @@ impl Scenario {
                 })
                 .map_err(tr)?
             }
-            TopologyCfg::Clos3 {
+            TopologyCfg::Clos3(Clos3Cfg {
                 pods,
                 tors_per_pod,
                 aggs_per_pod,
@@ -758,7 +912,7 @@ impl Scenario {
                 tor_agg_rate_gbps,
                 agg_core_rate_gbps,
                 link_delay_us,
-            } => topology::clos3(&Clos3 {
+            }) => topology::clos3(&Clos3 {
                 pods: *pods,
                 tors_per_pod: *tors_per_pod,
                 aggs_per_pod: *aggs_per_pod,
@@ -769,10 +923,10 @@ impl Scenario {
                 agg_core_link: spec(*agg_core_rate_gbps, *link_delay_us),
             })
             .map_err(tr)?,
-            TopologyCfg::FatTree { k, host_rate_gbps, fabric_rate_gbps, link_delay_us } => {
+            TopologyCfg::FatTree(FatTreeCfg { k, host_rate_gbps, fabric_rate_gbps, link_delay_us }) => {
                 topology::fat_tree(*k, spec(*host_rate_gbps, *link_delay_us), spec(*fabric_rate_gbps, *link_delay_us)).map_err(tr)?
             }
-            TopologyCfg::Explicit { nodes, links } => {
+            TopologyCfg::Explicit(ExplicitCfg { nodes, links }) => {
                 let ns: Vec<ExplicitNode> = nodes.iter().map(|n| ExplicitNode { name: n.name.clone(), host: n.host }).collect();
                 let ls: Vec<ExplicitLink> =
                     links.iter().map(|l| ExplicitLink { a: l.a.clone(), b: l.b.clone(), spec: spec(l.rate_gbps, l.delay_us), count: l.count }).collect();

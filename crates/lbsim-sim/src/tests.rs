@@ -301,6 +301,15 @@ fn malformed_scenarios_fail_with_the_field_named() {
     assert!(cut.msg.contains("cannot reach"), "{}", cut.msg);
     let unk = e(&["workload.lod=0.3"]);
     assert!(unk.to_string().contains("lod"), "{unk}");
+    // inside [topology] the key survives, in words, not Rust type names
+    let t = e(&["topology.leaves=\"2\""]);
+    assert_eq!(t.field, "topology.leaves");
+    assert!(t.msg.contains("non-negative integer") && !t.msg.contains("u32"), "{}", t.msg);
+    assert_eq!(e(&["topology.leavs=2"]).field, "topology.leavs");
+    assert_eq!(e(&["topology.kind=\"ring\""]).field, "topology.kind");
+    // TOML syntax errors say where
+    let syn = Scenario::from_toml("[topology]\nkind = \"leaf_spine\"\nleaves = \n", &[]).unwrap_err();
+    assert!(syn.msg.contains("line 3, column"), "{}", syn.msg);
 }
 
 /// Issue 18's examples: values that pass a "> 0" check but round to zero

@@ -253,6 +253,16 @@ def run_sweep(sw: Sweep, root: str | os.PathLike = "results", workers: int = 1, 
         if pt.hash not in seen:
             seen.add(pt.hash)
             unique.append(pt)
+    # every point is checked before any runs, as far as a run goes before
+    # its first event; an error names the point by its axes
+    from lbsim import _lbsim
+
+    for pt in unique:
+        try:
+            _lbsim.validate(pt.text, [], base_dir)
+        except _lbsim.ScenarioError as e:
+            axes = ", ".join(f"{k}={v}" for k, v in pt.axes.items())
+            raise SweepError(f"{sw.name}: point ({axes}): {e}") from None
     prog = Progress(len(sw.points), len(sw.points) - len(todo), sw.catalog_name, quiet)
     t0 = time.perf_counter()
     jobs = [(pt.text, base_dir, str(runs / pt.hash)) for pt in unique]
