@@ -33,9 +33,12 @@ def sweep_wall(root: str | Path, sw: Sweep) -> Optional[float]:
 
 def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
     """Draws the sweep's figures and returns its REPRODUCTION.md section."""
+    from lbsim import _lbsim
+
     runs = Runs(sw, root)
     e = sw.spec["experiment"]
-    lines = [f"## {e.get('title', sw.name)}", ""]
+    lines = [f"## {e.get('title', sw.name)}", "", f"<!-- model-revision: {_lbsim.__model_revision__} -->",
+             f"*Model revision:* {_lbsim.__model_revision__}", ""]
     if e.get("paper"):
         lines.append(f"*Paper:* {e['paper']}  ")
     lines.append(f"*Sweep file:* `experiments/{sw.path.name}` — run with `lbsim reproduce {sw.name}`"
@@ -95,11 +98,21 @@ balancer can beat, since the fabric no longer queues.
 
 
 def assemble(fragments_dir: Path, order: list[str], out: Path) -> None:
+    """Joins the fragments; one produced under another model revision than
+    the installed simulator's gets a banner saying so."""
+    from lbsim import _lbsim
+
     parts = [HEADER]
     for name in order:
         f = fragments_dir / f"{name}.md"
         if f.exists():
-            parts.append(f.read_text())
+            text = f.read_text()
+            if f"<!-- model-revision: {_lbsim.__model_revision__} -->" not in text:
+                title, _, rest = text.partition("\n")
+                text = (f"{title}\n\n> **Stale:** these runs predate model revision {_lbsim.__model_revision__}; "
+                        f"their numbers and notes may rest on model faults fixed since (see issue 13). "
+                        f"Rerun with `lbsim reproduce {name}`.\n{rest}")
+            parts.append(text)
     tmp = out.with_suffix(".md.tmp")
     tmp.write_text("\n".join(parts))
     os.replace(tmp, out)
