@@ -9,7 +9,6 @@ use lbsim_engine::{Bytes, SimTime};
 use lbsim_net::{PortId, Routing, Topology};
 use lbsim_tcp::TcpConfig;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 
 #[derive(Clone, Debug)]
 pub struct FlowRecord {
@@ -221,8 +220,8 @@ mod tests {
 #[derive(Debug, Default)]
 pub struct FlowletObserver {
     pub gaps: Vec<SimTime>,
-    /// per (connection, gap): last departure and bytes of the open flowlet
-    open: HashMap<u32, Vec<(SimTime, u64)>>,
+    /// per connection (dense ids), per gap: last departure and bytes of the open flowlet
+    open: Vec<Vec<(SimTime, u64)>>,
     /// per gap: sizes of closed flowlets, bytes
     sizes: Vec<Vec<u64>>,
 }
@@ -230,14 +229,20 @@ pub struct FlowletObserver {
 impl FlowletObserver {
     pub fn new(gaps: Vec<SimTime>) -> FlowletObserver {
         let n = gaps.len();
-        FlowletObserver { gaps, open: HashMap::new(), sizes: vec![Vec::new(); n] }
+        FlowletObserver { gaps, open: Vec::new(), sizes: vec![Vec::new(); n] }
     }
 
     /// A data segment of connection `conn` (one per direction of data) left
     /// its host's NIC at `t` carrying `bytes`.
     pub fn segment(&mut self, conn: u32, t: SimTime, bytes: u64) {
         let n = self.gaps.len();
-        let st = self.open.entry(conn).or_insert_with(|| vec![(SimTime::ZERO, 0); n]);
+        if self.open.len() <= conn as usize {
+            self.open.resize(conn as usize + 1, Vec::new());
+        }
+        let st = &mut self.open[conn as usize];
+        if st.is_empty() {
+            st.resize(n, (SimTime::ZERO, 0));
+        }
         for (i, (last, acc)) in st.iter_mut().enumerate() {
             if *acc > 0 && t > *last + self.gaps[i] {
                 self.sizes[i].push(*acc);
@@ -252,7 +257,7 @@ impl FlowletObserver {
     /// size ("x % of the bytes are in flowlets smaller than ...", Fig. 5).
     pub fn summary(&self) -> Value {
         let mut sizes = self.sizes.clone();
-        for st in self.open.values() {
+        for st in &self.open {
             for (i, &(_, acc)) in st.iter().enumerate() {
                 if acc > 0 {
                     sizes[i].push(acc);

@@ -347,7 +347,8 @@ impl World {
             return;
         }
         let size = self.pkts.get(pkt.0).size;
-        let from_host = self.topo.is_host(self.topo.ports[port.idx()].node);
+        // only the jitter and the flowlet observer care where the port is
+        let from_host = (self.jitter > SimTime::ZERO || self.flowlet_obs.is_some()) && self.topo.is_host(self.topo.ports[port.idx()].node);
         let jitter = if self.jitter > SimTime::ZERO && from_host { SimTime(self.jitter_rng.below(self.jitter.0 + 1)) } else { SimTime::ZERO };
         let pq = &mut self.ports[port.idx()];
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
