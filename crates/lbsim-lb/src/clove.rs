@@ -448,7 +448,7 @@ mod tests {
         let mut given = BTreeMap::new();
         given.insert("discovery".to_string(), crate::Value::Str("oracle".into()));
         let defs = if int { INT_PARAMS } else { ECN_PARAMS };
-        let e = SchemeEnv { topo: &env.topo, mss: 1448, base_rtt: SimTime::from_us(20) };
+        let e = env.scheme_env();
         Clove::new(&Params::new(&given, defs, "clove").unwrap(), &e, int).unwrap()
     }
 
@@ -506,7 +506,7 @@ mod tests {
         let mut env = Env::testbed();
         let mut given = BTreeMap::new();
         given.insert("discovery".to_string(), crate::Value::Str("probe".into()));
-        let e = SchemeEnv { topo: &env.topo, mss: 1448, base_rtt: SimTime::from_us(20) };
+        let e = env.scheme_env();
         let mut c = Clove::new(&Params::new(&given, ECN_PARAMS, "clove").unwrap(), &e, false).unwrap();
         let host0 = env.topo.host(0);
         let now = SimTime::from_us(10);

@@ -8,6 +8,10 @@
 //! last touched in tick `a` is still valid at tick `b` iff `b − a ≤ 1`
 //! (the first tick after the touch sets the age bit, the second expires it).
 //! Hash collisions share an entry, as in hardware.
+//!
+//! [`FlowletMode::Exact`] instead stores each entry's last packet time and
+//! ends a flowlet exactly when the idle gap exceeds T_fl (HULA's and
+//! LetFlow's description, and AG's "flowlet gap 500 µs").
 
 use lbsim_engine::SimTime;
 use lbsim_net::PortId;
@@ -15,14 +19,32 @@ use lbsim_net::PortId;
 #[derive(Clone, Copy, Debug, Default)]
 struct Entry {
     port: u32,
-    /// Tick of the last packet + 1 (0 = never used).
+    /// Age-bit mode: tick of the last packet + 1; exact mode: time of the
+    /// last packet in ps + 1 (0 = never used).
     tick1: u64,
+}
+
+/// How a flowlet's end is detected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowletMode {
+    /// Valid + age bit swept every T_fl: a gap of T_fl..2·T_fl ends it.
+    AgeBit,
+    /// A last-seen timestamp: a gap longer than T_fl ends it.
+    Exact,
+}
+
+impl FlowletMode {
+    /// The scheme parameter `flowlet_mode` ("age_bit" | "exact").
+    pub fn param(p: &crate::Params) -> Result<FlowletMode, crate::ParamError> {
+        Ok(if p.string("flowlet_mode", &["age_bit", "exact"])? == "exact" { FlowletMode::Exact } else { FlowletMode::AgeBit })
+    }
 }
 
 #[derive(Clone, Debug)]
 pub struct FlowletTable {
     entries: Vec<Entry>,
     t_fl: SimTime,
+    mode: FlowletMode,
 }
 
 /// What a lookup found.
@@ -36,7 +58,11 @@ pub enum Lookup {
 
 impl FlowletTable {
     pub fn new(size: usize, t_fl: SimTime) -> Self {
-        FlowletTable { entries: vec![Entry::default(); size.max(1)], t_fl }
+        Self::with_mode(size, t_fl, FlowletMode::AgeBit)
+    }
+
+    pub fn with_mode(size: usize, t_fl: SimTime, mode: FlowletMode) -> Self {
+        FlowletTable { entries: vec![Entry::default(); size.max(1)], t_fl, mode }
     }
 
     fn idx(&self, hash: u64) -> usize {
@@ -45,12 +71,15 @@ impl FlowletTable {
 
     /// Looks up the flowlet of `hash` at `now` and marks it as seen.
     pub fn lookup(&mut self, hash: u64, now: SimTime) -> Lookup {
-        let tick = now.0 / self.t_fl.0;
+        let (tick, span) = match self.mode {
+            FlowletMode::AgeBit => (now.0 / self.t_fl.0, 1),
+            FlowletMode::Exact => (now.0, self.t_fl.0),
+        };
         let i = self.idx(hash);
         let e = &mut self.entries[i];
         let res = if e.tick1 == 0 {
             Lookup::New(None)
-        } else if tick - (e.tick1 - 1) <= 1 {
+        } else if tick - (e.tick1 - 1) <= span {
             Lookup::Active(PortId(e.port))
         } else {
             Lookup::New(Some(PortId(e.port)))
@@ -86,6 +115,20 @@ mod tests {
         assert_eq!(ft.lookup(7, SimTime::from_us(2250)), Lookup::Active(PortId(3)));
         // a gap of 2 T_fl always expires
         assert_eq!(ft.lookup(7, SimTime::from_us(3250)), Lookup::New(Some(PortId(3))));
+    }
+
+    #[test]
+    fn exact_mode_ends_a_flowlet_only_after_a_gap_longer_than_t() {
+        let t = SimTime::from_us(500);
+        for start in [0u64, 1, 499, 500, 777] {
+            let mut ft = FlowletTable::with_mode(8, t, FlowletMode::Exact);
+            let s = SimTime::from_us(start);
+            assert_eq!(ft.lookup(3, s), Lookup::New(None));
+            ft.set(3, PortId(5));
+            assert_eq!(ft.lookup(3, s + t), Lookup::Active(PortId(5)), "a gap of exactly T_fl from {start}");
+            let later = s + t + t + SimTime(1);
+            assert_eq!(ft.lookup(3, later), Lookup::New(Some(PortId(5))), "T_fl + 1 ps from {start}");
+        }
     }
 
     #[test]

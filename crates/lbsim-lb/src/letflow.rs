@@ -2,21 +2,30 @@
 //! next hop per new flowlet, at every switch with more than one equal-cost
 //! next hop. Congestion-oblivious, yet flowlet sizes adapt to path
 //! congestion (a congested path's flowlets end sooner). Same hashed
-//! valid/age-bit flowlet table as CONGA §3.4.
+//! valid/age-bit flowlet table as CONGA §3.4, or (`flowlet_mode = "exact"`)
+//! one that ends a flowlet exactly after a gap of T_fl.
 
-use crate::flowlet::{FlowletTable, Lookup};
+use crate::flowlet::{FlowletMode, FlowletTable, Lookup};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, LoadBalancer, NodeId, PktId, PortId};
 
 pub const PARAMS: &[ParamDef] = &[
-    ParamDef { name: "flowlet_us", unit: "us", default: DefaultValue::Num(500.0), help: "flowlet inactivity timeout; gaps of T_fl..2 T_fl end a flowlet" },
+    ParamDef { name: "flowlet_us", unit: "us", default: DefaultValue::Num(500.0), help: "flowlet inactivity timeout T_fl" },
+    ParamDef {
+        name: "flowlet_mode",
+        unit: "",
+        default: DefaultValue::Str("age_bit"),
+        help:
+            "\"age_bit\": CONGA's valid + age bit table (gaps of T_fl..2 T_fl end a flowlet); \"exact\": a gap longer than T_fl ends it (AG's 500 us setting)",
+    },
     ParamDef { name: "flowlet_table_size", unit: "entries", default: DefaultValue::Num(65536.0), help: "flowlet table entries per switch" },
 ];
 
 pub struct LetFlow {
     t_fl: SimTime,
     size: usize,
+    mode: FlowletMode,
     tables: Vec<Option<FlowletTable>>,
     pub flowlets_started: u64,
 }
@@ -26,6 +35,7 @@ impl LetFlow {
         Ok(LetFlow {
             t_fl: p.duration("flowlet_us", false)?,
             size: p.count("flowlet_table_size", 1 << 24)? as usize,
+            mode: FlowletMode::param(p)?,
             tables: vec![None; nodes],
             flowlets_started: 0,
         })
@@ -38,7 +48,7 @@ impl LoadBalancer for LetFlow {
             return Forward::Port(c[0]);
         }
         let hash = ctx.pkt(pkt).hash;
-        let t = self.tables[sw.idx()].get_or_insert_with(|| FlowletTable::new(self.size, self.t_fl));
+        let t = self.tables[sw.idx()].get_or_insert_with(|| FlowletTable::with_mode(self.size, self.t_fl, self.mode));
         match t.lookup(hash, ctx.now) {
             Lookup::Active(p) if c.contains(&p) => Forward::Port(p),
             _ => {

@@ -9,11 +9,13 @@
 pub mod clove;
 pub mod conga;
 pub mod dre;
+pub mod drill;
 pub mod ecmp;
 pub mod edge;
 pub mod edge_flowlet;
 pub mod edge_params;
 pub mod flowlet;
+pub mod hula;
 pub mod letflow;
 pub mod mptcp;
 pub mod params;
@@ -25,12 +27,14 @@ pub(crate) mod testutil;
 pub use params::{DefaultValue, ParamDef, ParamError, Params, Value};
 
 use lbsim_engine::SimTime;
-use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, Topology};
+use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, Routing, Topology};
 use std::collections::BTreeMap;
 
 /// What a scheme may need to know when it is built.
 pub struct SchemeEnv<'a> {
     pub topo: &'a Topology,
+    /// Routes at time 0 (with the links failed at t = 0 down).
+    pub routing: &'a Routing,
     /// TCP maximum segment size, bytes.
     pub mss: u32,
     /// The RTT that "RTT"-denominated parameters mean: the scenario's
@@ -76,11 +80,25 @@ pub const SCHEMES: &[SchemeInfo] = &[
         params: spray::PARAMS,
     },
     SchemeInfo {
+        name: "drill",
+        summary: "DRILL(d, m): per packet, the least occupied egress queue among d random candidates and m remembered ports",
+        follows: "Ghorbani et al., SIGCOMM 2017, §3 (AG baseline); memory per candidate group (our choice)",
+        acts_at: "every switch",
+        params: drill::PARAMS,
+    },
+    SchemeInfo {
         name: "letflow",
         summary: "LetFlow: a random next hop per flowlet at every switch",
         follows: "Vanini et al., NSDI 2017 (Clove and AG baseline)",
         acts_at: "every switch",
         params: letflow::PARAMS,
+    },
+    SchemeInfo {
+        name: "hula",
+        summary: "HULA: ToR probes carry the best path utilisation hop by hop; every switch sends new flowlets to its best next hop per destination ToR",
+        follows: "Katta et al., SOSR 2016, §3-4 (AG baseline: flowlet gap 500 us, probes every 200 us); replicate only on a table update (our choice)",
+        acts_at: "every switch (probes originate at ToRs)",
+        params: hula::PARAMS,
     },
     SchemeInfo {
         name: "conga",
@@ -144,6 +162,8 @@ pub enum Scheme {
     Ecmp(ecmp::Ecmp),
     Spray(spray::Spray),
     LetFlow(letflow::LetFlow),
+    Drill(drill::Drill),
+    Hula(Box<hula::Hula>),
     Conga(Box<conga::Conga>),
     EdgeFlowlet(Box<edge_flowlet::EdgeFlowlet>),
     Clove(Box<clove::Clove>),
@@ -163,6 +183,8 @@ impl Scheme {
             "ecmp" => Scheme::Ecmp(ecmp::Ecmp),
             "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo.nodes.len())?),
             "letflow" => Scheme::LetFlow(letflow::LetFlow::new(&p, env.topo.nodes.len())?),
+            "drill" => Scheme::Drill(drill::Drill::new(&p, env)?),
+            "hula" => Scheme::Hula(Box::new(hula::Hula::new(&p, env)?)),
             "conga" | "conga_flow" => Scheme::Conga(Box::new(conga::Conga::new(&p, env.topo)?)),
             "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
             "clove_ecn" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, false)?)),
@@ -177,6 +199,14 @@ impl Scheme {
     pub fn stats(&self) -> Vec<(&'static str, f64)> {
         match self {
             Scheme::LetFlow(s) => vec![("flowlets", s.flowlets_started as f64)],
+            Scheme::Hula(s) => vec![
+                ("flowlets", s.flowlets_started as f64),
+                ("flowlets_without_best_hop", s.flowlets_without_best as f64),
+                ("probes_sent", s.probes_sent as f64),
+                ("probe_bytes", s.probe_bytes_sent as f64),
+                ("best_hop_changes", s.best_hop_changes as f64),
+            ],
+            Scheme::Drill(s) => vec![("decisions", s.decisions as f64), ("chose_remembered", s.chose_memory as f64)],
             Scheme::Conga(s) => vec![("flowlets", s.flowlets_started as f64), ("feedback_metrics_sent", s.feedback_sent as f64)],
             Scheme::EdgeFlowlet(s) => {
                 let mut v = vec![("flowlets", s.flowlets.count as f64)];
@@ -231,6 +261,15 @@ impl Scheme {
         }
     }
 
+    /// HULA: per ToR and destination ToR (rack index), the best next hop
+    /// and the path utilisation (fraction of capacity) it was learnt with.
+    pub fn best_hops(&self) -> Option<Vec<(NodeId, u32, PortId, f64)>> {
+        match self {
+            Scheme::Hula(s) => Some(s.tor_best_hops()),
+            _ => None,
+        }
+    }
+
     /// MPTCP subflows per connection, when the transport is MPTCP.
     pub fn mptcp_subflows(&self) -> Option<u32> {
         match self {
@@ -269,6 +308,8 @@ macro_rules! dispatch {
             Scheme::Ecmp($s) => $e,
             Scheme::Spray($s) => $e,
             Scheme::LetFlow($s) => $e,
+            Scheme::Drill($s) => $e,
+            Scheme::Hula($s) => $e,
             Scheme::Conga($s) => $e,
             Scheme::EdgeFlowlet($s) => $e,
             Scheme::Clove($s) => $e,
@@ -293,6 +334,9 @@ impl LoadBalancer for Scheme {
     #[inline]
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId, c: &[PortId]) -> Forward {
         dispatch!(self, s => s.on_switch(ctx, sw, in_port, pkt, c))
+    }
+    fn on_switch_control(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId) -> Forward {
+        dispatch!(self, s => s.on_switch_control(ctx, sw, in_port, pkt))
     }
     #[inline]
     fn wants_enqueue(&self) -> bool {

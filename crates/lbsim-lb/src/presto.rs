@@ -372,7 +372,7 @@ mod tests {
     fn presto(env: &Env) -> Presto {
         let mut given = BTreeMap::new();
         given.insert("discovery".to_string(), Value::Str("oracle".into()));
-        let e = SchemeEnv { topo: &env.topo, mss: 1448, base_rtt: SimTime::from_us(20) };
+        let e = env.scheme_env();
         Presto::new(&Params::new(&given, PARAMS, "presto").unwrap(), &e, &given).unwrap()
     }
 
@@ -468,7 +468,7 @@ mod tests {
         let mut given = BTreeMap::new();
         given.insert("discovery".to_string(), Value::Str("oracle".into()));
         given.insert("weights".to_string(), Value::Str("topology".into()));
-        let e = SchemeEnv { topo: &env.topo, mss: 1448, base_rtt: SimTime::from_us(20) };
+        let e = env.scheme_env();
         let mut p = Presto::new(&Params::new(&given, PARAMS, "presto").unwrap(), &e, &given).unwrap();
         let d = env.packet(0, 20, 1500);
         let h0 = env.topo.host(0);

@@ -9,6 +9,10 @@
 //!   (CONGA at leaves, LetFlow, DRILL, HULA, Expeditus);
 //!   [`LoadBalancer::on_enqueue`] sees every packet admitted to an egress
 //!   port (rate estimators, CE / INT updates);
+//! - packets a scheme addresses to a switch ([`Packet::to_switch`]: probes
+//!   that switches originate, such as HULA's) have no routes: at every
+//!   switch they reach, [`LoadBalancer::on_switch_control`] forwards them
+//!   hop by hop or consumes them;
 //! - the receiving host's edge ([`LoadBalancer::on_host_receive`]): hold
 //!   packets for reordering and release them later, relay feedback.
 //!
@@ -56,7 +60,9 @@ pub enum Action {
     Consume { pkt: PktId },
     /// Put a packet the scheme created on `host`'s NIC (no `on_host_send`).
     SendFromHost { host: NodeId, pkt: PktId },
-    /// Send a packet from switch `sw`: out of `port`, or routed if `None`.
+    /// Send a packet from switch `sw`: out of `port`, or routed if `None`
+    /// (a packet addressed to a switch needs a port: `None` drops it as
+    /// unroutable).
     SendFromSwitch { sw: NodeId, pkt: PktId, port: Option<PortId> },
 }
 
@@ -139,6 +145,13 @@ pub trait LoadBalancer {
     /// `candidates` (the equal-cost next hops, never empty) lead to.
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in_port: PortId, pkt: PktId, candidates: &[PortId]) -> Forward {
         Forward::Port(ctx.ecmp(sw, pkt, candidates))
+    }
+
+    /// A packet addressed to a switch ([`Packet::to_switch`]) arriving at
+    /// switch `sw` on `in_port`. It has no routes, so the scheme forwards it
+    /// (out of a port of `sw`) or consumes it; the default consumes.
+    fn on_switch_control(&mut self, _ctx: &mut Ctx, _sw: NodeId, _in_port: PortId, _pkt: PktId) -> Forward {
+        Forward::Consume
     }
 
     /// Whether [`LoadBalancer::on_enqueue`] does anything (skipped otherwise).

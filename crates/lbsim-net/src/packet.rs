@@ -46,6 +46,9 @@ pub enum LbHeader {
     Clove { fb_valid: bool, fb_port: u16, fb_ce: bool, fb_util: u16, int_util: u16 },
     /// Presto (Clove §5 adaptation): flowcell id and the flow's hash.
     Presto { flowcell: u32 },
+    /// A HULA probe (HULA §3): the ToR (rack index) it advertises and the
+    /// utilisation of the best path to it so far, in 1/4096 of capacity.
+    Hula { tor: u16, util: u16 },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -103,6 +106,16 @@ impl Packet {
             created: now,
             hops: 0,
         }
+    }
+
+    /// A control packet from switch `src` to switch `dst` (a neighbour, or
+    /// any switch the scheme forwards it to hop by hop): `size` bytes on the
+    /// wire, the scheme's header `lb`. Routing never sees it; see
+    /// `LoadBalancer::on_switch_control`.
+    pub fn to_switch(src: NodeId, dst: NodeId, size: u32, tag: u32, lb: LbHeader, now: SimTime) -> Self {
+        let mut p = Packet::new(src, dst, 0, 0, Proto::Udp, size, Payload::Control { tag }, now);
+        p.lb = lb;
+        p
     }
 
     /// Encapsulates with outer source port `p` (UDP to [`ENCAP_DPORT`]):

@@ -120,6 +120,11 @@ impl Routing {
         g
     }
 
+    /// Ports in the largest equal-cost group.
+    pub fn widest_group(&self) -> usize {
+        self.groups.iter().map(|g| g.len()).max().unwrap_or(0)
+    }
+
     pub fn reachable(&self, node: NodeId, dst_host: u32) -> bool {
         self.table[node.idx() * self.hosts + dst_host as usize] != UNREACHABLE
     }

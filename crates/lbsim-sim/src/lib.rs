@@ -363,7 +363,7 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     let params = sc.lb_params()?;
     let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
     let scheme_rtt = sc.lb.rtt_us.map(SimTime::from_us_f64).unwrap_or(rtt);
-    let env = SchemeEnv { topo: &topo, mss: tcp.mss, base_rtt: scheme_rtt };
+    let env = SchemeEnv { topo: &topo, routing: &routing0, mss: tcp.mss, base_rtt: scheme_rtt };
     let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
         if e.key == "scheme" {
             bad("lb.scheme", e.msg)
@@ -712,6 +712,16 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         // CONGA: what each leaf learnt about each of its paths (by uplink tag)
         let per: serde_json::Map<_, _> = rows.iter().map(|&(p, n, m)| (w.topo.ports[p.idx()].name.clone(), json!({"reports": n, "mean_metric": m}))).collect();
         s["scheme"]["remote_metric_by_uplink"] = per.into();
+    }
+    if let Some(rows) = w.lb.best_hops() {
+        // HULA: each ToR's best next hop per destination ToR at the end
+        let mut per = serde_json::Map::new();
+        for (tor, rack, hop, util) in rows {
+            let to = w.topo.nodes[w.topo.racks[rack as usize].idx()].name.clone();
+            let e = per.entry(w.topo.nodes[tor.idx()].name.clone()).or_insert_with(|| json!({}));
+            e[to] = json!({"hop": w.topo.ports[hop.idx()].name, "path_utilisation": util});
+        }
+        s["scheme"]["best_hop_by_tor"] = per.into();
     }
     if !w.link_samples.is_empty() {
         s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);

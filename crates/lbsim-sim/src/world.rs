@@ -414,6 +414,16 @@ impl World {
             self.time_exceeded(node, in_port, pkt);
             return;
         }
+        if !self.topo.is_host(p.dst) {
+            // addressed to a switch: the scheme forwards it hop by hop
+            let f = self.lb.on_switch_control(&mut ctx!(self), node, in_port, pkt);
+            self.run_actions();
+            match f {
+                Forward::Port(p) => self.enqueue(p, pkt),
+                Forward::Consume => self.consume(pkt),
+            }
+            return;
+        }
         let dst = self.topo.host_index(p.dst);
         let cands = self.routing.next_hops_from(node, in_port, dst);
         if cands.is_empty() {
@@ -432,6 +442,9 @@ impl World {
     fn time_exceeded(&mut self, sw: NodeId, in_port: PortId, pkt: PktId) {
         let p = *self.pkts.get(pkt.0);
         self.drop_pkt(pkt, Drop::Ttl);
+        if !self.topo.is_host(p.src) {
+            return; // a switch's own packet: no ICMP back to a switch
+        }
         let tag = match p.payload {
             Payload::Control { tag } => tag,
             _ => u32::MAX,
@@ -446,8 +459,8 @@ impl World {
         let port = match port {
             Some(p) => p,
             None => {
-                let dst = self.topo.host_index(self.pkts.get(pkt.0).dst);
-                let c = self.routing.next_hops(sw, dst);
+                let d = self.pkts.get(pkt.0).dst;
+                let c = if self.topo.is_host(d) { self.routing.next_hops(sw, self.topo.host_index(d)) } else { &[] };
                 if c.is_empty() {
                     self.c.sent += 1;
                     self.c.sent_bytes += self.pkts.get(pkt.0).size as u64;

@@ -1,0 +1,259 @@
+//! DRILL (Ghorbani et al., SIGCOMM 2017, §3): per-packet, switch-local
+//! load balancing. At every switch with more than one equal-cost next hop,
+//! each packet samples `d` distinct random candidates, adds the `m` ports
+//! remembered as least loaded by earlier decisions of the same candidate
+//! group, and goes to the least occupied of them; the memory then keeps the
+//! `m` least loaded ports of that comparison. DRILL(2, 1) is the paper's
+//! default; with `d` at least the group size it is join-the-shortest-queue.
+//!
+//! Sources: the AG paper §VI-B (its baseline), the DRILL paper's abstract
+//! and public talk notes, the Hermes authors' public ns-3 DRILL (d = 2, one
+//! remembered port, load = queued bytes); see ../shared/specs/ag.md §2.1.
+//! Our choices: memory per (switch, candidate group) rather than per switch
+//! (a switch with several groups would otherwise remember a port that is not
+//! a candidate); ties go to the remembered port, then to the first sample;
+//! one forwarding engine per switch (the paper's per-engine memories are
+//! not modelled). Asymmetric-fabric decomposition (§3.3) is not modelled.
+
+use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use crate::SchemeEnv;
+use lbsim_net::{Ctx, Forward, LoadBalancer, NodeId, PktId, PortId};
+use std::collections::HashMap;
+
+pub const PARAMS: &[ParamDef] = &[
+    ParamDef {
+        name: "d",
+        unit: "ports",
+        default: DefaultValue::Num(2.0),
+        help: "random samples per packet (distinct candidates; DRILL(d, m), paper default d = 2)",
+    },
+    ParamDef {
+        name: "m",
+        unit: "ports",
+        default: DefaultValue::Num(1.0),
+        help: "memory units: least-loaded ports remembered per candidate group (paper default 1; 0 = no memory)",
+    },
+    ParamDef { name: "metric", unit: "", default: DefaultValue::Str("bytes"), help: "\"bytes\" or \"packets\": the egress queue occupancy compared" },
+];
+
+pub struct Drill {
+    d: usize,
+    m: usize,
+    by_bytes: bool,
+    /// (switch, group key) → remembered ports, least loaded first.
+    memory: HashMap<(u32, u64), Vec<PortId>>,
+    /// Scratch: (load, port) of the ports compared for one packet.
+    seen: Vec<(u64, PortId)>,
+    /// Decisions taken at switches with more than one candidate.
+    pub decisions: u64,
+    /// Decisions that went to a remembered port.
+    pub chose_memory: u64,
+}
+
+impl Drill {
+    pub fn new(p: &Params, env: &SchemeEnv) -> Result<Drill, ParamError> {
+        let widest = env.routing.widest_group();
+        let d = p.count("d", 1 << 16)? as usize;
+        if d > widest.max(1) {
+            return Err(ParamError { key: "d".into(), msg: format!("{d} samples, but the widest equal-cost group of this fabric has {widest} ports") });
+        }
+        let m = p.num("m")?;
+        if m.fract() != 0.0 || !(0.0..=widest.max(1) as f64).contains(&m) {
+            return Err(ParamError { key: "m".into(), msg: format!("must be a whole number from 0 to {} (the widest group), got {m}", widest.max(1)) });
+        }
+        Ok(Drill {
+            d,
+            m: m as usize,
+            by_bytes: p.string("metric", &["bytes", "packets"])? == "bytes",
+            memory: HashMap::new(),
+            seen: Vec::new(),
+            decisions: 0,
+            chose_memory: 0,
+        })
+    }
+}
+
+/// Identifies a candidate group (an order-sensitive mix of its ports).
+fn group_key(c: &[PortId]) -> u64 {
+    c.iter().fold(c.len() as u64, |h, p| lbsim_engine::mix64(h ^ p.0 as u64))
+}
+
+impl LoadBalancer for Drill {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, _pkt: PktId, c: &[PortId]) -> Forward {
+        if c.len() == 1 {
+            return Forward::Port(c[0]);
+        }
+        self.decisions += 1;
+        let load = |p: PortId| {
+            let q = &ctx.ports[p.idx()];
+            if self.by_bytes {
+                q.qlen_bytes(ctx.now)
+            } else {
+                q.qlen_pkts(ctx.now) as u64
+            }
+        };
+        self.seen.clear();
+        let mem = self.memory.entry((sw.0, group_key(c))).or_default();
+        // remembered ports first, so a tie keeps the remembered one
+        for &p in mem.iter() {
+            if c.contains(&p) {
+                self.seen.push((load(p), p));
+            }
+        }
+        let n_mem = self.seen.len();
+        if self.d >= c.len() {
+            for &p in c {
+                if !self.seen.iter().any(|s| s.1 == p) {
+                    self.seen.push((load(p), p));
+                }
+            }
+        } else {
+            // d distinct samples: a partial Fisher-Yates over indices
+            let mut idx: [usize; 64] = [0; 64];
+            let n = c.len().min(64);
+            for (i, x) in idx.iter_mut().enumerate().take(n) {
+                *x = i;
+            }
+            for k in 0..self.d.min(n) {
+                let j = k + ctx.rng.below((n - k) as u64) as usize;
+                idx.swap(k, j);
+                let p = c[idx[k]];
+                if !self.seen.iter().any(|s| s.1 == p) {
+                    self.seen.push((load(p), p));
+                }
+            }
+        }
+        // the least loaded; the stable sort keeps memory, then sample order, on ties
+        self.seen.sort_by_key(|s| s.0);
+        let best = self.seen[0].1;
+        if self.seen[..n_mem].iter().any(|s| s.1 == best) && n_mem > 0 {
+            self.chose_memory += 1;
+        }
+        mem.clear();
+        mem.extend(self.seen.iter().take(self.m).map(|s| s.1));
+        Forward::Port(best)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::Env;
+    use crate::Value;
+    use lbsim_engine::{Bytes, SimTime};
+    use lbsim_net::topology::{leaf_spine, LeafSpine, LinkSpec};
+    use std::collections::BTreeMap;
+
+    fn drill(env: &Env, d: f64, m: f64) -> Result<Drill, ParamError> {
+        let mut g = BTreeMap::new();
+        g.insert("d".to_string(), Value::Num(d));
+        g.insert("m".to_string(), Value::Num(m));
+        let e = env.scheme_env();
+        Drill::new(&Params::new(&g, PARAMS, "drill")?, &e)
+    }
+
+    /// 1 leaf pair × 4 spines: leaf 0's uplinks are a group of 4.
+    fn four_spines() -> Env {
+        let s = |g| LinkSpec { rate: lbsim_engine::BitsPerSec::gbps(g), delay: SimTime::from_us(1) };
+        Env::from_topology(
+            leaf_spine(&LeafSpine { leaves: 2, spines: 4, links_per_pair: 1, hosts_per_leaf: vec![4, 4], host_link: s(10), fabric_link: s(10) }).unwrap(),
+        )
+    }
+
+    /// Fills port `p` with `n` 1,000-byte packets at time 0.
+    fn preload(env: &mut Env, p: PortId, n: u32) {
+        for _ in 0..n {
+            let id = env.packet(0, 4, 1000);
+            let _ = env.ports[p.idx()].offer(SimTime::ZERO, id, Bytes(1000), SimTime::ZERO);
+        }
+    }
+
+    fn uplinks(env: &Env) -> Vec<PortId> {
+        let leaf = env.topo.leaf_of_host(env.topo.host(0));
+        env.routing.next_hops(leaf, 4).to_vec()
+    }
+
+    #[test]
+    fn goes_to_the_least_loaded_of_samples_and_memory() {
+        let mut env = four_spines();
+        let up = uplinks(&env);
+        assert_eq!(up.len(), 4);
+        for (i, &p) in up.iter().enumerate() {
+            preload(&mut env, p, 10 * (i as u32 + 1)); // loads 10, 20, 30, 40 packets
+        }
+        let leaf = env.topo.leaf_of_host(env.topo.host(0));
+        let mut s = drill(&env, 2.0, 1.0).unwrap();
+        let mut chosen = vec![];
+        for _ in 0..200 {
+            let pkt = env.packet(0, 4, 1000);
+            let Forward::Port(p) = s.on_switch(&mut env.ctx(SimTime::ZERO), leaf, PortId(0), pkt, &up) else { panic!() };
+            chosen.push(p);
+        }
+        // the first decision compares two samples; the least loaded port
+        // (up[0]) enters memory as soon as a sample hits it and never leaves
+        let first = chosen.iter().position(|&p| p == up[0]).unwrap();
+        assert!(first < 10, "up[0] first chosen at decision {first}");
+        assert!(chosen[first..].iter().all(|&p| p == up[0]));
+        assert!(s.chose_memory >= 190, "{}", s.chose_memory);
+        // no memory: the choice is the better of two random samples, so the
+        // worst port is never chosen and the best about half the time
+        let mut s = drill(&env, 2.0, 0.0).unwrap();
+        let mut n_best = 0;
+        for _ in 0..2000 {
+            let pkt = env.packet(0, 4, 1000);
+            let Forward::Port(p) = s.on_switch(&mut env.ctx(SimTime::ZERO), leaf, PortId(0), pkt, &up) else { panic!() };
+            assert_ne!(p, up[3]);
+            n_best += (p == up[0]) as u32;
+        }
+        // P(best sampled among 2 of 4) = 1/2
+        assert!((900..1100).contains(&n_best), "{n_best}");
+    }
+
+    #[test]
+    fn d_equal_to_the_group_is_join_the_shortest_queue() {
+        let mut env = four_spines();
+        let up = uplinks(&env);
+        for (i, &p) in up.iter().enumerate() {
+            preload(&mut env, p, [30, 5, 20, 12][i]);
+        }
+        let leaf = env.topo.leaf_of_host(env.topo.host(0));
+        let mut s = drill(&env, 4.0, 0.0).unwrap();
+        for _ in 0..50 {
+            let pkt = env.packet(0, 4, 1000);
+            assert_eq!(s.on_switch(&mut env.ctx(SimTime::ZERO), leaf, PortId(0), pkt, &up), Forward::Port(up[1]));
+        }
+    }
+
+    #[test]
+    fn memory_is_kept_per_candidate_group() {
+        let mut env = four_spines();
+        let up = uplinks(&env);
+        preload(&mut env, up[0], 50);
+        preload(&mut env, up[1], 40);
+        let leaf = env.topo.leaf_of_host(env.topo.host(0));
+        let mut s = drill(&env, 2.0, 1.0).unwrap();
+        // group A = {up0, up1}: remembers up1; group B = {up2, up3}: its own
+        let a = [up[0], up[1]];
+        let b = [up[2], up[3]];
+        let pkt = env.packet(0, 4, 1000);
+        assert_eq!(s.on_switch(&mut env.ctx(SimTime::ZERO), leaf, PortId(0), pkt, &a), Forward::Port(up[1]));
+        let pkt = env.packet(0, 4, 1000);
+        let Forward::Port(pb) = s.on_switch(&mut env.ctx(SimTime::ZERO), leaf, PortId(0), pkt, &b) else { panic!() };
+        assert!(b.contains(&pb));
+        assert_eq!(s.memory.len(), 2);
+        assert_eq!(s.memory[&(leaf.0, group_key(&a))], vec![up[1]]);
+        assert_eq!(s.memory[&(leaf.0, group_key(&b))], vec![pb]);
+    }
+
+    #[test]
+    fn d_beyond_the_widest_group_or_zero_is_refused() {
+        let env = four_spines();
+        let e = drill(&env, 5.0, 1.0).err().unwrap();
+        assert_eq!(e.key, "d");
+        assert!(e.msg.contains("widest equal-cost group of this fabric has 4"), "{}", e.msg);
+        assert_eq!(drill(&env, 0.0, 1.0).err().unwrap().key, "d");
+        assert_eq!(drill(&env, 2.0, 1.5).err().unwrap().key, "m");
+        assert_eq!(drill(&env, 2.0, 5.0).err().unwrap().key, "m");
+        assert!(drill(&env, 4.0, 4.0).is_ok());
+    }
+}
