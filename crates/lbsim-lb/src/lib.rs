@@ -15,6 +15,7 @@ pub mod edge;
 pub mod edge_flowlet;
 pub mod edge_params;
 pub mod flowlet;
+pub mod hermes;
 pub mod hula;
 pub mod letflow;
 pub mod mptcp;
@@ -136,6 +137,13 @@ pub const SCHEMES: &[SchemeInfo] = &[
         params: clove::INT_PARAMS,
     },
     SchemeInfo {
+        name: "hermes",
+        summary: "Hermes: the source edge types paths good/gray/bad from RTT, relayed ECN and loss (plus active probes); new flows to the good path with fewest flows; a large slow flow on a bad path is rerouted cautiously",
+        follows: "Zhang et al., SIGCOMM 2017 (AG baseline: S = 600 KB, R = 30 %); thresholds in RTTs scaled from the authors' ns-3 defaults (our choice); per destination host; no failure detection",
+        acts_at: "host edge (hypervisor); switches mark ECN",
+        params: hermes::PARAMS,
+    },
+    SchemeInfo {
         name: "presto",
         summary: "Presto: 64 KB flowcells round-robin over discovered paths (optionally weighted); receiver reassembles flowcells in order",
         follows: "He et al., SIGCOMM 2015, as adapted to L3 ECMP in Clove §5",
@@ -152,9 +160,9 @@ pub const SCHEMES: &[SchemeInfo] = &[
 ];
 
 /// Default switch ECN threshold a scheme needs when the scenario sets none
-/// (Clove-ECN: 20 packets, §3.2).
+/// (Clove-ECN: 20 packets, §3.2; Hermes: the same, our choice).
 pub fn default_ecn_k_pkts(scheme: &str) -> Option<u32> {
-    (scheme == "clove_ecn").then_some(20)
+    matches!(scheme, "clove_ecn" | "hermes").then_some(20)
 }
 
 /// A load-balancing scheme, dispatched by `match`.
@@ -168,6 +176,7 @@ pub enum Scheme {
     EdgeFlowlet(Box<edge_flowlet::EdgeFlowlet>),
     Clove(Box<clove::Clove>),
     Presto(Box<presto::Presto>),
+    Hermes(Box<hermes::Hermes>),
     Mptcp(mptcp::Mptcp),
 }
 
@@ -189,6 +198,7 @@ impl Scheme {
             "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
             "clove_ecn" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, false)?)),
             "clove_int" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, true)?)),
+            "hermes" => Scheme::Hermes(Box::new(hermes::Hermes::new(&p, env)?)),
             "presto" => Scheme::Presto(Box::new(presto::Presto::new(&p, env, given)?)),
             "mptcp" => Scheme::Mptcp(mptcp::Mptcp::new(&p)?),
             _ => unreachable!("scheme {name} listed but not constructed"),
@@ -225,6 +235,19 @@ impl Scheme {
                 v.extend(discovery_stats(s.discovery()));
                 v
             }
+            Scheme::Hermes(s) => {
+                let mut v = vec![
+                    ("flows_placed_on_good", s.placed[0] as f64),
+                    ("flows_placed_on_gray", s.placed[1] as f64),
+                    ("flows_placed_on_bad", s.placed[2] as f64),
+                    ("reroute_attempts", s.reroute_attempts as f64),
+                    ("reroutes", s.reroutes as f64),
+                    ("path_probes", s.probes_sent as f64),
+                    ("rtt_samples", s.rtt_samples as f64),
+                ];
+                v.extend(discovery_stats(s.discovery()));
+                v
+            }
             Scheme::Presto(s) => {
                 let mut v = vec![("flowcells", s.flowcells as f64), ("packets_held", s.held_total as f64), ("reassembly_timeouts", s.timeouts as f64)];
                 v.extend(discovery_stats(s.discovery()));
@@ -240,6 +263,7 @@ impl Scheme {
         match self {
             Scheme::EdgeFlowlet(s) => s.resolved.clone(),
             Scheme::Clove(s) => s.resolved.clone(),
+            Scheme::Hermes(s) => s.resolved.clone(),
             _ => vec![],
         }
     }
@@ -249,6 +273,7 @@ impl Scheme {
         match self {
             Scheme::EdgeFlowlet(s) => s.discovery().map(|_| &s.path_use),
             Scheme::Clove(s) => Some(&s.path_use),
+            Scheme::Hermes(s) => Some(&s.path_use),
             _ => None,
         }
     }
@@ -284,6 +309,7 @@ impl Scheme {
             Scheme::EdgeFlowlet(s) => s.discovery(),
             Scheme::Clove(s) => Some(s.discovery()),
             Scheme::Presto(s) => Some(s.discovery()),
+            Scheme::Hermes(s) => Some(s.discovery()),
             _ => None,
         }
     }
@@ -314,6 +340,7 @@ macro_rules! dispatch {
             Scheme::EdgeFlowlet($s) => $e,
             Scheme::Clove($s) => $e,
             Scheme::Presto($s) => $e,
+            Scheme::Hermes($s) => $e,
             Scheme::Mptcp($s) => $e,
         }
     };

@@ -30,6 +30,12 @@ pub const PARAMS: &[ParamDef] = crate::with_discovery![
         default: DefaultValue::Str("equal"),
         help: "\"equal\", \"topology\" (share proportional to each path's bottleneck capacity: ideal static weights), or a list in path order",
     },
+    ParamDef {
+        name: "reassembly",
+        unit: "",
+        default: DefaultValue::Bool(true),
+        help: "true: the receiving edge puts flowcells back in order (Presto, Clove §5); false: packets go to TCP as they arrive (AG's Presto is silent on reassembly)",
+    },
     num("reassembly_timeout_us", "us", 1000.0, "hold out-of-order flowcells at most this long (Clove §5: an empirical static timeout)"),
     num("reassembly_limit_bytes", "bytes", 524288.0, "flush a flow's held packets beyond this many bytes (Clove §5: a limit on buffered flowcells)"),
 ];
@@ -81,6 +87,7 @@ impl Reasm {
 
 pub struct Presto {
     disc: Discovery,
+    reassembly: bool,
     cell_bytes: u64,
     weights: Weights,
     timeout: SimTime,
@@ -117,6 +124,7 @@ impl Presto {
             disc: Discovery::new(edge_params::discovery(p)?, hosts),
             cell_bytes: p.count("flowcell_bytes", 1 << 30)?,
             weights,
+            reassembly: p.boolean("reassembly")?,
             timeout: p.duration("reassembly_timeout_us", false)?,
             limit: p.count("reassembly_limit_bytes", 1 << 34)?,
             senders: (0..hosts).map(|_| IdMap::default()).collect(),
@@ -237,7 +245,7 @@ impl LoadBalancer for Presto {
         let p = *ctx.pkt(pkt);
         let (LbHeader::Presto { flowcell }, Payload::Tcp { hdr, .. }) = (p.lb, p.payload) else { return HostRx::Deliver };
         ctx.pkt_mut(pkt).lb = LbHeader::None;
-        if hdr.len == 0 {
+        if hdr.len == 0 || !self.reassembly {
             return HostRx::Deliver;
         }
         let h = ctx.topo.host_index(host);

@@ -224,6 +224,36 @@ fn clove_ecn_weights_move_flowlets_and_bytes_off_the_degraded_spine() {
     assert!(via_s1(&ce, "byte_share") < 0.45);
 }
 
+#[test]
+fn hermes_reroutes_large_flows_off_the_degraded_spine_and_separates_colliding_flows() {
+    // the fabric of the test above; Hermes's thresholds from the stated
+    // 100 us RTT (T_RTT_low 120 us, T_RTT_high 150 us, T1 400 us)
+    let text = web_search(0.5, 2000);
+    let go = |extra: &[&str]| {
+        let mut v = s(&["failures=[{link=\"S1-L1#0\"}]", "topology.spine_pinning=true", "transport.connections=persistent", "lb.rtt_us=100"]);
+        v.extend(extra.iter().map(|x| x.to_string()));
+        run_ok(&text, &v)
+    };
+    let (e, h, stay) = (go(&["lb.scheme=ecmp"]), go(&["lb.scheme=hermes"]), go(&["lb.scheme=hermes", "lb.params.change_probability=0"]));
+    assert_eq!(h.summary["scheme"]["resolved"]["rtt_high_us"], 150.0);
+    let via_s1 = |o: &RunOutput| o.summary["scheme"]["paths_via"]["S1"]["byte_share"].as_f64().unwrap_or_else(|| panic!("{}", o.summary["scheme"]));
+    let fct = |o: &RunOutput| o.summary["fct_us"]["mean"].as_f64().unwrap();
+    let st = &h.summary["scheme"]["stats"];
+    eprintln!(
+        "Hermes, degraded S1: bytes via S1 {:.3} (no rerouting {:.3}); mean FCT {:.0} us (no rerouting {:.0}, ECMP {:.0}); stats {st}",
+        via_s1(&h),
+        via_s1(&stay),
+        fct(&h),
+        fct(&stay),
+        fct(&e)
+    );
+    assert_eq!(stay.summary["scheme"]["stats"]["reroutes"], 0.0);
+    assert!(st["reroutes"].as_f64().unwrap() > 10.0, "{st}");
+    assert!(via_s1(&h) < via_s1(&stay) - 0.03, "rerouting moves bytes off the degraded spine");
+    assert!(fct(&h) < fct(&e));
+    assert_separates("hermes");
+}
+
 /// Two leaves joined by four spines with one 10G link each; hosts at 40G.
 const FOUR_PATHS: &str = r#"
 [topology]
@@ -309,12 +339,20 @@ fn presto_reassembly_hides_reordering_from_tcp_in_a_symmetric_fabric() {
     assert!(p.summary["scheme"]["stats"]["packets_held"].as_f64().unwrap() > 0.0, "reassembly had work to do");
     assert_eq!(sum(&p, |f| f.retransmits), 0, "no spurious (fast) retransmission");
     assert!(p_ooo * 10 < s_ooo.max(1), "reassembly hides the reordering spraying shows");
+    // without reassembly (AG's Presto) TCP sees the flowcells' reordering
+    let mut a = args("presto");
+    a.push("lb.params.reassembly=false".into());
+    let raw = run_ok(&text, &a);
+    let raw_ooo = sum(&raw, |f| f.reorder);
+    eprintln!("presto without reassembly: out-of-order at TCP {raw_ooo}");
+    assert_eq!(raw.summary["scheme"]["stats"]["packets_held"], 0.0);
+    assert!(raw_ooo > 10 * p_ooo.max(1), "{raw_ooo} vs {p_ooo}");
 }
 
 #[test]
 fn edge_schemes_are_deterministic_and_conserve_packets() {
     let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\nflows = 150\nload = 0.5");
-    for scheme in ["edge_flowlet", "clove_ecn", "clove_int", "presto", "mptcp"] {
+    for scheme in ["edge_flowlet", "clove_ecn", "clove_int", "presto", "mptcp", "hermes"] {
         let args = s(&[&format!("lb.scheme={scheme}"), "failures=[{link=\"L1-S1#0\", at_ms=3.0}]", "transport.connections=persistent"]);
         let a = run_ok(&text, &args);
         let b = run_ok(&text, &args);
