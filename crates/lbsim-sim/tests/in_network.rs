@@ -283,14 +283,14 @@ fn hula_separates_two_long_flows_and_replaces_a_dead_best_hop() {
 }
 
 #[test]
-fn drill_and_hula_beat_ecmp_with_a_failed_link() {
+fn drill_hula_and_hermes_beat_ecmp_with_a_failed_link() {
     let ws = TESTBED.replace("datamining", "websearch").replace("flows = 4000", "flows = 2000");
     let fct = |scheme: &str| {
         let o = run_ok(&ws, &sets(&[&format!("lb.scheme={scheme}"), "failures=[{link=\"L1-S1#0\"}]"]));
         o.summary["fct_us"]["mean"].as_f64().unwrap()
     };
     let e = fct("ecmp");
-    for s in ["drill", "hula"] {
+    for s in ["drill", "hula", "hermes"] {
         let f = fct(s);
         eprintln!("web search 60 %, L1-S1#0 down: mean FCT {s} {f:.0} us, ECMP {e:.0} us");
         assert!(f < e, "{s} {f:.0} vs ECMP {e:.0}");
