@@ -159,3 +159,18 @@ def test_every_example_runs_and_conserves_packets(examples, name):
     res = lbsim.run(examples / f"{name}.toml", set=sets)
     assert res.summary["conservation"]["ok"] is True
     assert res.summary["flows"]["unfinished"] == 0
+
+
+def test_ag_model_from_python_is_the_schemes_model():
+    # ../shared/specs/ag.md §1.4: M = 45, RTT_g = 250 us, RTT_b = 500 us
+    table = {0: 1, 1: 6, 2: 8, 5: 15, 10: 22, 22: 22, 40: 11, 45: 1}
+    for mb, g in table.items():
+        assert lbsim.ag_optimal_granularity(45, mb, 250, 500) == g
+    # where r is not unimodal the paper's bisection misses the argmax
+    assert lbsim.ag_optimal_granularity(45, 20, 250, 300) == 15
+    assert lbsim.ag_optimal_granularity(45, 20, 250, 300, search="bisect") == 9
+    assert abs(lbsim.ag_rate_gbps(15, 45, 20, 250, 300) - 0.8507) < 1e-3
+    with pytest.raises(ValueError, match="congested"):
+        lbsim.ag_optimal_granularity(4, 5, 250, 300)
+    with pytest.raises(ValueError, match="search"):
+        lbsim.ag_optimal_granularity(4, 1, 250, 300, search="golden")

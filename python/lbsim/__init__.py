@@ -10,6 +10,17 @@ calls it, and turns its columns into Arrow / pandas tables.
 """
 
 from lbsim._api import Result, ScenarioError, flows, load_scenario, run, schemes, validate
-from lbsim._lbsim import __version__
+from lbsim._lbsim import __version__, ag_optimal_granularity, ag_rate_gbps
 
-__all__ = ["Result", "ScenarioError", "flows", "load_scenario", "run", "schemes", "validate", "__version__"]
+__all__ = [
+    "Result",
+    "ScenarioError",
+    "ag_optimal_granularity",
+    "ag_rate_gbps",
+    "flows",
+    "load_scenario",
+    "run",
+    "schemes",
+    "validate",
+    "__version__",
+]

@@ -6,6 +6,7 @@
 //! name from scenario parameters, and [`SCHEMES`] describes each (paper,
 //! section, parameters with units and defaults) for `lbsim schemes`.
 
+pub mod ag;
 pub mod clove;
 pub mod conga;
 pub mod dre;
@@ -116,6 +117,13 @@ pub const SCHEMES: &[SchemeInfo] = &[
         params: conga::FLOW_PARAMS,
     },
     SchemeInfo {
+        name: "ag",
+        summary: "AG: per-flow packet trains on random uplinks; the source leaf sizes trains with the model of eqs. (1)-(7) from leaf-to-leaf one-way delays measured by probes riding on data",
+        follows: "Liu et al., AG (2019), §III-V; exhaustive search of the model by default (the paper's bisection misses the argmax where r is not unimodal)",
+        acts_at: "leaves (spines: ECMP)",
+        params: ag::PARAMS,
+    },
+    SchemeInfo {
         name: "edge_flowlet",
         summary: "Edge-Flowlet: the source hypervisor gives each flowlet a new outer source port (random over discovered paths, or hashed)",
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 and §5",
@@ -171,6 +179,7 @@ pub enum Scheme {
     Spray(spray::Spray),
     LetFlow(letflow::LetFlow),
     Drill(drill::Drill),
+    Ag(Box<ag::Ag>),
     Hula(Box<hula::Hula>),
     Conga(Box<conga::Conga>),
     EdgeFlowlet(Box<edge_flowlet::EdgeFlowlet>),
@@ -193,6 +202,7 @@ impl Scheme {
             "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo.nodes.len())?),
             "letflow" => Scheme::LetFlow(letflow::LetFlow::new(&p, env.topo.nodes.len())?),
             "drill" => Scheme::Drill(drill::Drill::new(&p, env)?),
+            "ag" => Scheme::Ag(Box::new(ag::Ag::new(&p, env)?)),
             "hula" => Scheme::Hula(Box::new(hula::Hula::new(&p, env)?)),
             "conga" | "conga_flow" => Scheme::Conga(Box::new(conga::Conga::new(&p, env.topo)?)),
             "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
@@ -215,6 +225,16 @@ impl Scheme {
                 ("probes_sent", s.probes_sent as f64),
                 ("probe_bytes", s.probe_bytes_sent as f64),
                 ("best_hop_changes", s.best_hop_changes as f64),
+            ],
+            Scheme::Ag(s) => vec![
+                ("probes", s.probes as f64),
+                ("feedbacks_sent", s.feedbacks_sent as f64),
+                ("feedbacks_received", s.feedbacks_received as f64),
+                ("trains", s.trains_started as f64),
+                ("trains_ended_full", s.full_trains as f64),
+                ("trains_ended_short", s.short_trains as f64),
+                ("mean_granularity_pkts", if s.updates > 0 { s.gran_sum as f64 / s.updates as f64 } else { 1.0 }),
+                ("mean_congested_paths", if s.updates > 0 { s.congested_sum as f64 / s.updates as f64 } else { 0.0 }),
             ],
             Scheme::Drill(s) => vec![("decisions", s.decisions as f64), ("chose_remembered", s.chose_memory as f64)],
             Scheme::Conga(s) => vec![("flowlets", s.flowlets_started as f64), ("feedback_metrics_sent", s.feedback_sent as f64)],
@@ -295,6 +315,15 @@ impl Scheme {
         }
     }
 
+    /// Scheme state tables for the summary: (section, row, column, value)
+    /// becomes `scheme.<section>.<row>.<column> = value`.
+    pub fn tables(&self, topo: &Topology) -> Vec<(&'static str, String, String, f64)> {
+        match self {
+            Scheme::Ag(s) => s.tables(topo),
+            _ => vec![],
+        }
+    }
+
     /// MPTCP subflows per connection, when the transport is MPTCP.
     pub fn mptcp_subflows(&self) -> Option<u32> {
         match self {
@@ -335,6 +364,7 @@ macro_rules! dispatch {
             Scheme::Spray($s) => $e,
             Scheme::LetFlow($s) => $e,
             Scheme::Drill($s) => $e,
+            Scheme::Ag($s) => $e,
             Scheme::Hula($s) => $e,
             Scheme::Conga($s) => $e,
             Scheme::EdgeFlowlet($s) => $e,

@@ -49,6 +49,10 @@ pub enum LbHeader {
     /// A HULA probe (HULA §3): the ToR (rack index) it advertises and the
     /// utilisation of the best path to it so far, in 1/4096 of capacity.
     Hula { tor: u16, util: u16 },
+    /// AG (§V, Algorithm 1): a probe stamped with the source leaf's clock,
+    /// or feedback carrying a measured one-way delay, both in ns (wrapping
+    /// u32), and the leaf that wrote it.
+    Ag { probe: bool, feedback: bool, ns: u32, leaf: u16 },
 }
 
 #[derive(Clone, Copy, Debug)]

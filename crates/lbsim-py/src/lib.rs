@@ -184,6 +184,72 @@ fn schemes(py: Python<'_>) -> PyResult<PyObject> {
 
 /// The model revision that results of `scheme` depend on (the simulator's,
 /// plus the scheme's own when it has one).
+fn ag_input(
+    paths: u32,
+    congested: u32,
+    rtt_good_us: f64,
+    rtt_bad_us: f64,
+    window_pkts: u32,
+    pkt_bytes: u32,
+    path_gbps: f64,
+) -> PyResult<lbsim_lb::ag::model::Input> {
+    let bad = |f: &str, m: String| Err(PyValueError::new_err(format!("{f}: {m}")));
+    if paths == 0 || congested > paths {
+        return bad("congested", format!("must be from 0 to paths ({paths}), and paths at least 1"));
+    }
+    if !(rtt_good_us.is_finite() && rtt_good_us > 0.0 && rtt_bad_us.is_finite() && rtt_bad_us > 0.0) {
+        return bad("rtt_good_us/rtt_bad_us", "must be positive numbers of microseconds".into());
+    }
+    if window_pkts == 0 || window_pkts > 4096 || pkt_bytes == 0 || !(path_gbps.is_finite() && path_gbps > 0.0) {
+        return bad("window_pkts/pkt_bytes/path_gbps", "must be positive (window at most 4096 packets)".into());
+    }
+    Ok(lbsim_lb::ag::model::Input {
+        paths,
+        congested,
+        rtt_g_s: rtt_good_us * 1e-6,
+        rtt_b_s: rtt_bad_us * 1e-6,
+        window_pkts,
+        pkt_bytes,
+        path_bps: path_gbps * 1e9,
+    })
+}
+
+/// AG's model (§IV-A, eqs. 1-6): the average rate r(gran) in Gb/s.
+#[pyfunction]
+#[pyo3(signature = (gran, paths, congested, rtt_good_us, rtt_bad_us, window_pkts=44, pkt_bytes=1500, path_gbps=1.0))]
+#[allow(clippy::too_many_arguments)]
+fn ag_rate_gbps(gran: u32, paths: u32, congested: u32, rtt_good_us: f64, rtt_bad_us: f64, window_pkts: u32, pkt_bytes: u32, path_gbps: f64) -> PyResult<f64> {
+    let m = ag_input(paths, congested, rtt_good_us, rtt_bad_us, window_pkts, pkt_bytes, path_gbps)?;
+    if gran == 0 || gran > window_pkts {
+        return Err(PyValueError::new_err(format!("gran: must be from 1 to window_pkts ({window_pkts})")));
+    }
+    Ok(lbsim_lb::ag::model::rate(gran, &m) / 1e9)
+}
+
+/// AG's optimal train size gran* (eq. 7), the same code the `ag` scheme runs.
+#[pyfunction]
+#[pyo3(signature = (paths, congested, rtt_good_us, rtt_bad_us, window_pkts=44, pkt_bytes=1500, path_gbps=1.0, search="exhaustive"))]
+#[allow(clippy::too_many_arguments)]
+fn ag_optimal_granularity(
+    paths: u32,
+    congested: u32,
+    rtt_good_us: f64,
+    rtt_bad_us: f64,
+    window_pkts: u32,
+    pkt_bytes: u32,
+    path_gbps: f64,
+    search: &str,
+) -> PyResult<u32> {
+    use lbsim_lb::ag::model::{optimal_granularity, Search};
+    let m = ag_input(paths, congested, rtt_good_us, rtt_bad_us, window_pkts, pkt_bytes, path_gbps)?;
+    let s = match search {
+        "exhaustive" => Search::Exhaustive,
+        "bisect" => Search::Bisect,
+        _ => return Err(PyValueError::new_err(format!("search: must be \"exhaustive\" or \"bisect\", got {search:?}"))),
+    };
+    Ok(optimal_granularity(&m, s))
+}
+
 #[pyfunction]
 fn model_revision(scheme: &str) -> String {
     lbsim_sim::model_revision(scheme)
@@ -196,6 +262,8 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(model_revision, m)?)?;
+    m.add_function(wrap_pyfunction!(ag_rate_gbps, m)?)?;
+    m.add_function(wrap_pyfunction!(ag_optimal_granularity, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__model_revision__", lbsim_sim::MODEL_REVISION)?;

@@ -713,6 +713,9 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         let per: serde_json::Map<_, _> = rows.iter().map(|&(p, n, m)| (w.topo.ports[p.idx()].name.clone(), json!({"reports": n, "mean_metric": m}))).collect();
         s["scheme"]["remote_metric_by_uplink"] = per.into();
     }
+    for (section, row, col, v) in w.lb.tables(&w.topo) {
+        s["scheme"][section][row][col] = json!(v);
+    }
     if let Some(rows) = w.lb.best_hops() {
         // HULA: each ToR's best next hop per destination ToR at the end
         let mut per = serde_json::Map::new();

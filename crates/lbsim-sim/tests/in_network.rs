@@ -145,7 +145,8 @@ fn conga_balances_leaf_uplinks_better_than_ecmp() {
 #[test]
 fn every_in_network_scheme_is_deterministic_and_conserves_packets() {
     let small = TESTBED.replace("flows = 4000", "flows = 150").replace("datamining", "websearch");
-    for scheme in ["spray", "spray lb.params.mode=round_robin", "letflow", "letflow lb.params.flowlet_mode=exact", "conga", "conga_flow", "drill", "hula"] {
+    for scheme in ["spray", "spray lb.params.mode=round_robin", "letflow", "letflow lb.params.flowlet_mode=exact", "conga", "conga_flow", "drill", "hula", "ag"]
+    {
         let mut v: Vec<String> = scheme.split(' ').map(|x| x.to_string()).collect();
         v[0] = format!("lb.scheme={}", v[0]);
         v.push("failures=[{link=\"L1-S1#0\"}]".to_string());
@@ -295,4 +296,87 @@ fn drill_hula_and_hermes_beat_ecmp_with_a_failed_link() {
         eprintln!("web search 60 %, L1-S1#0 down: mean FCT {s} {f:.0} us, ECMP {e:.0} us");
         assert!(f < e, "{s} {f:.0} vs ECMP {e:.0}");
     }
+}
+
+/// AG's setting (§VI): 1G links, 30 us per link (RTT about 250 us), four
+/// spines; the path via S3 is 50 us longer one way.
+const AG_FABRIC: &str = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 4
+links_per_pair = 1
+hosts_per_leaf = 4
+host_rate_gbps = 1
+fabric_rate_gbps = 1
+link_delay_us = 30
+[[link_overrides]]
+link = "S3-L1#0"
+delay_us = 80
+[lb]
+scheme = "ag"
+[workload]
+kind = "flow_list"
+"#;
+
+#[test]
+fn ag_measures_leaf_to_leaf_delays_and_sizes_trains_from_them() {
+    // a long flow each way, so both leaves have packets to carry probes
+    // and feedback
+    let flows = common::flow_file("ag", &[(0, 4, 5_000_000, 0.0), (5, 1, 5_000_000, 0.0)]);
+    let o = run_ok(AG_FABRIC, &sets(&[&flows]));
+    let sc = &o.summary["scheme"];
+    let owd = |s: &str, p: &str| sc["owd_us"][s][p].as_f64().unwrap_or_else(|| panic!("{sc}"));
+    eprintln!("AG one-way delays {}; granularity {}; stats {}", sc["owd_us"], sc["granularity_pkts"], sc["stats"]);
+    // true one-way delay leaf to leaf: 2 x 30 us on the wire plus two
+    // serialisations (0.4 us for an ACK, 12 us for a 1500-byte packet);
+    // the probe rides whichever packet comes first
+    for dir in ["L0->L1", "L1->L0"] {
+        let from = &dir[..2];
+        for k in 0..3 {
+            let v = owd(dir, &format!("{from}->S{k}#0"));
+            assert!((60.0..=85.0).contains(&v), "{dir} via S{k}: {v} us");
+        }
+        let slow = owd(dir, &format!("{from}->S3#0"));
+        assert!((110.0..=135.0).contains(&slow), "{dir} via S3: {slow} us");
+    }
+    // at most one probe per (destination leaf, path) per T = 500 us; fewer
+    // when a path carries no packet in a period (at 1G, 500 us is ~41
+    // data packets: about three 15-packet trains, so one uplink of four
+    // often sees none). Feedback waits for a train out of the probe's
+    // port, and a newer probe's delay replaces one still waiting.
+    let st = &sc["stats"];
+    let both = o.flows.iter().map(|f| f.finish.unwrap()).min().unwrap();
+    let last = o.flows.iter().map(|f| f.finish.unwrap()).max().unwrap();
+    let probes = st["probes"].as_f64().unwrap();
+    let (lo, hi) = (2.0 * 4.0 * both.as_secs_f64() / 500e-6, 2.0 * 4.0 * (last.as_secs_f64() / 500e-6 + 1.0));
+    assert!(probes >= 0.5 * lo && probes <= hi, "{probes} probes, expected up to {lo:.0}..{hi:.0}");
+    assert!(st["feedbacks_received"].as_f64().unwrap() >= 0.5 * probes, "{st}");
+    // one congested path of four (S3 by 50 us): the model asks for long
+    // trains (15 packets at these RTTs, ../shared/specs/ag.md §1.4 table
+    // for M = 4 gives 11-15 at RTT_b - RTT_g = 25-50 us)
+    let g = sc["granularity_pkts"]["L0"]["L1"].as_f64().unwrap();
+    assert!((11.0..=22.0).contains(&g), "gran* {g}");
+    let mb = st["mean_congested_paths"].as_f64().unwrap();
+    assert!((1.0..1.5).contains(&mb), "M_b {mb}: S3, plus at times a path whose probe rode a data packet while the others rode ACKs");
+}
+
+#[test]
+fn ag_trains_have_exactly_the_forced_size_and_spread_uniformly() {
+    // 8 spines at 10G, one 60 MB flow, trains forced to 4 packets: about
+    // 10^4 trains from L0
+    let text = AG_FABRIC.replace("spines = 4", "spines = 8").replace("_gbps = 1\n", "_gbps = 10\n").replace("link_delay_us = 30", "link_delay_us = 1");
+    let flows = common::flow_file("ag-trains", &[(0, 4, 60_000_000, 0.0)]);
+    let args = sets(&[&flows, "lb.params.fixed_granularity_pkts=4", "link_overrides=[]"]);
+    let (a, b) = (run_ok(&text, &args), run_ok(&text, &args));
+    assert_eq!(a.flows[0].finish, b.flows[0].finish, "deterministic");
+    let st = &a.summary["scheme"]["stats"];
+    assert!(st["trains_ended_full"].as_f64().unwrap() > 10_000.0, "{st}");
+    assert_eq!(st["trains_ended_short"], 0.0, "every train is exactly 4 packets: {st}");
+    let per: Vec<f64> = a.summary["scheme"]["trains_by_uplink"]["L0"].as_object().unwrap().values().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(per.len(), 8);
+    let mean = per.iter().sum::<f64>() / 8.0;
+    let chi2: f64 = per.iter().map(|x| (x - mean).powi(2) / mean).sum();
+    eprintln!("AG trains per uplink {per:?}, chi2 {chi2:.1}");
+    assert!(chi2 < 24.3, "chi2 {chi2:.1} (7 dof, p = 0.001)");
 }

@@ -1,0 +1,487 @@
+//! AG (Liu et al., "AG: Adaptive Switching Granularity for Load Balancing
+//! with Asymmetric Topology in Data Center Network", 2019): packet trains
+//! whose size the source leaf adapts to how asymmetric its paths are.
+//! Leaves only; spines forward as ECMP; hosts are untouched.
+//!
+//! - **Latency measurement** (§V, Algorithm 1): every T, for each
+//!   (destination leaf d, uplink k), the next packet the source leaf sends
+//!   to d on k becomes a probe: an AG header with the leaf's arrival time
+//!   (`ingress_global_timestamp` in the P4 prototype). The destination leaf
+//!   computes the one-way delay and returns it on the next packet it sends
+//!   toward the source leaf out of the port the probe came in on (no
+//!   reverse packet, no feedback); the source leaf files it under the
+//!   uplink the feedback arrives on. A packet carries one role: a packet
+//!   already carrying feedback is not made a probe (the probe waits for the
+//!   next one). The AG header is typed and never touches the guest's TCP
+//!   timestamps (the paper reuses the TCP timestamp field; its P4 prototype
+//!   adds an option, §VII).
+//! - **Packet-train adjustment** (§IV): every T, per destination leaf, paths
+//!   whose delay exceeds the mean over the measured paths are congested
+//!   (M_b of M); the train size gran* maximises the model rate r(gran) of
+//!   eqs. (1)–(7) ([`model`]). The paper searches [1, 44] by bisection; r is
+//!   not unimodal, so by default we take the exhaustive argmax (`search =
+//!   "bisect"` gives the paper's literal search).
+//! - **Packet-train scheduling** (§III.3, §IV-B): per flow (hashed table),
+//!   the first packet of a train goes to a uniformly random uplink and the
+//!   next gran* − 1 packets follow it; a new gran* applies at once to every
+//!   flow's current train.
+//!
+//! Model inputs where the paper is silent (../shared/specs/ag.md §1.4, our
+//! choices): RTT_x = base RTT + mean over the class's paths of (OWD −
+//! smallest OWD seen toward that leaf); a class with no member takes the
+//! other's; paths not measured within `owd_max_age_us` are left out of the
+//! mean and count as uncongested; before any measurement gran* = 1.
+
+use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use crate::SchemeEnv;
+use lbsim_engine::SimTime;
+use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier};
+
+/// The model of §IV-A, eqs. (1)–(7), as pure functions.
+pub mod model {
+    /// Inputs of r(gran).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Input {
+        /// Paths M and congested paths M_b.
+        pub paths: u32,
+        pub congested: u32,
+        /// RTT of an uncongested and of a congested path, seconds.
+        pub rtt_g_s: f64,
+        pub rtt_b_s: f64,
+        /// Maximum window W in packets (paper: 64 KB, about 44 packets),
+        /// also the largest train.
+        pub window_pkts: u32,
+        pub pkt_bytes: u32,
+        /// Per-path link bandwidth C, bit/s.
+        pub path_bps: f64,
+    }
+
+    /// Eq. (1): probability that a window of `x` trains is reordered when a
+    /// train picks a congested path with probability `p_b`.
+    pub fn reorder_probability(x: u32, p_b: f64) -> f64 {
+        let p_g = 1.0 - p_b;
+        (1..x).map(|i| p_g.powi(i as i32 - 1) * p_b * (1.0 - p_b.powi((x - i) as i32))).sum()
+    }
+
+    /// Eq. (6): the average rate r(gran) in bit/s (X = ⌈W / gran⌉ trains).
+    pub fn rate(gran: u32, m: &Input) -> f64 {
+        let x = m.window_pkts.div_ceil(gran.max(1));
+        let p_b = m.congested as f64 / m.paths.max(1) as f64;
+        let p_g = 1.0 - p_b;
+        let p = reorder_probability(x, p_b);
+        let w = m.window_pkts as f64 * m.pkt_bytes as f64 * 8.0;
+        let w0 = (1.0 - p) * w + p * w / 2.0; // eq. (4)
+        let all_good = p_g.powi(x as i32);
+        let rtt = w / (x as f64 * m.path_bps) + all_good * m.rtt_g_s + (1.0 - all_good) * m.rtt_b_s; // eq. (5)
+        w0 / rtt
+    }
+
+    /// How gran* is searched for.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Search {
+        /// The argmax over 1..=W (ties: the smallest train).
+        Exhaustive,
+        /// The paper's binary search on [1, W] (§IV-B): toward the side
+        /// where r grows. r is not unimodal, so this can miss the argmax.
+        Bisect,
+    }
+
+    /// Eq. (7): the optimal train size in packets.
+    pub fn optimal_granularity(m: &Input, search: Search) -> u32 {
+        let w = m.window_pkts.max(1);
+        match search {
+            Search::Exhaustive => {
+                let mut best = (1, rate(1, m));
+                for g in 2..=w {
+                    let r = rate(g, m);
+                    if r > best.1 {
+                        best = (g, r);
+                    }
+                }
+                best.0
+            }
+            Search::Bisect => {
+                let (mut lo, mut hi) = (1, w);
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if rate(mid, m) < rate(mid + 1, m) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                lo
+            }
+        }
+    }
+}
+
+use model::{Input, Search};
+
+const fn p(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
+    ParamDef { name, unit, default: DefaultValue::Num(default), help }
+}
+
+pub const PARAMS: &[ParamDef] = &[
+    p("sample_interval_us", "us", 500.0, "T: probe marking and granularity update period (§IV-B: 500 us)"),
+    p("window_pkts", "packets", 44.0, "W: maximum window, also the largest train (§IV-A: 64 KB, about 44 packets)"),
+    ParamDef {
+        name: "search",
+        unit: "",
+        default: DefaultValue::Str("exhaustive"),
+        help: "\"exhaustive\": argmax of r over 1..W (our default: r is not unimodal); \"bisect\": the paper's binary search",
+    },
+    p("owd_max_age_us", "us", 5000.0, "a path delay not refreshed for this long is left out (our choice: 10 T)"),
+    p("congested_margin_us", "us", 0.0, "a path is congested when its delay exceeds the mean by more than this (paper: 0)"),
+    p("flow_table_size", "entries", 65536.0, "per-leaf flow table for train state (hashed; §VII uses CRC16)"),
+    p("fixed_granularity_pkts", "packets", 0.0, "0: adapt the train size (AG); n > 0: every train is n packets (Fig. 8's fixed-granularity runs)"),
+];
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Train {
+    port: u32,
+    len: u32,
+    valid: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Owd {
+    value: SimTime,
+    at: SimTime,
+}
+
+pub struct Ag {
+    t: SimTime,
+    window: u32,
+    search: Search,
+    max_age: SimTime,
+    margin: SimTime,
+    table_size: usize,
+    fixed: u32,
+    base_rtt: SimTime,
+    pkt_bytes: u32,
+    n_leaves: usize,
+    /// Per leaf (rack index): its uplinks; a path is an uplink's position.
+    uplinks: Vec<Vec<PortId>>,
+    /// Per port: its position among its leaf's uplinks.
+    up_index: Vec<u32>,
+    max_up: usize,
+    /// [src leaf][dst leaf][uplink] last one-way delay.
+    owd: Vec<Option<Owd>>,
+    /// [src leaf][dst leaf] smallest delay ever seen.
+    floor: Vec<SimTime>,
+    /// [src leaf][dst leaf][uplink] a probe is due.
+    probe_due: Vec<bool>,
+    /// [dst leaf][src leaf][uplink] delay to return, measured at `dst`.
+    pending: Vec<Option<SimTime>>,
+    /// [src leaf][dst leaf] current train size.
+    gran: Vec<u32>,
+    trains: Vec<Vec<Train>>,
+    pub probes: u64,
+    pub feedbacks_sent: u64,
+    pub feedbacks_received: u64,
+    pub trains_started: u64,
+    trains_by_port: Vec<u64>,
+    /// Trains that ended with exactly the train size in force, and shorter.
+    pub full_trains: u64,
+    pub short_trains: u64,
+    /// Sum over updates of gran* and of M_b, and the update count (pairs with measurements).
+    pub gran_sum: u64,
+    pub congested_sum: u64,
+    pub updates: u64,
+}
+
+impl Ag {
+    pub fn new(p: &Params, env: &SchemeEnv) -> Result<Ag, ParamError> {
+        let topo = env.topo;
+        if topo.kind != "leaf_spine" {
+            return Err(ParamError { key: "scheme".into(), msg: format!("ag runs on 2-tier leaf-spine fabrics (AG §III); this topology is {}", topo.kind) });
+        }
+        let n = topo.racks.len();
+        let mut uplinks = vec![vec![]; n];
+        let mut up_index = vec![u32::MAX; topo.ports.len()];
+        for (r, &leaf) in topo.racks.iter().enumerate() {
+            for &port in &topo.nodes[leaf.idx()].ports {
+                if topo.is_uplink(port) {
+                    up_index[port.idx()] = uplinks[r].len() as u32;
+                    uplinks[r].push(port);
+                }
+            }
+        }
+        let max_up = uplinks.iter().map(|u| u.len()).max().unwrap_or(0).max(1);
+        Ok(Ag {
+            t: p.duration("sample_interval_us", false)?,
+            window: p.count("window_pkts", 4096)? as u32,
+            search: if p.string("search", &["exhaustive", "bisect"])? == "bisect" { Search::Bisect } else { Search::Exhaustive },
+            max_age: p.duration("owd_max_age_us", false)?,
+            margin: p.duration("congested_margin_us", true)?,
+            table_size: p.count("flow_table_size", 1 << 24)? as usize,
+            fixed: {
+                let f = p.non_negative("fixed_granularity_pkts")?;
+                if f.fract() != 0.0 || f > 4096.0 {
+                    return Err(ParamError { key: "fixed_granularity_pkts".into(), msg: format!("must be 0 or a whole number up to 4096, got {f}") });
+                }
+                f as u32
+            },
+            base_rtt: env.base_rtt,
+            // the model's packets on the wire: MSS + 52 B of TCP/IP headers with timestamps
+            pkt_bytes: env.mss + 52,
+            n_leaves: n,
+            uplinks,
+            up_index,
+            max_up,
+            owd: vec![None; n * n * max_up],
+            floor: vec![SimTime::MAX; n * n],
+            probe_due: vec![false; n * n * max_up],
+            pending: vec![None; n * n * max_up],
+            gran: vec![1; n * n],
+            trains: vec![vec![]; n],
+            probes: 0,
+            feedbacks_sent: 0,
+            feedbacks_received: 0,
+            trains_started: 0,
+            trains_by_port: vec![0; topo.ports.len()],
+            full_trains: 0,
+            short_trains: 0,
+            gran_sum: 0,
+            congested_sum: 0,
+            updates: 0,
+        })
+    }
+
+    fn idx(&self, a: usize, b: usize, k: usize) -> usize {
+        (a * self.n_leaves + b) * self.max_up + k
+    }
+
+    /// The current train size from leaf `s` toward leaf `d`.
+    pub fn granularity(&self, s: usize, d: usize) -> u32 {
+        if self.fixed > 0 {
+            self.fixed
+        } else {
+            self.gran[s * self.n_leaves + d]
+        }
+    }
+
+    /// Per-leaf tables for the summary: (section, row, column, value).
+    pub fn tables(&self, topo: &lbsim_net::Topology) -> Vec<(&'static str, String, String, f64)> {
+        let name = |r: usize| topo.nodes[topo.racks[r].idx()].name.clone();
+        let port = |p: PortId| topo.ports[p.idx()].name.clone();
+        let mut v = vec![];
+        for s in 0..self.n_leaves {
+            for d in (0..self.n_leaves).filter(|&d| d != s) {
+                v.push(("granularity_pkts", name(s), name(d), self.granularity(s, d) as f64));
+                for (k, &up) in self.uplinks[s].iter().enumerate() {
+                    if let Some(o) = self.owd(s, d, k) {
+                        v.push(("owd_us", format!("{}->{}", name(s), name(d)), port(up), o.as_us_f64()));
+                    }
+                }
+            }
+            for &up in &self.uplinks[s] {
+                v.push(("trains_by_uplink", name(s), port(up), self.trains_by_port[up.idx()] as f64));
+            }
+        }
+        v
+    }
+
+    /// The last measured one-way delay from `s` to `d` via uplink `k`.
+    pub fn owd(&self, s: usize, d: usize, k: usize) -> Option<SimTime> {
+        self.owd[self.idx(s, d, k)].map(|o| o.value)
+    }
+
+    /// Recomputes M_b and gran* for every pair from the delays now known.
+    fn update(&mut self, ctx: &Ctx) {
+        let now = ctx.now;
+        for s in 0..self.n_leaves {
+            let m = self.uplinks[s].len();
+            // C: the slowest uplink of the leaf (AG's fabrics are uniform)
+            let c = self.uplinks[s].iter().map(|p| ctx.ports[p.idx()].rate.0).min().unwrap_or(0) as f64;
+            for d in 0..self.n_leaves {
+                if d == s || m == 0 {
+                    continue;
+                }
+                let fresh: Vec<(usize, SimTime)> =
+                    (0..m).filter_map(|k| self.owd[self.idx(s, d, k)].filter(|o| now - o.at <= self.max_age).map(|o| (k, o.value))).collect();
+                if fresh.is_empty() {
+                    continue;
+                }
+                let mean = fresh.iter().map(|x| x.1.as_secs_f64()).sum::<f64>() / fresh.len() as f64;
+                let margin = self.margin.as_secs_f64();
+                let floor = self.floor[s * self.n_leaves + d].as_secs_f64();
+                let (mut bad, mut good) = (vec![], vec![]);
+                for &(_, v) in &fresh {
+                    let q = v.as_secs_f64() - floor;
+                    if v.as_secs_f64() > mean + margin {
+                        bad.push(q)
+                    } else {
+                        good.push(q)
+                    }
+                }
+                let avg = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+                let base = self.base_rtt.as_secs_f64();
+                let (qg, qb) = (avg(&good), avg(&bad));
+                let input = Input {
+                    paths: m as u32,
+                    congested: bad.len() as u32,
+                    rtt_g_s: base + qg.or(qb).unwrap_or(0.0),
+                    rtt_b_s: base + qb.or(qg).unwrap_or(0.0),
+                    window_pkts: self.window,
+                    pkt_bytes: self.pkt_bytes,
+                    path_bps: c,
+                };
+                let g = model::optimal_granularity(&input, self.search);
+                self.gran[s * self.n_leaves + d] = g;
+                self.gran_sum += g as u64;
+                self.congested_sum += bad.len() as u64;
+                self.updates += 1;
+            }
+        }
+    }
+}
+
+impl LoadBalancer for Ag {
+    fn start(&mut self, ctx: &mut Ctx) {
+        ctx.schedule(SimTime::ZERO, 0);
+    }
+
+    fn on_timer(&mut self, ctx: &mut Ctx, _token: u64) {
+        self.update(ctx);
+        self.probe_due.iter_mut().for_each(|x| *x = true);
+        ctx.schedule(ctx.now + self.t, 0);
+    }
+
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId, c: &[PortId]) -> Forward {
+        let node = ctx.topo.node(sw);
+        if node.tier != Tier::Leaf {
+            return Forward::Port(ctx.ecmp(sw, pkt, c));
+        }
+        let me = node.index as usize;
+        let p = *ctx.pkt(pkt);
+        let (src_leaf, dst_leaf) =
+            (ctx.topo.host_rack[ctx.topo.host_index(p.src) as usize] as usize, ctx.topo.host_rack[ctx.topo.host_index(p.dst) as usize] as usize);
+        let now_ns = (ctx.now.0 / 1000) as u32; // the header's clock: ns, wrapping
+        if dst_leaf == me && src_leaf != me {
+            // destination leaf: take the AG fields off before the host sees them
+            if let LbHeader::Ag { probe, feedback, ns, leaf } = p.lb {
+                let k = self.up_index[in_port.idx()];
+                if k != u32::MAX {
+                    if probe {
+                        // a probe from `leaf` arrived on my uplink k: its delay goes back out of k
+                        let owd = SimTime(now_ns.wrapping_sub(ns) as u64 * 1000);
+                        let i = self.idx(me, leaf as usize, k as usize);
+                        self.pending[i] = Some(owd);
+                    }
+                    if feedback {
+                        // `leaf` measured my path toward it via the uplink this came in on
+                        let i = self.idx(me, leaf as usize, k as usize);
+                        let owd = SimTime(ns as u64 * 1000);
+                        self.owd[i] = Some(Owd { value: owd, at: ctx.now });
+                        let f = &mut self.floor[me * self.n_leaves + leaf as usize];
+                        *f = (*f).min(owd);
+                        self.feedbacks_received += 1;
+                    }
+                }
+                ctx.pkt_mut(pkt).lb = LbHeader::None;
+            }
+            return Forward::Port(ctx.ecmp(sw, pkt, c));
+        }
+        if src_leaf != me || dst_leaf == me || c.len() < 2 {
+            return Forward::Port(ctx.ecmp(sw, pkt, c));
+        }
+        // source leaf: the packet train
+        let gran = self.granularity(me, dst_leaf);
+        let size = self.table_size;
+        let table = &mut self.trains[me];
+        if table.is_empty() {
+            *table = vec![Train::default(); size];
+        }
+        let e = &mut table[(p.hash % size as u64) as usize];
+        let port = if e.valid && e.len < gran && c.contains(&PortId(e.port)) {
+            e.len += 1;
+            PortId(e.port)
+        } else {
+            if e.valid {
+                if e.len >= gran {
+                    self.full_trains += 1;
+                } else {
+                    self.short_trains += 1;
+                }
+            }
+            let port = c[ctx.rng.below(c.len() as u64) as usize];
+            *e = Train { port: port.0, len: 1, valid: true };
+            self.trains_started += 1;
+            self.trains_by_port[port.idx()] += 1;
+            port
+        };
+        // one role per packet: feedback owed toward `dst_leaf` on this
+        // uplink first, else a due probe (TCP packets only: AG reads TCP)
+        let k = self.up_index[port.idx()] as usize;
+        if k != u32::MAX as usize && p.tcp().is_some() {
+            let fi = self.idx(me, dst_leaf, k);
+            if let Some(owd) = self.pending[fi].take() {
+                let ns = (owd.0 / 1000).min(u32::MAX as u64) as u32;
+                ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: false, feedback: true, ns, leaf: me as u16 };
+                self.feedbacks_sent += 1;
+            } else if std::mem::take(&mut self.probe_due[fi]) {
+                ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: true, feedback: false, ns: now_ns, leaf: me as u16 };
+                self.probes += 1;
+            }
+        }
+        Forward::Port(port)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model::*;
+
+    fn input(m: u32, mb: u32, rtt_b_us: f64) -> Input {
+        Input { paths: m, congested: mb, rtt_g_s: 250e-6, rtt_b_s: rtt_b_us * 1e-6, window_pkts: 44, pkt_bytes: 1500, path_bps: 1e9 }
+    }
+
+    #[test]
+    fn no_reordering_with_one_train_or_no_congested_or_all_congested_paths() {
+        assert_eq!(reorder_probability(1, 0.3), 0.0);
+        assert_eq!(reorder_probability(44, 0.0), 0.0);
+        assert!(reorder_probability(44, 1.0).abs() < 1e-12);
+        // two trains: reordered iff the first is congested and the second not
+        assert!((reorder_probability(2, 0.25) - 0.25 * 0.75).abs() < 1e-12);
+        for mb in [0, 45] {
+            assert_eq!(optimal_granularity(&input(45, mb, 500.0), Search::Exhaustive), 1, "M_b = {mb}");
+        }
+    }
+
+    #[test]
+    fn optimal_trains_match_the_spec_table_for_45_paths() {
+        // ../shared/specs/ag.md §1.4, M = 45, RTT_g = 250 us, RTT_b = 500 us
+        for (mb, g) in [(1, 6), (2, 8), (5, 15), (10, 22), (22, 22), (40, 11)] {
+            assert_eq!(optimal_granularity(&input(45, mb, 500.0), Search::Exhaustive), g, "M_b = {mb}");
+        }
+        for (mb, g) in [(1, 9), (2, 11), (5, 22), (22, 44), (40, 15)] {
+            assert_eq!(optimal_granularity(&input(45, mb, 1000.0), Search::Exhaustive), g, "1 ms, M_b = {mb}");
+        }
+    }
+
+    #[test]
+    fn the_train_grows_with_congested_paths_up_to_half() {
+        for rb in [500.0, 1000.0] {
+            let mut last = 0;
+            for mb in 0..=22 {
+                let g = optimal_granularity(&input(45, mb, rb), Search::Exhaustive);
+                assert!(g >= last, "RTT_b {rb}: M_b {mb} gives {g} < {last}");
+                last = g;
+            }
+        }
+    }
+
+    #[test]
+    fn bisection_misses_the_argmax_where_r_is_not_unimodal() {
+        // M_b = 20 of 45, RTT_b = 300 us: r(1) = 846, r(6) = 751, r(15) = 851 Mb/s
+        let m = input(45, 20, 300.0);
+        assert!((rate(1, &m) / 1e6 - 846.2).abs() < 0.1);
+        assert!((rate(15, &m) / 1e6 - 850.7).abs() < 0.1);
+        assert_eq!(optimal_granularity(&m, Search::Exhaustive), 15);
+        assert_eq!(optimal_granularity(&m, Search::Bisect), 9);
+        // where r is unimodal they agree
+        assert_eq!(optimal_granularity(&input(45, 2, 500.0), Search::Bisect), 8);
+    }
+}
