@@ -371,7 +371,10 @@ impl Topology {
             if a == bb {
                 return Err(err(&format!("topology.links[{i}]"), "a link must join two different nodes"));
             }
-            for _ in 0..l.count.max(1) {
+            if l.count == 0 {
+                return Err(err(&format!("topology.links[{i}].count"), "must be at least 1 (a link that is not there is left out of the list)"));
+            }
+            for _ in 0..l.count {
                 b.link(a, bb, l.spec);
             }
         }
@@ -564,6 +567,9 @@ mod tests {
         assert_eq!(t.racks.len(), 1);
         let e = Topology::explicit(&[n("a", true), n("sw", false)], &[l("a", "nope")]).unwrap_err();
         assert_eq!(e.field, "topology.links[0].b");
+        let zero = ExplicitLink { count: 0, ..l("b", "sw") };
+        let e = Topology::explicit(&[n("a", true), n("b", true), n("sw", false)], &[l("a", "sw"), zero]).unwrap_err();
+        assert_eq!(e.field, "topology.links[1].count");
     }
 
     #[test]

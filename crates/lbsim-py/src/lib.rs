@@ -120,10 +120,13 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
             .collect::<Vec<_>>(),
     )?;
     flows.set_item("completed", f.iter().map(|x| x.finish.is_some()).collect::<Vec<_>>())?;
-    flows.set_item("retransmits", f.iter().map(|x| x.retransmits).collect::<Vec<_>>())?;
-    flows.set_item("timeouts", f.iter().map(|x| x.timeouts).collect::<Vec<_>>())?;
-    flows.set_item("reorder_events", f.iter().map(|x| x.reorder).collect::<Vec<_>>())?;
-    flows.set_item("duplicate_segments", f.iter().map(|x| x.duplicates).collect::<Vec<_>>())?;
+    flows.set_item("started", f.iter().map(|x| x.started).collect::<Vec<_>>())?;
+    // counters as signed integers, so differences in pandas do not wrap
+    let signed = |v: u64| v.min(i64::MAX as u64) as i64;
+    flows.set_item("retransmits", f.iter().map(|x| signed(x.retransmits)).collect::<Vec<_>>())?;
+    flows.set_item("timeouts", f.iter().map(|x| signed(x.timeouts)).collect::<Vec<_>>())?;
+    flows.set_item("reorder_events", f.iter().map(|x| signed(x.reorder)).collect::<Vec<_>>())?;
+    flows.set_item("duplicate_segments", f.iter().map(|x| signed(x.duplicates)).collect::<Vec<_>>())?;
     flows.set_item("incast_request", f.iter().map(|x| x.incast_request.map_or(-1i64, |r| r as i64)).collect::<Vec<_>>())?;
     res.set_item("flows", flows)?;
     // ports
@@ -131,10 +134,10 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     let p = &out.ports;
     ports.set_item("port", p.iter().map(|x| x.name.clone()).collect::<Vec<_>>())?;
     ports.set_item("rate_gbps", p.iter().map(|x| x.rate_bps as f64 / 1e9).collect::<Vec<_>>())?;
-    ports.set_item("tx_pkts", p.iter().map(|x| x.tx_pkts).collect::<Vec<_>>())?;
-    ports.set_item("tx_bytes", p.iter().map(|x| x.tx_bytes).collect::<Vec<_>>())?;
-    ports.set_item("drops", p.iter().map(|x| x.drops).collect::<Vec<_>>())?;
-    ports.set_item("ecn_marks", p.iter().map(|x| x.ecn_marks).collect::<Vec<_>>())?;
+    ports.set_item("tx_pkts", p.iter().map(|x| signed(x.tx_pkts)).collect::<Vec<_>>())?;
+    ports.set_item("tx_bytes", p.iter().map(|x| signed(x.tx_bytes)).collect::<Vec<_>>())?;
+    ports.set_item("drops", p.iter().map(|x| signed(x.drops)).collect::<Vec<_>>())?;
+    ports.set_item("ecn_marks", p.iter().map(|x| signed(x.ecn_marks)).collect::<Vec<_>>())?;
     ports.set_item("max_qlen_pkts", p.iter().map(|x| x.max_qlen_pkts).collect::<Vec<_>>())?;
     ports.set_item("up", p.iter().map(|x| x.up).collect::<Vec<_>>())?;
     res.set_item("ports", ports)?;

@@ -525,6 +525,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     }
     let run_s = t_run.elapsed().as_secs_f64();
     w.finalize_unfinished();
+    w.record_unstarted();
     let mut summary = summarize(sc, &w, workload_info, rtt, setup_s, run_s);
     summary["network"]["ecn_threshold"] = ecn_desc;
     if let Some(d) = w.lb.discovery_mode() {
@@ -603,6 +604,7 @@ fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
 fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
     let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
+    let not_started = w.flows.iter().filter(|f| !f.started).count();
     let (retx, tos) = w.tcp_totals();
     let st = w.sender_totals();
     let c = &w.c;
@@ -652,14 +654,15 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "prr_bound": sc.transport.prr_bound,
         },
         "workload": workload,
-        "flows": {"total": w.flows.len(), "completed": completed, "unfinished": w.flows.len() - completed},
+        "flows": {"total": w.flows.len(), "completed": completed, "unfinished": w.flows.len() - completed - not_started, "not_started": not_started},
         "fct_us": fct,
         "slowdown": slow,
         "buckets": buckets,
         "network": {
             "packets_sent": c.sent,
             "bytes_sent": c.sent_bytes,
-            "drops": {"total": c.dropped, "queue": c.drop_queue, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
+            "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
+            "probe_ttl_expiries": c.probe_expiries,
             "ecn_marks": marks,
             "ecn_marks_at": by_place(1),
         },

@@ -5,7 +5,7 @@
 //! Unfinished flows are counted, never silently dropped: they appear in
 //! the flow table with no finish time and in the summary's `unfinished`.
 
-use lbsim_engine::{Bytes, SimTime};
+use lbsim_engine::{BitsPerSec, Bytes, SimTime};
 use lbsim_net::{PortId, Routing, Topology};
 use lbsim_tcp::TcpConfig;
 use serde_json::{json, Value};
@@ -26,6 +26,8 @@ pub struct FlowRecord {
     /// Data segments the receiver already had (spurious retransmissions).
     pub duplicates: u64,
     pub incast_request: Option<u32>,
+    /// False for a flow whose arrival came after the run stopped.
+    pub started: bool,
 }
 
 impl FlowRecord {
@@ -66,51 +68,85 @@ pub struct Counters {
     pub drop_link: u64,
     pub drop_noroute: u64,
     pub drop_ttl: u64,
+    /// Scheme probes that expired by design (traceroute TTLs): in
+    /// `dropped` for the packet accounting, not in the reported drops.
+    pub probe_expiries: u64,
     pub consumed_by_lb: u64,
     pub control_delivered: u64,
     pub stale_segments: u64,
 }
 
-/// The FCT of `size` bytes from host `src` to `dst` alone in the idle
-/// network: (with a handshake: one SYN/SYN-ACK round trip, then) the first
-/// packet's store-and-forward latency over the path plus the remaining
-/// packets back to back at the path's bottleneck rate. No slow start: this
-/// is the line-rate lower bound pFabric/CONGA normalise by.
-pub fn ideal_fct(topo: &Topology, routing: &Routing, tcp: &TcpConfig, src: u32, dst: u32, size: u64, handshake: bool) -> SimTime {
-    let mut hops = vec![];
-    let mut port = topo.nic(topo.host(src));
+/// One route from a host to another, hop by hop: (rate, propagation delay).
+pub type PathProfile = Vec<(BitsPerSec, SimTime)>;
+
+/// Every distinct (rate, delay) profile of the equal-cost routes from host
+/// `src` to host `dst` (at most `MAX_PATHS` routes are walked; routes with
+/// the same profile count once).
+pub fn path_profiles(topo: &Topology, routing: &Routing, src: u32, dst: u32) -> Vec<PathProfile> {
+    const MAX_PATHS: usize = 4096;
     let dst_node = topo.host(dst);
-    for _ in 0..64 {
+    let mut out: Vec<PathProfile> = vec![];
+    let mut walked = 0;
+    // depth-first over (port, profile so far)
+    let mut stack = vec![(topo.nic(topo.host(src)), PathProfile::new())];
+    while let Some((port, mut prof)) = stack.pop() {
         let p = &topo.ports[port.idx()];
-        hops.push((p.rate, p.delay));
+        prof.push((p.rate, p.delay));
         let next = topo.ports[p.peer.idx()].node;
         if next == dst_node {
-            break;
+            walked += 1;
+            if !out.contains(&prof) {
+                out.push(prof);
+            }
+            if walked >= MAX_PATHS {
+                break;
+            }
+            continue;
         }
-        match routing.next_hops(next, dst).first() {
-            Some(&n) => port = n,
-            None => return SimTime::ZERO,
+        if prof.len() >= 64 {
+            continue;
+        }
+        for &n in routing.next_hops(next, dst) {
+            stack.push((n, prof.clone()));
         }
     }
+    out
+}
+
+/// The FCT of `size` bytes alone in the idle network over the best of the
+/// routes `profiles`: (with a handshake: one SYN/SYN-ACK round trip, then)
+/// the first packet's store-and-forward latency over the path plus the
+/// remaining packets back to back at the path's bottleneck rate. No slow
+/// start: this is the line-rate lower bound pFabric/CONGA normalise by.
+/// Zero when there is no route.
+pub fn ideal_fct_over(profiles: &[PathProfile], tcp: &TcpConfig, size: u64, handshake: bool) -> SimTime {
     let mss = tcp.mss as u64;
     let hb = tcp.header_bytes as u64;
     let n = size.div_ceil(mss).max(1);
     let first = size.min(mss) + hb;
-    let mut t = SimTime::ZERO;
-    for &(r, d) in &hops {
-        t += d + r.tx_time(Bytes(first));
-    }
-    let bottleneck = hops.iter().map(|h| h.0).min().unwrap();
-    if n > 1 {
-        let rest = size - size.min(mss) + (n - 1) * hb;
-        t += bottleneck.tx_time(Bytes(rest));
-    }
-    if handshake {
-        for &(r, d) in &hops {
-            t += (d + r.tx_time(Bytes(hb))) + (d + r.tx_time(Bytes(hb)));
+    let one = |hops: &PathProfile| {
+        let mut t = SimTime::ZERO;
+        for &(r, d) in hops {
+            t += d + r.tx_time(Bytes(first));
         }
-    }
-    t
+        let bottleneck = hops.iter().map(|h| h.0).min().unwrap();
+        if n > 1 {
+            let rest = size - size.min(mss) + (n - 1) * hb;
+            t += bottleneck.tx_time(Bytes(rest));
+        }
+        if handshake {
+            for &(r, d) in hops {
+                t += (d + r.tx_time(Bytes(hb))) + (d + r.tx_time(Bytes(hb)));
+            }
+        }
+        t
+    };
+    profiles.iter().map(one).min().unwrap_or(SimTime::ZERO)
+}
+
+/// [`ideal_fct_over`] every route from `src` to `dst` in `routing`.
+pub fn ideal_fct(topo: &Topology, routing: &Routing, tcp: &TcpConfig, src: u32, dst: u32, size: u64, handshake: bool) -> SimTime {
+    ideal_fct_over(&path_profiles(topo, routing, src, dst), tcp, size, handshake)
 }
 
 /// Mean and nearest-rank percentiles of a sample.
@@ -199,6 +235,7 @@ mod tests {
             reorder: 0,
             duplicates: 0,
             incast_request: None,
+            started: true,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
         let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000]);

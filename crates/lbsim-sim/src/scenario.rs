@@ -805,6 +805,14 @@ impl Scenario {
             if w.flows == 0 {
                 return Err(bad("workload.flows", "must be >= 1"));
             }
+            if w.size_bytes == Some(0) {
+                return Err(bad("workload.size_bytes", "must be at least 1 byte"));
+            }
+            if let Some(u) = w.cdf_unit_bytes {
+                if !(u.is_finite() && u >= 1.0) {
+                    return Err(bad("workload.cdf_unit_bytes", format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u))));
+                }
+            }
             if !["inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod"].contains(&w.pattern.as_str()) {
                 return Err(bad("workload.pattern", format!("must be inter_rack, all_to_all, stride, bijection or random_inter_pod; got {:?}", w.pattern)));
             }

@@ -341,6 +341,8 @@ fn values_are_checked_after_conversion_to_engine_units() {
         (&["lb.scheme=conga", "lb.params.flowlet_table_size=1e12"][..], "lb.params.flowlet_table_size", "whole number"),
         (&["lb.scheme=mptcp", "lb.params.subflows=2.5"][..], "lb.params.subflows", "whole number"),
         (&["lb.scheme=clove_ecn", "lb.params.flowlet_gap_us=1e-9"][..], "lb.params.flowlet_gap_us", "rounds to 0"),
+        (&["workload.cdf_unit_bytes=nan"][..], "workload.cdf_unit_bytes", "bytes >= 1"),
+        (&["workload.size_bytes=0"][..], "workload.size_bytes", "at least 1 byte"),
         (&["lb.scheme=drill", "lb.params.d=0"][..], "lb.params.d", "whole number"),
         (&["lb.scheme=drill", "lb.params.d=5"][..], "lb.params.d", "widest equal-cost group of this fabric has 4"),
         (&["lb.scheme=hula", "lb.params.probe_us=0"][..], "lb.params.probe_us", "must be a positive number"),
@@ -404,4 +406,45 @@ fn flowlet_observer_cuts_slow_start_rounds_at_a_gap_shorter_than_the_rtt() {
     let n = short["flowlets"].as_u64().unwrap();
     assert!(n >= 5, "{short}");
     assert!(short["bytes_weighted_p10"].as_u64().unwrap() < 100_000, "{short}");
+}
+
+#[test]
+fn flows_that_never_started_stay_in_the_flow_table() {
+    // 400 Poisson flows; the run stops at 2 ms, long before the last arrival
+    let out = run_ok(TESTBED, &["run.stop_ms=2"]);
+    let fl = &out.summary["flows"];
+    assert_eq!(out.flows.len(), 400, "every generated flow is recorded");
+    assert_eq!(fl["total"], 400);
+    let not_started = out.flows.iter().filter(|f| !f.started).count();
+    assert!(not_started > 100, "{fl}");
+    assert_eq!(fl["not_started"], not_started as u64);
+    let c = fl["completed"].as_u64().unwrap() + fl["unfinished"].as_u64().unwrap() + fl["not_started"].as_u64().unwrap();
+    assert_eq!(c, 400, "{fl}");
+    for f in out.flows.iter().filter(|f| !f.started) {
+        assert!(f.finish.is_none() && f.start > SimTime::from_ms(2) && f.ideal > SimTime::ZERO);
+    }
+}
+
+#[test]
+fn the_ideal_fct_takes_the_best_route_on_an_asymmetric_fabric() {
+    // S0's links at 4G, S1's at 40G: the first equal-cost next hop (S0)
+    // is the slow spine, the ideal must not take it
+    let text = TESTBED.replace("fabric_rate_gbps = 40", "fabric_rate_gbps = 40\n[[link_overrides]]\nlink = \"*S0*\"\nrate_gbps = 4");
+    let out = run_ok(&text, &["workload.flows=100"]);
+    for f in out.flows.iter().filter(|f| f.finish.is_some()) {
+        assert!(f.fct().unwrap() >= f.ideal, "slowdown below 1: {f:?}");
+    }
+    let topo_fast = TESTBED.replace("fabric_rate_gbps = 40", "fabric_rate_gbps = 40\n[[link_overrides]]\nlink = \"*S0*\"\nrate_gbps = 400");
+    let fast = run_ok(&topo_fast, &["workload.flows=100"]);
+    // a 10G host bottleneck either way, so big flows' ideals agree across the two fabrics within the first-packet latency
+    let big = |o: &RunOutput| o.flows.iter().filter(|f| f.size > 1_000_000).map(|f| f.ideal.as_us_f64()).sum::<f64>();
+    assert!((big(&out) - big(&fast)).abs() / big(&fast) < 0.01, "{} vs {}", big(&out), big(&fast));
+}
+
+#[test]
+fn traceroute_expiries_are_not_reported_as_drops() {
+    let out = run_ok(TESTBED, &["lb.scheme=clove_ecn", "workload.flows=50"]);
+    let n = &out.summary["network"];
+    assert!(n["probe_ttl_expiries"].as_u64().unwrap() > 100, "{n}");
+    assert_eq!(n["drops"]["ttl"], 0, "{n}");
 }

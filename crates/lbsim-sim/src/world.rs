@@ -14,7 +14,7 @@ use lbsim_lb::Scheme;
 use lbsim_net::{Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, PortQueue, Proto, Routing, Topology};
 use lbsim_tcp::{SenderStats, TcpConfig, TcpHeader, TcpReceiver, TcpSender};
 use lbsim_workload::FlowSpec;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
@@ -158,6 +158,8 @@ pub(crate) struct World {
     next_sport: Vec<u16>,
     pub flows: Vec<FlowRecord>,
     pub arrivals: Vec<FlowSpec>,
+    /// Route profiles per (src, dst) host pair, for ideal FCTs.
+    path_profiles: HashMap<(u32, u32), Vec<crate::metrics::PathProfile>>,
     next_arrival: usize,
     pub done: usize,
     done_incast: Vec<u32>,
@@ -217,6 +219,7 @@ impl World {
             next_sport: vec![0; hosts],
             flows: Vec::new(),
             arrivals: Vec::new(),
+            path_profiles: HashMap::new(),
             next_arrival: 0,
             done: 0,
             done_incast: Vec::new(),
@@ -388,6 +391,8 @@ impl World {
             Drop::Queue => self.c.drop_queue += 1,
             Drop::LinkDown => self.c.drop_link += 1,
             Drop::NoRoute => self.c.drop_noroute += 1,
+            // a traceroute probe is meant to expire: not a drop of traffic
+            Drop::Ttl if matches!(p.payload, Payload::Control { .. }) => self.c.probe_expiries += 1,
             Drop::Ttl => self.c.drop_ttl += 1,
         }
     }
@@ -978,7 +983,7 @@ impl World {
         let now = self.now();
         let fid = self.flows.len() as u32;
         let handshake = self.persistent.is_none();
-        let ideal = crate::metrics::ideal_fct(&self.topo, &self.routing, &self.tcp, f.src, f.dst, f.size, handshake);
+        let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
         if self.mptcp_n.is_some() {
             let start = f.start.max(now);
             self.flows.push(FlowRecord {
@@ -993,6 +998,7 @@ impl World {
                 reorder: 0,
                 duplicates: 0,
                 incast_request,
+                started: true,
             });
             let (r, t, o, d) = self.start_mptcp_flow(f, fid);
             // counters are read as differences at completion
@@ -1039,6 +1045,7 @@ impl World {
             reorder: c.receiver.stats.out_of_order,
             duplicates: c.receiver.stats.duplicates,
             incast_request,
+            started: true,
         });
         c.sender.write(f.size);
         let src = c.src;
@@ -1055,6 +1062,40 @@ impl World {
         self.out = out;
         self.after_send(conn);
         self.rearm(conn, 0);
+    }
+
+    /// The flow's FCT alone in the idle network over its best route in the
+    /// current routes (route profiles cached per host pair until a link
+    /// changes).
+    pub fn ideal_fct(&mut self, src: u32, dst: u32, size: u64, handshake: bool) -> SimTime {
+        let (topo, routing) = (&self.topo, &self.routing);
+        let prof = self.path_profiles.entry((src, dst)).or_insert_with(|| crate::metrics::path_profiles(topo, routing, src, dst));
+        crate::metrics::ideal_fct_over(prof, &self.tcp, size, handshake)
+    }
+
+    /// Records the flows that never started (their arrival came after the
+    /// run stopped): kept in the flow table, marked not started.
+    pub fn record_unstarted(&mut self) {
+        let handshake = self.persistent.is_none();
+        for i in self.next_arrival..self.arrivals.len() {
+            let f = self.arrivals[i];
+            let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
+            self.flows.push(FlowRecord {
+                src: f.src,
+                dst: f.dst,
+                size: f.size,
+                start: f.start,
+                finish: None,
+                ideal,
+                retransmits: 0,
+                timeouts: 0,
+                reorder: 0,
+                duplicates: 0,
+                incast_request: None,
+                started: false,
+            });
+        }
+        self.next_arrival = self.arrivals.len();
     }
 
     /// Counters of flows still unfinished, read at the end.
@@ -1186,6 +1227,7 @@ impl World {
             }
         }
         self.routing = Routing::compute(&self.topo, &self.link_up);
+        self.path_profiles.clear();
         for &l in &links {
             self.lb.on_link_change(&mut ctx!(self), l, up);
             self.run_actions();

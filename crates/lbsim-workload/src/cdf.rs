@@ -91,6 +91,9 @@ impl Cdf {
         if pts.is_empty() {
             return Err(CdfError(format!("{name}: no points")));
         }
+        if let Some(i) = pts.iter().position(|(x, p)| !x.is_finite() || !p.is_finite()) {
+            return Err(CdfError(format!("{name}: point {} ({}, {}) is not a finite number", i + 1, pts[i].0, pts[i].1)));
+        }
         for w in pts.windows(2) {
             if w[1].0 < w[0].0 || w[1].1 < w[0].1 {
                 return Err(CdfError(format!("{name}: points must be non-decreasing ({:?} then {:?})", w[0], w[1])));
@@ -159,6 +162,13 @@ impl Cdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nan_point_is_refused() {
+        let e = Cdf::parse("mine.txt", "100 0.5\nnan 0.7\n300 1.0\n", CdfFormat::Bytes).unwrap_err();
+        assert!(e.0.contains("mine.txt: point 2") && e.0.contains("not a finite number"), "{}", e.0);
+        assert!(Cdf::parse("mine.txt", "100 0.5\n200 NaN\n300 1.0\n", CdfFormat::Bytes).is_err());
+    }
 
     #[test]
     fn builtin_means_match_the_provenance_table() {
