@@ -32,16 +32,45 @@ def _dumps_toml(d: Mapping[str, Any]) -> str:
     return tomli_w.dumps(dict(d))
 
 
+def read_text(path: Union[str, os.PathLike], what: str = "scenario file", error: type = ScenarioError) -> str:
+    """A UTF-8 text file's contents. A missing, unreadable or non-file path
+    raises OSError, and binary or non-UTF-8 contents raise ``error``, each
+    with a one-line message naming ``what`` and the path."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{what} not found: {p}") from None
+    except IsADirectoryError:
+        raise IsADirectoryError(f"{what} is a folder, not a file: {p}") from None
+    except PermissionError:
+        raise PermissionError(f"{what} not readable (permission denied): {p}") from None
+    except OSError as e:
+        raise OSError(f"{what} not readable: {p}: {e.strerror or e}") from None
+    problem = None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        problem = "UTF-16 text; save it as UTF-8"
+    elif b"\0" in data:  # (never in TOML or CSV text)
+        problem = f"not text (NUL byte at offset {data.index(0)}); a binary or UTF-16 file?"
+    else:
+        try:
+            return data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            problem = f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); a binary file?"
+    err = error(f"{what} {p}: {problem}")
+    err.field = ""
+    raise err
+
+
 def load_scenario(scenario: ScenarioLike) -> LoadedScenario:
-    """Accepts a path to a ``.toml`` file, TOML text, or a dict."""
+    """Accepts a path to a ``.toml`` file, TOML text, or a dict. A
+    ``Path`` (any ``os.PathLike``) is always a file."""
     if isinstance(scenario, Mapping):
         return LoadedScenario(_dumps_toml(scenario), None)
     s = os.fspath(scenario)
-    if "\n" not in s and (s.endswith(".toml") or os.path.exists(s)):
+    if isinstance(scenario, os.PathLike) or ("\n" not in s and (s.endswith(".toml") or os.path.exists(s))):
         p = Path(s)
-        if not p.exists():
-            raise FileNotFoundError(f"scenario file not found: {s}")
-        return LoadedScenario(p.read_text(), str(p.resolve().parent))
+        return LoadedScenario(read_text(p), str(p.resolve().parent))
     return LoadedScenario(s, None)
 
 
@@ -186,4 +215,4 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["Result", "ScenarioError", "flows", "flows_csv", "load_scenario", "run", "schemes", "validate"]
+__all__ = ["Result", "ScenarioError", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import Optional
 
+import lbsim
 from lbsim import _api
 
 
@@ -62,11 +68,47 @@ def _fail(msg: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs (a sweep
+    stops its workers and removes their partial runs)."""
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def _check_out(out: str, folder: bool) -> None:
+    """Fails now, before any simulation, if ``--out`` cannot be written: a
+    file where a folder goes (or the reverse), a missing parent folder for a
+    file, or no permission to write."""
+    p = Path(out)
+    if folder:
+        if os.path.exists(p) and not os.path.isdir(p):
+            _fail(f"--out {out}: exists and is not a folder")
+        d = p
+        while not os.path.exists(d):  # the folder it will be created in
+            d = d.parent
+        if not os.path.isdir(d):
+            _fail(f"--out {out}: {d} is not a folder")
+    else:
+        if os.path.isdir(p):
+            _fail(f"--out {out}: is a folder, not a file")
+        d = p.parent
+        if not os.path.isdir(d):
+            _fail(f"--out {out}: folder {d} does not exist")
+    try:
+        with tempfile.TemporaryFile(dir=d):
+            pass
+    except OSError as e:
+        _fail(f"--out {out}: cannot write in {d} ({e.strerror or e})")
+
+
 def cmd_run(a: argparse.Namespace) -> None:
+    _check_out(a.out, folder=True)
     bar = ProgressBar("run", enabled=not a.quiet)
     t0 = time.perf_counter()
     try:
-        res = _api.run(a.scenario, seed=a.seed, set=a.set, progress=bar)
+        res = _api.run(Path(a.scenario), seed=a.seed, set=a.set, progress=bar)
     finally:
         bar.close()
     out = res.write(a.out)
@@ -101,7 +143,8 @@ def cmd_run(a: argparse.Namespace) -> None:
 
 
 def cmd_flows(a: argparse.Namespace) -> None:
-    text = _api.flows_csv(a.scenario, seed=a.seed, set=a.set)
+    _check_out(a.out, folder=False)
+    text = _api.flows_csv(Path(a.scenario), seed=a.seed, set=a.set)
     with open(a.out, "w") as f:
         f.write(text)
     print(f"wrote {text.count(chr(10)) - 1} flows to {a.out}")
@@ -125,12 +168,15 @@ def cmd_schemes(a: argparse.Namespace) -> None:
 
 
 def cmd_validate(a: argparse.Namespace) -> None:
-    _api.validate(a.scenario, seed=a.seed, set=a.set)
+    _api.validate(Path(a.scenario), seed=a.seed, set=a.set)
     print(f"{a.scenario}: ok")
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lbsim", description="Packet-level simulator of datacenter load balancing.")
+    rev = getattr(lbsim._lbsim, "__model_revision__", None)
+    p.add_argument("--version", action="version",
+                   version=f"lbsim {lbsim.__version__}" + (f" (model revision {rev})" if rev else ""))
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def scenario_args(sp: argparse.ArgumentParser) -> None:
@@ -169,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> None:
     args = build_parser().parse_args(argv)
+    # SIGTERM stops like Ctrl-C (signal handlers only exist in the main thread)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         args.fn(args)
     except _api.ScenarioError as e:
@@ -177,10 +226,15 @@ def main(argv: Optional[list[str]] = None) -> None:
         if type(e).__name__ == "SweepError":
             _fail(str(e))
         raise
-    except FileNotFoundError as e:
+    except OSError as e:  # missing, unreadable or unwritable files, named in the message
         _fail(str(e))
+    except Terminated:
+        _fail("terminated (SIGTERM)", 128 + signal.SIGTERM)
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if old_term is None else old_term)
 
 
 if __name__ == "__main__":

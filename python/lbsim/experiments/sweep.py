@@ -29,11 +29,13 @@ swept, how axis values map to scenario keys, conditional overrides, a
     set = { "workload.flows" = 1000 }
 
 **Catalog.** Each run lives in ``<root>/<experiment>/runs/<hash>/`` where
-the hash covers the complete resolved scenario and the lbsim version, so a
-changed parameter never reuses a stale result. A run is written to a
+the hash covers the complete resolved scenario, the contents of the files it
+reads (``workload.flow_list``, ``workload.cdf_file``) and the lbsim version,
+so a changed parameter or input file never reuses a stale result. A run is written to a
 temporary folder and renamed into place when complete: a killed worker
 leaves no half result, only a temporary folder that the next invocation
-removes before redoing that run. ``index.parquet`` lists every run of the
+removes before redoing that run. Local workers die with the sweep process,
+even one killed by SIGKILL. ``index.parquet`` lists every run of the
 sweep (axes, hash, headline metrics) and loads as one table.
 """
 
@@ -43,8 +45,11 @@ import copy
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
 import shutil
+import signal
+import socket
 import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -112,11 +117,39 @@ def _version(scenario: dict) -> str:
     return f"{_lbsim.__version__}+{_lbsim.model_revision(scheme)}"
 
 
+def _file_digests(sc: dict, base: Path, cache: dict[Path, str]) -> dict[str, str]:
+    """SHA-256 of each file the scenario reads, resolved as the simulator
+    does (relative paths from the sweep file's folder); ``cache`` spares
+    re-reading a file shared by many points."""
+    w = sc.get("workload")
+    out: dict[str, str] = {}
+    if not isinstance(w, dict):
+        return out
+    for key in ("flow_list", "cdf_file"):
+        f = w.get(key)
+        if not isinstance(f, str):
+            continue
+        path = base / f
+        if path not in cache:
+            h = hashlib.sha256()
+            try:
+                with open(path, "rb") as fh:
+                    for chunk in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(chunk)
+                cache[path] = h.hexdigest()
+            except OSError:
+                cache[path] = "unreadable"  # the check before the runs names it
+        out[f"workload.{key}"] = cache[path]
+    return out
+
+
 def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
     """Reads a sweep file and expands its points."""
+    from lbsim._api import read_text
+
     p = Path(path)
     try:
-        spec = tomllib.loads(p.read_text())
+        spec = tomllib.loads(read_text(p, "sweep file", SweepError))
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{p}: not valid TOML: {e}") from None
     for sect in ("experiment", "base", "axes"):
@@ -147,6 +180,8 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
             if k not in axes:
                 raise SweepError(f"{p}: [[exclude]] #{i + 1}: {k} is not an axis")
     sw = Sweep(name=name, path=p, spec=spec, quick=quick)
+    base_dir = p.resolve().parent
+    digests: dict[Path, str] = {}
     names = list(axes)
     for combo in itertools.product(*(axes[a] for a in names)):
         pt = dict(zip(names, combo))
@@ -166,7 +201,11 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         import tomli_w
 
         text = tomli_w.dumps(sc)
-        h = hashlib.sha256((_version(sc) + "\n" + json.dumps(sc, sort_keys=True)).encode()).hexdigest()[:20]
+        key = _version(sc) + "\n" + json.dumps(sc, sort_keys=True)
+        files = _file_digests(sc, base_dir, digests)
+        if files:  # (points reading no file keep their hash)
+            key += "\n" + json.dumps(files, sort_keys=True)
+        h = hashlib.sha256(key.encode()).hexdigest()[:20]
         sw.points.append(Point(axes=pt, scenario=sc, text=text, hash=h))
     return sw
 
@@ -194,6 +233,68 @@ def _run_point(args: tuple[str, Optional[str], str]) -> dict:
     (tmp / "scenario.toml").write_text(text)
     os.replace(tmp, final)
     return res.summary
+
+
+def _worker_init() -> None:
+    """Runs first in each local worker process: the worker dies with the
+    sweep process (Linux: PR_SET_PDEATHSIG, so even after a SIGKILL) and
+    leaves Ctrl-C and SIGTERM to it, which stops the workers itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+        except (OSError, AttributeError):  # pragma: no cover - no prctl
+            pass
+    parent = multiprocessing.parent_process()
+    if parent is not None and not parent.is_alive():  # died before prctl
+        os._exit(1)
+
+
+def _run_pool(jobs: list, workers: int, prog: "Progress", runs: Path) -> None:
+    ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    try:
+        futs = {ex.submit(_run_point, j) for j in jobs}
+        while futs:
+            done, futs = wait(futs, return_when=FIRST_COMPLETED)
+            for f in done:
+                f.result()
+                prog.step()
+    except BaseException:
+        # Ctrl-C, SIGTERM or a failed run: stop the other runs now rather
+        # than waiting for them, and remove their partial results. (The
+        # executor has no public way to stop running workers before 3.14.)
+        procs = list((getattr(ex, "_processes", None) or {}).values())
+        ex.shutdown(wait=False, cancel_futures=True)
+        for pr in procs:
+            pr.terminate()
+        for pr in procs:
+            pr.join()
+        clean_partial(runs)
+        raise
+    ex.shutdown()
+
+
+def _ray_init(address: str) -> None:
+    """Connects to Ray (``local`` starts an instance here). A ``host:port``
+    address is probed first: Ray itself retries an unreachable cluster for
+    minutes."""
+    if address not in ("local", "auto"):
+        host, sep, port = address.split("://", 1)[-1].rstrip("/").rpartition(":")
+        if sep and port.isdigit():
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+            except OSError as e:
+                raise SweepError(f"--ray {address}: cannot reach the Ray cluster ({e.strerror or e})") from None
+    try:
+        import ray
+    except ImportError:
+        raise SweepError(f"--ray {address}: Ray is not installed (pip install 'ray>=2.9')") from None
+    ray.init(address=None if address == "local" else address, ignore_reinit_error=True,
+             include_dashboard=False, log_to_driver=False)
 
 
 def catalog_dir(root: str | os.PathLike, sw: Sweep) -> Path:
@@ -267,10 +368,9 @@ def run_sweep(sw: Sweep, root: str | os.PathLike = "results", workers: int = 1, 
     t0 = time.perf_counter()
     jobs = [(pt.text, base_dir, str(runs / pt.hash)) for pt in unique]
     if ray_address:
+        _ray_init(ray_address)
         import ray
 
-        ray.init(address=None if ray_address == "local" else ray_address, ignore_reinit_error=True,
-                 include_dashboard=False, log_to_driver=False)
         remote = ray.remote(_run_point)
         pending = [remote.remote(j) for j in jobs]
         while pending:
@@ -278,17 +378,15 @@ def run_sweep(sw: Sweep, root: str | os.PathLike = "results", workers: int = 1, 
             ray.get(ready)
             prog.step()
     elif workers <= 1:
-        for j in jobs:
-            _run_point(j)
-            prog.step()
+        try:
+            for j in jobs:
+                _run_point(j)
+                prog.step()
+        except BaseException:
+            clean_partial(runs)
+            raise
     else:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            futs = {ex.submit(_run_point, j) for j in jobs}
-            while futs:
-                done, futs = wait(futs, return_when=FIRST_COMPLETED)
-                for f in done:
-                    f.result()
-                    prog.step()
+        _run_pool(jobs, workers, prog, runs)
     write_index(sw, cat)
     meta = {"sweep": sw.name, "quick": sw.quick, "runs": len(sw.points), "ran_now": len(unique),
             "wall_s_this_invocation": time.perf_counter() - t0, "workers": "ray" if ray_address else workers}
