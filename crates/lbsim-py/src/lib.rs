@@ -127,6 +127,8 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     flows.set_item("timeouts", f.iter().map(|x| signed(x.timeouts)).collect::<Vec<_>>())?;
     flows.set_item("reorder_events", f.iter().map(|x| signed(x.reorder)).collect::<Vec<_>>())?;
     flows.set_item("duplicate_segments", f.iter().map(|x| signed(x.duplicates)).collect::<Vec<_>>())?;
+    flows.set_item("fast_recoveries_reordering", f.iter().map(|x| signed(x.fr_reorder)).collect::<Vec<_>>())?;
+    flows.set_item("fast_recoveries_loss", f.iter().map(|x| signed(x.fr_loss)).collect::<Vec<_>>())?;
     flows.set_item("incast_request", f.iter().map(|x| x.incast_request.map_or(-1i64, |r| r as i64)).collect::<Vec<_>>())?;
     res.set_item("flows", flows)?;
     // ports

@@ -646,6 +646,8 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "timeouts": tos,
             "fast_recoveries": st.fast_recoveries,
             "spurious_retransmits": st.spurious_retransmits,
+            "fast_recoveries_by_reordering": w.flows.iter().map(|f| f.fr_reorder).sum::<u64>(),
+            "fast_recoveries_by_loss": w.flows.iter().map(|f| f.fr_loss).sum::<u64>(),
             "undos": st.undos,
             "ecn_reductions": st.ecn_reductions,
             "reordering": sc.transport.reordering,

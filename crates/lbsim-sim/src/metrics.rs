@@ -28,9 +28,81 @@ pub struct FlowRecord {
     pub incast_request: Option<u32>,
     /// False for a flow whose arrival came after the run stopped.
     pub started: bool,
+    /// Fast-recovery episodes whose first retransmitted segment had not
+    /// been dropped (triggered by reordering), and those where it had (by
+    /// loss): simulator-only truth.
+    pub fr_reorder: u64,
+    pub fr_loss: u64,
+}
+
+/// A connection's cumulative counters; a flow's are the difference between
+/// its connection's at its end and at its start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCounters {
+    pub retransmits: u64,
+    pub timeouts: u64,
+    pub reorder: u64,
+    pub duplicates: u64,
+    pub fr_reorder: u64,
+    pub fr_loss: u64,
+}
+
+impl std::ops::Add for FlowCounters {
+    type Output = FlowCounters;
+    fn add(self, o: FlowCounters) -> FlowCounters {
+        FlowCounters {
+            retransmits: self.retransmits + o.retransmits,
+            timeouts: self.timeouts + o.timeouts,
+            reorder: self.reorder + o.reorder,
+            duplicates: self.duplicates + o.duplicates,
+            fr_reorder: self.fr_reorder + o.fr_reorder,
+            fr_loss: self.fr_loss + o.fr_loss,
+        }
+    }
 }
 
 impl FlowRecord {
+    /// A flow starting now on a connection whose counters read `base`
+    /// (kept until [`FlowRecord::close`] turns them into the flow's own).
+    pub fn new(src: u32, dst: u32, size: u64, start: SimTime, ideal: SimTime, base: FlowCounters, incast_request: Option<u32>) -> FlowRecord {
+        let mut f = FlowRecord {
+            src,
+            dst,
+            size,
+            start,
+            finish: None,
+            ideal,
+            retransmits: 0,
+            timeouts: 0,
+            reorder: 0,
+            duplicates: 0,
+            incast_request,
+            started: true,
+            fr_reorder: 0,
+            fr_loss: 0,
+        };
+        f.set_counters(base);
+        f
+    }
+
+    fn set_counters(&mut self, c: FlowCounters) {
+        (self.retransmits, self.timeouts, self.reorder, self.duplicates, self.fr_reorder, self.fr_loss) =
+            (c.retransmits, c.timeouts, c.reorder, c.duplicates, c.fr_reorder, c.fr_loss);
+    }
+
+    /// The connection's counters now are `now`: the flow's are the growth
+    /// since its start.
+    pub fn close(&mut self, now: FlowCounters) {
+        self.set_counters(FlowCounters {
+            retransmits: now.retransmits - self.retransmits,
+            timeouts: now.timeouts - self.timeouts,
+            reorder: now.reorder - self.reorder,
+            duplicates: now.duplicates - self.duplicates,
+            fr_reorder: now.fr_reorder - self.fr_reorder,
+            fr_loss: now.fr_loss - self.fr_loss,
+        });
+    }
+
     pub fn fct(&self) -> Option<SimTime> {
         self.finish.map(|f| f - self.start)
     }
@@ -236,6 +308,8 @@ mod tests {
             duplicates: 0,
             incast_request: None,
             started: true,
+            fr_reorder: 0,
+            fr_loss: 0,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
         let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000]);

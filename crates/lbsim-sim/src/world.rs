@@ -8,7 +8,7 @@
 //! (its deadline moved later) just re-arms, so restarting the RTO on every
 //! ACK costs no heap operation.
 
-use crate::metrics::{Counters, FlowRecord, FlowletObserver, LinkSample, QueueSample};
+use crate::metrics::{Counters, FlowCounters, FlowRecord, FlowletObserver, LinkSample, QueueSample};
 use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
 use lbsim_lb::Scheme;
 use lbsim_net::{Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, PortQueue, Proto, Routing, Topology};
@@ -71,6 +71,23 @@ pub(crate) struct Conn {
     /// The MPTCP connection this is a subflow of (u32::MAX: plain TCP).
     parent: u32,
     sub_idx: u8,
+    /// Fast recoveries triggered by reordering / by loss (simulator truth).
+    fr_reorder: u64,
+    fr_loss: u64,
+}
+
+impl Conn {
+    fn counters(&self) -> FlowCounters {
+        let (s, r) = (&self.sender.stats, &self.receiver.stats);
+        FlowCounters {
+            retransmits: s.retransmits,
+            timeouts: s.timeouts,
+            reorder: r.out_of_order,
+            duplicates: r.duplicates,
+            fr_reorder: self.fr_reorder,
+            fr_loss: self.fr_loss,
+        }
+    }
 }
 
 /// An MPTCP connection: subflows (ordinary connections) carrying chunks of
@@ -158,6 +175,9 @@ pub(crate) struct World {
     next_sport: Vec<u16>,
     pub flows: Vec<FlowRecord>,
     pub arrivals: Vec<FlowSpec>,
+    /// Data segments (connection, sequence) dropped and not yet resent by a
+    /// fast retransmit: the truth behind the reordering/loss split.
+    lost_segments: std::collections::HashSet<(u32, u64)>,
     /// Route profiles per (src, dst) host pair, for ideal FCTs.
     path_profiles: HashMap<(u32, u32), Vec<crate::metrics::PathProfile>>,
     next_arrival: usize,
@@ -220,6 +240,7 @@ impl World {
             flows: Vec::new(),
             arrivals: Vec::new(),
             path_profiles: HashMap::new(),
+            lost_segments: Default::default(),
             next_arrival: 0,
             done: 0,
             done_incast: Vec::new(),
@@ -385,6 +406,11 @@ impl World {
 
     fn drop_pkt(&mut self, pkt: PktId, why: Drop) {
         let p = self.pkts.remove(pkt.0);
+        if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
+            if hdr.len > 0 {
+                self.lost_segments.insert((*conn, hdr.seq));
+            }
+        }
         self.c.dropped += 1;
         self.c.dropped_bytes += p.size as u64;
         match why {
@@ -547,7 +573,7 @@ impl World {
             }
             if got > 0 {
                 let rcv = c.receiver.rcv_nxt();
-                let (s, r) = (c.sender.stats, c.receiver.stats);
+                let counters = c.counters();
                 while let Some(&(end, f)) = c.flow_ends.front() {
                     if end > rcv {
                         break;
@@ -555,10 +581,7 @@ impl World {
                     c.flow_ends.pop_front();
                     let fr = &mut self.flows[f as usize];
                     fr.finish = Some(now);
-                    fr.retransmits = s.retransmits - fr.retransmits;
-                    fr.timeouts = s.timeouts - fr.timeouts;
-                    fr.reorder = r.out_of_order - fr.reorder;
-                    fr.duplicates = r.duplicates - fr.duplicates;
+                    fr.close(counters);
                     self.done += 1;
                     if fr.incast_request.is_some() {
                         self.done_incast.push(f);
@@ -578,7 +601,16 @@ impl World {
             let budget = self.nic_budget(src);
             let c = self.conns[conn as usize].as_mut().unwrap();
             c.sender.set_tx_budget(budget);
+            let recoveries = c.sender.stats.fast_recoveries;
             c.sender.on_segment(hdr, now, &mut out);
+            if c.sender.stats.fast_recoveries > recoveries {
+                // what triggered it: was the segment it resends dropped?
+                if self.lost_segments.remove(&(conn, c.sender.snd_una())) {
+                    c.fr_loss += 1;
+                } else {
+                    c.fr_reorder += 1;
+                }
+            }
             self.emit(conn, true, &mut out);
             self.after_send(conn);
             self.rearm(conn, 0);
@@ -709,14 +741,11 @@ impl World {
         if done.is_empty() {
             return;
         }
-        let (retx, tos, ooo, dup) = self.mp_stats(mp);
+        let counters = self.mp_stats(mp);
         for f in done {
             let fr = &mut self.flows[f as usize];
             fr.finish = Some(now);
-            fr.retransmits = retx - fr.retransmits;
-            fr.timeouts = tos - fr.timeouts;
-            fr.reorder = ooo - fr.reorder;
-            fr.duplicates = dup - fr.duplicates;
+            fr.close(counters);
             self.done += 1;
             if let Some(r) = fr.incast_request {
                 self.incast_flow_done(r);
@@ -724,18 +753,9 @@ impl World {
         }
     }
 
-    fn mp_stats(&self, mp: u32) -> (u64, u64, u64, u64) {
+    fn mp_stats(&self, mp: u32) -> FlowCounters {
         let m = self.mps[mp as usize].as_ref().unwrap();
-        let mut t = (0, 0, 0, 0);
-        for &sf in &m.subflows {
-            if let Some(c) = self.conns[sf as usize].as_ref() {
-                t.0 += c.sender.stats.retransmits;
-                t.1 += c.sender.stats.timeouts;
-                t.2 += c.receiver.stats.out_of_order;
-                t.3 += c.receiver.stats.duplicates;
-            }
-        }
-        t
+        m.subflows.iter().filter_map(|&sf| self.conns[sf as usize].as_ref()).fold(FlowCounters::default(), |t, c| t + c.counters())
     }
 
     fn new_mp(&mut self, src: u32, dst: u32, established: bool, per_flow: bool, k: u16) -> u32 {
@@ -763,7 +783,7 @@ impl World {
         id
     }
 
-    fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32) -> (u64, u64, u64, u64) {
+    fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32) -> FlowCounters {
         let now = self.now();
         let mp = match self.persistent {
             None => self.new_mp(f.src, f.dst, false, true, 0),
@@ -973,6 +993,8 @@ impl World {
             waiting_nic: false,
             parent: u32::MAX,
             sub_idx: 0,
+            fr_reorder: 0,
+            fr_loss: 0,
         })));
         id
     }
@@ -986,27 +1008,10 @@ impl World {
         let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
         if self.mptcp_n.is_some() {
             let start = f.start.max(now);
-            self.flows.push(FlowRecord {
-                src: f.src,
-                dst: f.dst,
-                size: f.size,
-                start,
-                finish: None,
-                ideal,
-                retransmits: 0,
-                timeouts: 0,
-                reorder: 0,
-                duplicates: 0,
-                incast_request,
-                started: true,
-            });
-            let (r, t, o, d) = self.start_mptcp_flow(f, fid);
+            self.flows.push(FlowRecord::new(f.src, f.dst, f.size, start, ideal, FlowCounters::default(), incast_request));
             // counters are read as differences at completion
-            let fr = &mut self.flows[fid as usize];
-            fr.retransmits = r;
-            fr.timeouts = t;
-            fr.reorder = o;
-            fr.duplicates = d;
+            let base = self.start_mptcp_flow(f, fid);
+            self.flows[fid as usize] = FlowRecord::new(f.src, f.dst, f.size, start, ideal, base, incast_request);
             return;
         }
         let conn = match self.persistent {
@@ -1033,20 +1038,7 @@ impl World {
         let c = self.conns[conn as usize].as_mut().unwrap();
         let end = c.sender.app_end() + f.size;
         c.flow_ends.push_back((end, fid));
-        self.flows.push(FlowRecord {
-            src: f.src,
-            dst: f.dst,
-            size: f.size,
-            start: f.start.max(now),
-            finish: None,
-            ideal,
-            retransmits: c.sender.stats.retransmits,
-            timeouts: c.sender.stats.timeouts,
-            reorder: c.receiver.stats.out_of_order,
-            duplicates: c.receiver.stats.duplicates,
-            incast_request,
-            started: true,
-        });
+        self.flows.push(FlowRecord::new(f.src, f.dst, f.size, f.start.max(now), ideal, c.counters(), incast_request));
         c.sender.write(f.size);
         let src = c.src;
         let budget = self.nic_budget(src);
@@ -1080,20 +1072,9 @@ impl World {
         for i in self.next_arrival..self.arrivals.len() {
             let f = self.arrivals[i];
             let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
-            self.flows.push(FlowRecord {
-                src: f.src,
-                dst: f.dst,
-                size: f.size,
-                start: f.start,
-                finish: None,
-                ideal,
-                retransmits: 0,
-                timeouts: 0,
-                reorder: 0,
-                duplicates: 0,
-                incast_request: None,
-                started: false,
-            });
+            let mut r = FlowRecord::new(f.src, f.dst, f.size, f.start, ideal, FlowCounters::default(), None);
+            r.started = false;
+            self.flows.push(r);
         }
         self.next_arrival = self.arrivals.len();
     }
@@ -1104,23 +1085,16 @@ impl World {
             if self.mps[mp].is_none() {
                 continue;
             }
-            let (r, t, o, d) = self.mp_stats(mp as u32);
+            let counters = self.mp_stats(mp as u32);
             let ends: Vec<u32> = self.mps[mp].as_ref().unwrap().flow_ends.iter().map(|e| e.1).collect();
             for f in ends {
-                let fr = &mut self.flows[f as usize];
-                fr.retransmits = r - fr.retransmits;
-                fr.timeouts = t - fr.timeouts;
-                fr.reorder = o - fr.reorder;
-                fr.duplicates = d - fr.duplicates;
+                self.flows[f as usize].close(counters);
             }
         }
         for c in self.conns.iter().flatten() {
+            let counters = c.counters();
             for &(_, f) in &c.flow_ends {
-                let fr = &mut self.flows[f as usize];
-                fr.retransmits = c.sender.stats.retransmits - fr.retransmits;
-                fr.timeouts = c.sender.stats.timeouts - fr.timeouts;
-                fr.reorder = c.receiver.stats.out_of_order - fr.reorder;
-                fr.duplicates = c.receiver.stats.duplicates - fr.duplicates;
+                self.flows[f as usize].close(counters);
             }
         }
     }

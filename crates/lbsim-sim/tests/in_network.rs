@@ -380,3 +380,22 @@ fn ag_trains_have_exactly_the_forced_size_and_spread_uniformly() {
     eprintln!("AG trains per uplink {per:?}, chi2 {chi2:.1}");
     assert!(chi2 < 24.3, "chi2 {chi2:.1} (7 dof, p = 0.001)");
 }
+
+#[test]
+fn fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
+    let ws = TESTBED.replace("datamining", "websearch").replace("flows = 4000", "flows = 1000");
+    let t = |o: &RunOutput, k: &str| o.summary["transport"][k].as_u64().unwrap();
+    // ECMP keeps a flow on one path: every fast recovery follows a loss
+    let e = run_ok(&ws, &sets(&["lb.scheme=ecmp", "failures=[{link=\"L1-S1#0\"}]"]));
+    eprintln!("ECMP: fast recoveries by loss {}, by reordering {}", t(&e, "fast_recoveries_by_loss"), t(&e, "fast_recoveries_by_reordering"));
+    assert!(t(&e, "fast_recoveries_by_loss") > 100);
+    assert_eq!(t(&e, "fast_recoveries_by_reordering"), 0);
+    // per-packet spraying over paths 50 us apart reorders without loss
+    let flows = common::flow_file("split", &[(0, 2, 20_000_000, 0.0)]);
+    let s = run_ok(ONE_FLOW, &sets(&[&flows, "lb.scheme=spray", "transport.reordering=\"fixed\""]));
+    let f = &s.flows[0];
+    eprintln!("spray, one flow: fast recoveries by reordering {}, by loss {}; drops {}", f.fr_reorder, f.fr_loss, s.summary["network"]["drops"]["total"]);
+    assert_eq!(s.summary["network"]["drops"]["total"], 0);
+    assert!(f.fr_reorder > 10 && f.fr_loss == 0);
+    assert_eq!(f.fr_reorder, t(&s, "fast_recoveries_by_reordering"));
+}
