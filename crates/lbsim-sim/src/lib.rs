@@ -436,7 +436,15 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
         if stop != SimTime::MAX {
             w.udp_until = w.udp_until.max(stop);
         }
+        let via = match &u.via {
+            None => None,
+            Some(name) => {
+                let n = w.topo.node_by_name(name).filter(|&n| !w.topo.is_host(n));
+                Some(n.ok_or_else(|| bad(format!("udp[{k}].via"), format!("no switch named {name:?} (switches are named like \"S0\", \"L1\")")))?)
+            }
+        };
         w.udp.push(UdpSource {
+            via,
             src: w.topo.host(u.src),
             dst: w.topo.host(u.dst),
             rate: BitsPerSec::from_gbps_f64(u.rate_gbps),

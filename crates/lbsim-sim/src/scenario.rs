@@ -537,6 +537,10 @@ pub struct UdpCfg {
     pub stop_ms: Option<f64>,
     #[serde(default = "d1500")]
     pub packet_bytes: u32,
+    /// Pin the source to the path through this switch (a spine, say):
+    /// wherever one of a packet's next hops is that switch, it goes there,
+    /// bypassing the load balancer (background traffic on a chosen path).
+    pub via: Option<String>,
 }
 
 fn d1500() -> u32 {

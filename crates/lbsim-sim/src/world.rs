@@ -106,6 +106,8 @@ pub(crate) struct Mptcp {
 }
 
 pub(crate) struct UdpSource {
+    /// The switch this source's packets are pinned through, if any.
+    pub via: Option<NodeId>,
     pub src: NodeId,
     pub dst: NodeId,
     pub rate: BitsPerSec,
@@ -460,6 +462,14 @@ impl World {
         if cands.is_empty() {
             self.drop_pkt(pkt, Drop::NoRoute);
             return;
+        }
+        if let Payload::Udp { source } = p.payload {
+            if let Some(via) = self.udp[source as usize].via {
+                if let Some(&port) = cands.iter().find(|c| self.topo.ports[self.topo.ports[c.idx()].peer.idx()].node == via) {
+                    self.enqueue(port, pkt);
+                    return;
+                }
+            }
         }
         let f = self.lb.on_switch(&mut ctx!(self), node, in_port, pkt, cands);
         self.run_actions();

@@ -399,3 +399,19 @@ fn fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
     assert!(f.fr_reorder > 10 && f.fr_loss == 0);
     assert_eq!(f.fr_reorder, t(&s, "fast_recoveries_by_reordering"));
 }
+
+#[test]
+fn a_udp_source_pinned_via_a_spine_bypasses_the_load_balancer() {
+    // background on a chosen path (AG Fig. 9): spraying would spread it
+    let flows = common::flow_file("via", &[(1, 5, 1_000_000, 0.0)]);
+    let udp = "udp=[{src=0, dst=4, rate_gbps=2, stop_ms=5, via=\"S1\"}]";
+    let o = run_ok(TWO_PATHS, &sets(&[&flows, "lb.scheme=spray", udp]));
+    let tx = |n: &str| o.ports.iter().find(|p| p.name == n).unwrap().tx_bytes;
+    // 5 ms at 2 Gb/s = 1.25 MB of UDP, all via S1; the TCP flow is sprayed over both
+    let udp_bytes = 2e9 / 8.0 * 5e-3;
+    eprintln!("L0->S0 {} B, L0->S1 {} B", tx("L0->S0#0"), tx("L0->S1#0"));
+    assert!(tx("L0->S1#0") as f64 > udp_bytes + 0.3e6);
+    assert!((tx("L0->S0#0") as f64) < 0.8e6, "only TCP via S0");
+    let e = common::run_err(TWO_PATHS, &sets(&[&flows, "udp=[{src=0, dst=4, rate_gbps=2, via=\"S9\"}]"]));
+    assert!(e.contains("udp[0].via") && e.contains("no switch named \"S9\""), "{e}");
+}

@@ -27,3 +27,14 @@ pub fn flow_file(name: &str, rows: &[(u32, u32, u64, f64)]) -> String {
     std::fs::write(&path, t).unwrap();
     format!("workload.flow_list=\"{}\"", path.display())
 }
+
+/// Runs a scenario that must be refused; returns the error's text.
+pub fn run_err(text: &str, sets: &[String]) -> String {
+    match Scenario::from_toml(text, sets) {
+        Err(e) => e.to_string(),
+        Ok(sc) => match run(&sc, None, &mut |_| true) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted {sets:?}"),
+        },
+    }
+}
