@@ -174,3 +174,15 @@ def test_ag_model_from_python_is_the_schemes_model():
         lbsim.ag_optimal_granularity(4, 5, 250, 300)
     with pytest.raises(ValueError, match="search"):
         lbsim.ag_optimal_granularity(4, 1, 250, 300, search="golden")
+
+
+def test_every_generated_flow_is_in_the_flow_table_with_signed_counters():
+    r = lbsim.run("examples/small.toml", set=["workload.flows=100", "run.stop_ms=3"])
+    f, fl = r.flows, r.summary["flows"]
+    assert len(f) == 100 == fl["total"]
+    assert (~f.started).sum() == fl["not_started"] > 0
+    assert fl["completed"] + fl["unfinished"] + fl["not_started"] == 100
+    assert f[~f.started].fct_us.isna().all() and (f[~f.started].start_us > 3000).all()
+    for col in ("retransmits", "timeouts", "reorder_events", "duplicate_segments", "fast_recoveries_reordering", "fast_recoveries_loss"):
+        assert str(f[col].dtype) == "int64", col
+    assert (f.retransmits - f.timeouts - 10**6).min() < 0  # no unsigned wrap-around

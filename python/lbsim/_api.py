@@ -102,11 +102,15 @@ class Result:
     @property
     def flows(self):
         """One row per flow: flow_id, src, dst, size_bytes, start_us, finish_us,
-        fct_us, ideal_fct_us, slowdown, completed, retransmits, timeouts,
-        reorder_events (data segments arriving above the next expected byte),
-        duplicate_segments (segments the receiver already had: spurious
-        retransmissions), incast_request (-1 if none). Unfinished flows have
-        NaN finish/fct and completed = False."""
+        fct_us, ideal_fct_us, slowdown, completed, started, retransmits,
+        timeouts, reorder_events (data segments arriving above the next
+        expected byte), duplicate_segments (segments the receiver already
+        had: spurious retransmissions), fast_recoveries_reordering /
+        fast_recoveries_loss (fast recoveries whose resent segment had not /
+        had been dropped: simulator truth), incast_request (-1 if none).
+        Unfinished flows have NaN finish/fct and completed = False; flows
+        whose arrival came after the run stopped have started = False.
+        Counters are signed 64-bit integers."""
         return self._frame("flows")
 
     @property
@@ -144,20 +148,22 @@ class Result:
 
 
 _SCHEMAS = {
+    # counters are signed, so differences computed in pandas never wrap
     "flows": {
-        "flow_id": pa.uint64(), "src": pa.uint32(), "dst": pa.uint32(), "size_bytes": pa.uint64(),
+        "flow_id": pa.int64(), "src": pa.int64(), "dst": pa.int64(), "size_bytes": pa.int64(),
         "start_us": pa.float64(), "finish_us": pa.float64(), "fct_us": pa.float64(),
-        "ideal_fct_us": pa.float64(), "slowdown": pa.float64(), "completed": pa.bool_(),
-        "retransmits": pa.uint64(), "timeouts": pa.uint64(), "reorder_events": pa.uint64(),
-        "duplicate_segments": pa.uint64(),
+        "ideal_fct_us": pa.float64(), "slowdown": pa.float64(), "completed": pa.bool_(), "started": pa.bool_(),
+        "retransmits": pa.int64(), "timeouts": pa.int64(), "reorder_events": pa.int64(),
+        "duplicate_segments": pa.int64(),
+        "fast_recoveries_reordering": pa.int64(), "fast_recoveries_loss": pa.int64(),
         "incast_request": pa.int64(),
     },
     "ports": {
-        "port": pa.string(), "rate_gbps": pa.float64(), "tx_pkts": pa.uint64(), "tx_bytes": pa.uint64(),
-        "drops": pa.uint64(), "ecn_marks": pa.uint64(), "max_qlen_pkts": pa.uint32(), "up": pa.bool_(),
+        "port": pa.string(), "rate_gbps": pa.float64(), "tx_pkts": pa.int64(), "tx_bytes": pa.int64(),
+        "drops": pa.int64(), "ecn_marks": pa.int64(), "max_qlen_pkts": pa.int64(), "up": pa.bool_(),
     },
-    "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.uint64()},
-    "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.uint32(), "qlen_bytes": pa.uint64()},
+    "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64()},
+    "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
 }
 
 

@@ -6,6 +6,11 @@
     lbsim validate SCENARIO.toml [--set ...]
     lbsim sweep FILE [--workers N] [--ray ADDRESS] [--quick]
     lbsim reproduce NAME | --list
+    lbsim --version
+
+Bad input (an unreadable or non-UTF-8 file, an unwritable --out, an
+unreachable --ray cluster) fails with one line naming it, exit status 2;
+Ctrl-C exits 130 and SIGTERM 143, after stopping any sweep workers.
 """
 
 from __future__ import annotations

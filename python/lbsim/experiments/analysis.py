@@ -66,7 +66,18 @@ def run_stat(run: Path, name: str) -> float:
     (``fct_us.mean``, ``buckets.0.fct_us.p99``, ``incast.goodput_gbps``) or a
     derived one: ``fct_over_ideal`` (mean FCT / mean ideal FCT),
     ``queue_p90[:PORT]``, ``imbalance_median[:PREFIX]``,
-    ``fct_mean[lo:hi]`` (mean FCT in µs of flows with lo <= size < hi)."""
+    ``fct_mean[lo:hi]`` (mean FCT in µs of flows with lo <= size < hi),
+    ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
+    packet sent: AG Fig. 3a's "3-dupack ratio"), ``goodput_gbps`` (bytes of
+    completed flows over the time from the first start to the last finish)."""
+    if name == "reorder_fr_per_packet":
+        s = _summary(run)
+        return s["transport"]["fast_recoveries_by_reordering"] / max(s["network"]["packets_sent"], 1)
+    if name == "goodput_gbps":
+        f = _flows(run)
+        f = f[f.completed]
+        span = (f.finish_us.max() - f.start_us.min()) * 1e-6
+        return float(f.size_bytes.sum() * 8 / span / 1e9) if span > 0 else math.nan
     if name == "fct_over_ideal":
         f = _flows(run)
         f = f[f.completed]

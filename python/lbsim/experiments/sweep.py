@@ -29,14 +29,15 @@ swept, how axis values map to scenario keys, conditional overrides, a
     set = { "workload.flows" = 1000 }
 
 **Catalog.** Each run lives in ``<root>/<experiment>/runs/<hash>/`` where
-the hash covers the complete resolved scenario, the contents of the files it
-reads (``workload.flow_list``, ``workload.cdf_file``) and the lbsim version,
-so a changed parameter or input file never reuses a stale result. A run is written to a
-temporary folder and renamed into place when complete: a killed worker
-leaves no half result, only a temporary folder that the next invocation
-removes before redoing that run. Local workers die with the sweep process,
-even one killed by SIGKILL. ``index.parquet`` lists every run of the
-sweep (axes, hash, headline metrics) and loads as one table.
+the hash covers the complete resolved scenario, the contents of the files
+it reads (``workload.flow_list``, ``workload.cdf_file``) and the lbsim
+version, so a changed parameter or input file never reuses a stale result.
+A run is written to a temporary folder and renamed into place when
+complete: a killed worker leaves no half result, only a temporary folder
+that the next invocation removes before redoing that run. Local workers die
+with the sweep process, even one killed by SIGKILL. ``index.parquet`` lists
+every run of the sweep (axes, hash, headline metrics) and loads as one
+table.
 """
 
 from __future__ import annotations
@@ -254,7 +255,8 @@ def _worker_init() -> None:
         os._exit(1)
 
 
-def _run_pool(jobs: list, workers: int, prog: "Progress", runs: Path) -> None:
+def _run_pool(jobs: list, workers: int, prog: Progress, runs: Path) -> None:
+    """Runs the jobs on local worker processes."""
     ex = ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
     try:
         futs = {ex.submit(_run_point, j) for j in jobs}
