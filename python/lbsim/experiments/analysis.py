@@ -61,6 +61,13 @@ def imbalance(run: Path, prefix: str = "L0->S", until_last_start: bool = True) -
     return ((mx[ok] - mn[ok]) / avg[ok]).to_numpy()
 
 
+def _ratio(a: float, b: float) -> float:
+    """a / b; infinite when only b is 0 (a stat that is 0 for b), NaN when both are."""
+    if b == 0:
+        return math.inf if a > 0 else math.nan
+    return a / b
+
+
 def run_stat(run: Path, name: str) -> float:
     """A scalar statistic of one run: a dotted summary path
     (``fct_us.mean``, ``buckets.0.fct_us.p99``, ``incast.goodput_gbps``) or a
@@ -306,7 +313,7 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         def ms(sel: dict, sd=sd) -> float:
             return runs.mean_stat({**where, **sel, "seed": sd}, stat)[0]
         if kind == "ratio":
-            per_seed.append(ms(claim["a"]) / ms(claim["b"]))
+            per_seed.append(_ratio(ms(claim["a"]), ms(claim["b"])))
         elif kind == "gain_captured":
             b_, x_, best_ = ms(claim["base"]), ms(claim["x"]), ms(claim["best"])
             per_seed.append((b_ - x_) / (b_ - best_) if b_ != best_ else math.nan)
@@ -314,7 +321,7 @@ def evaluate(runs: Runs, claim: dict) -> dict:
             per_seed.append(ms(claim["a"]))
 
     if kind == "ratio":
-        ours = m(claim["a"]) / m(claim["b"])
+        ours = _ratio(m(claim["a"]), m(claim["b"]))
     elif kind == "gain_captured":
         base, x, best = m(claim["base"]), m(claim["x"]), m(claim["best"])
         ours = (base - x) / (base - best) if base != best else math.nan
