@@ -22,9 +22,11 @@ pub mod letflow;
 pub mod mptcp;
 pub mod params;
 pub mod presto;
+pub mod reseq;
 pub mod spray;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod vms;
 
 pub use params::{DefaultValue, ParamDef, ParamError, Params, Value};
 
@@ -159,6 +161,13 @@ pub const SCHEMES: &[SchemeInfo] = &[
         params: presto::PARAMS,
     },
     SchemeInfo {
+        name: "vms",
+        summary: "VMS: the sender's virtual switch spreads a TCP flow over N source-port channels with DCTCP-like virtual windows fed back by the receiver's; the guest's window is capped at their sum; the receiver resequences; a loss falls back to one channel",
+        follows: "Li et al., VMS, §III (Algorithms 1-2, Reset §III-G, resequencing §III-C); choices in ../shared/specs/vms.md Q1-Q16",
+        acts_at: "host edge (both virtual switches)",
+        params: vms::PARAMS,
+    },
+    SchemeInfo {
         name: "mptcp",
         summary: "MPTCP: n subflows on distinct ports over ECMP, LIA coupled increase, lowest-RTT scheduler, connection-level reassembly",
         follows: "RFC 6356 (LIA), Wischik et al. NSDI 2011; CONGA §5 (8 subflows), Clove §5 (4 subflows)",
@@ -186,6 +195,7 @@ pub enum Scheme {
     Clove(Box<clove::Clove>),
     Presto(Box<presto::Presto>),
     Hermes(Box<hermes::Hermes>),
+    Vms(Box<vms::Vms>),
     Mptcp(mptcp::Mptcp),
 }
 
@@ -199,7 +209,7 @@ impl Scheme {
         let p = Params::new(given, info.params, name)?;
         Ok(match name {
             "ecmp" => Scheme::Ecmp(ecmp::Ecmp),
-            "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo.nodes.len())?),
+            "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo)?),
             "letflow" => Scheme::LetFlow(letflow::LetFlow::new(&p, env.topo.nodes.len())?),
             "drill" => Scheme::Drill(drill::Drill::new(&p, env)?),
             "ag" => Scheme::Ag(Box::new(ag::Ag::new(&p, env)?)),
@@ -208,6 +218,7 @@ impl Scheme {
             "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
             "clove_ecn" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, false)?)),
             "clove_int" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, true)?)),
+            "vms" => Scheme::Vms(Box::new(vms::Vms::new(&p, env)?)),
             "hermes" => Scheme::Hermes(Box::new(hermes::Hermes::new(&p, env)?)),
             "presto" => Scheme::Presto(Box::new(presto::Presto::new(&p, env, given)?)),
             "mptcp" => Scheme::Mptcp(mptcp::Mptcp::new(&p)?),
@@ -219,6 +230,10 @@ impl Scheme {
     pub fn stats(&self) -> Vec<(&'static str, f64)> {
         match self {
             Scheme::LetFlow(s) => vec![("flowlets", s.flowlets_started as f64)],
+            Scheme::Spray(s) => match &s.reseq {
+                Some(r) => vec![("packets_held", r.held_total as f64), ("reseq_timeouts", r.timeouts as f64), ("reseq_overflows", r.overflows as f64)],
+                None => vec![],
+            },
             Scheme::Hula(s) => vec![
                 ("flowlets", s.flowlets_started as f64),
                 ("flowlets_without_best_hop", s.flowlets_without_best as f64),
@@ -253,6 +268,32 @@ impl Scheme {
                     ("ece_relayed", s.ece_relayed as f64),
                 ];
                 v.extend(discovery_stats(s.discovery()));
+                v
+            }
+            Scheme::Vms(s) => {
+                let mut v = vec![
+                    ("resets", s.resets as f64),
+                    ("feedback_options", s.feedback_options as f64),
+                    ("packets_held", s.reseq.held_total as f64),
+                    ("reseq_timeouts", s.reseq.timeouts as f64),
+                    ("reseq_overflows", s.reseq.overflows as f64),
+                ];
+                let total: u64 = s.channel_bytes.iter().sum();
+                const NAMES: [&str; 8] = [
+                    "channel0_share",
+                    "channel1_share",
+                    "channel2_share",
+                    "channel3_share",
+                    "channel4_share",
+                    "channel5_share",
+                    "channel6_share",
+                    "channel7_share",
+                ];
+                for (i, b) in s.channel_bytes.iter().enumerate() {
+                    if *b > 0 {
+                        v.push((NAMES[i], *b as f64 / total.max(1) as f64));
+                    }
+                }
                 v
             }
             Scheme::Hermes(s) => {
@@ -371,6 +412,7 @@ macro_rules! dispatch {
             Scheme::Clove($s) => $e,
             Scheme::Presto($s) => $e,
             Scheme::Hermes($s) => $e,
+            Scheme::Vms($s) => $e,
             Scheme::Mptcp($s) => $e,
         }
     };

@@ -53,6 +53,10 @@ pub enum LbHeader {
     /// or feedback carrying a measured one-way delay, both in ns (wrapping
     /// u32), and the leaf that wrote it.
     Ag { probe: bool, feedback: bool, ns: u32, leaf: u16 },
+    /// VMS (§III-B, Fig. 3): the channel (reserved TCP bits), the sticky SIN
+    /// flag, and on ACKs the feedback option (channel, RCE, received bytes,
+    /// feedback number: 8 bytes on the wire).
+    Vms { channel: u8, sin: bool, fb: Option<(u8, bool, u32, u32)> },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -120,6 +124,15 @@ impl Packet {
         let mut p = Packet::new(src, dst, 0, 0, Proto::Udp, size, Payload::Control { tag }, now);
         p.lb = lb;
         p
+    }
+
+    /// Rewrites the real (inner) source port, as VMS's channels do: switches
+    /// hash the new 5-tuple.
+    pub fn set_sport(&mut self, p: u16) {
+        self.sport = p;
+        if self.outer_sport.is_none() {
+            self.hash = tuple_hash(self.src, self.dst, p, self.dport, self.proto);
+        }
     }
 
     /// Encapsulates with outer source port `p` (UDP to [`ENCAP_DPORT`]):

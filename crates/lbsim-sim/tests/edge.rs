@@ -352,12 +352,87 @@ fn presto_reassembly_hides_reordering_from_tcp_in_a_symmetric_fabric() {
 #[test]
 fn edge_schemes_are_deterministic_and_conserve_packets() {
     let text = TESTBED.replace("kind = \"flow_list\"", "kind = \"poisson\"\nflows = 150\nload = 0.5");
-    for scheme in ["edge_flowlet", "clove_ecn", "clove_int", "presto", "mptcp", "hermes"] {
-        let args = s(&[&format!("lb.scheme={scheme}"), "failures=[{link=\"L1-S1#0\", at_ms=3.0}]", "transport.connections=persistent"]);
+    for scheme in ["edge_flowlet", "clove_ecn", "clove_int", "presto", "mptcp", "hermes", "vms", "spray lb.params.resequence=true"] {
+        let mut args = s(&["failures=[{link=\"L1-S1#0\", at_ms=3.0}]", "transport.connections=persistent"]);
+        for (i, part) in scheme.split(' ').enumerate() {
+            args.push(if i == 0 { format!("lb.scheme={part}") } else { part.to_string() });
+        }
         let a = run_ok(&text, &args);
         let b = run_ok(&text, &args);
         let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.retransmits, f.reorder)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme}");
         assert_eq!(a.summary["flows"]["unfinished"], Value::from(0), "{scheme}");
     }
+}
+
+/// VMS's benchmark (§V, Fig. 5): 2 ToRs x 4 aggregation switches, 4 hosts
+/// per ToR, 10G; DCTCP, K = 65, 1 MB (690-packet) buffers; A_i -> B_i.
+const VMS_BENCH: &str = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 4
+links_per_pair = 1
+hosts_per_leaf = 4
+host_rate_gbps = 10
+fabric_rate_gbps = 10
+[network]
+buffer_pkts = 690
+ecn_k_pkts = 65
+[transport]
+cc = "dctcp"
+[workload]
+kind = "flow_list"
+[run]
+stop_ms = 60
+"#;
+
+#[test]
+fn vms_scatters_one_flow_over_channels_and_hides_ecn_from_the_guests() {
+    let flows = flow_file("vms", &[(0, 4, 25_000_000, 0.0), (1, 5, 25_000_000, 0.0), (2, 6, 25_000_000, 0.0), (3, 7, 25_000_000, 0.0)]);
+    let go = |extra: &[&str], seed: u64| {
+        let mut v = s(&[&flows, &format!("seed={seed}")]);
+        v.extend(extra.iter().map(|x| x.to_string()));
+        run_ok(VMS_BENCH, &v)
+    };
+    let fct = |o: &RunOutput| o.summary["fct_us"]["mean"].as_f64().unwrap();
+    let ideal = 25e6 * 8.0 / 10e9 * 1500.0 / 1448.0 * 1e6; // us at line rate
+    for seed in 1..=3 {
+        let (e, v, one, pp) = (
+            go(&["lb.scheme=ecmp"], seed),
+            go(&["lb.scheme=vms"], seed),
+            go(&["lb.scheme=vms", "lb.params.channels=1"], seed),
+            go(&["lb.scheme=spray", "lb.params.mode=\"round_robin\"", "lb.params.resequence=true"], seed),
+        );
+        eprintln!(
+            "seed {seed}: mean FCT ECMP {:.0} us, VMS {:.0}, VMS N=1 {:.0}, PerPacket {:.0} (line rate {ideal:.0}); VMS {}",
+            fct(&e),
+            fct(&v),
+            fct(&one),
+            fct(&pp),
+            v.summary["scheme"]["stats"]
+        );
+        // eight channels over four paths: every flow near line rate
+        assert!(fct(&v) < 1.12 * ideal && fct(&v) < fct(&e), "seed {seed}");
+        // one channel is one path: ECMP with the VMS machinery in the way
+        assert!((fct(&one) - fct(&e)).abs() < 0.05 * fct(&e), "seed {seed}");
+        assert!(fct(&pp) < 1.05 * ideal);
+        // channels carry comparable shares, and no loss means no reset
+        let st = &v.summary["scheme"]["stats"];
+        for c in 0..8 {
+            let sh = st[format!("channel{c}_share")].as_f64().unwrap();
+            assert!((0.05..0.25).contains(&sh), "channel {c}: {sh}");
+        }
+        assert_eq!(st["resets"], 0.0);
+        // switches marked, yet no guest saw an ECN echo (rVMS clears CE)
+        assert!(v.summary["network"]["ecn_marks"].as_u64().unwrap() > 0);
+        assert_eq!(v.summary["transport"]["ecn_reductions"], 0);
+        assert!(e.summary["transport"]["ecn_reductions"].as_u64().unwrap() > 0, "DCTCP guests under ECMP do react");
+    }
+    // losses: a retransmission or a duplicate ACK resets the flow to one channel
+    let lossy = go(&["lb.scheme=vms", "network.buffer_pkts=12", "network.ecn_k_pkts=1000"], 1);
+    let st = &lossy.summary["scheme"]["stats"];
+    eprintln!("12-packet buffers: drops {}, VMS {st}", lossy.summary["network"]["drops"]["total"]);
+    assert!(st["resets"].as_f64().unwrap() >= 1.0 && st["resets"].as_f64().unwrap() <= 4.0, "at most once per flow: {st}");
+    assert!(st["channel0_share"].as_f64().unwrap() > 0.9, "after a reset only channel 0 carries data: {st}");
 }
