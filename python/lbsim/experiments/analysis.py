@@ -68,15 +68,38 @@ def _ratio(a: float, b: float) -> float:
     return a / b
 
 
+def rx_goodput_gbps(run: Path, prefix: str, t_from_ms: float, t_to_ms: float) -> np.ndarray:
+    """Per sampled port starting with ``prefix`` (a receiver's host link),
+    its goodput in Gb/s over the windows ending in (from, to] ms: wire bytes
+    scaled by 1448/1500 (MSS over a full packet)."""
+    l = pd.read_parquet(run / "links.parquet")
+    l = l[l.port.str.startswith(prefix) & (l.t_ms > t_from_ms) & (l.t_ms <= t_to_ms)]
+    span_s = (t_to_ms - t_from_ms) * 1e-3
+    return (l.groupby("port").bytes.sum() * 8 / span_s / 1e9 * 1448 / 1500).to_numpy()
+
+
 def run_stat(run: Path, name: str) -> float:
     """A scalar statistic of one run: a dotted summary path
     (``fct_us.mean``, ``buckets.0.fct_us.p99``, ``incast.goodput_gbps``) or a
     derived one: ``fct_over_ideal`` (mean FCT / mean ideal FCT),
     ``queue_p90[:PORT]``, ``imbalance_median[:PREFIX]``,
     ``fct_mean[lo:hi]`` (mean FCT in µs of flows with lo <= size < hi),
-    ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
+    ``rx_gbps_{mean,min,iqr}:PREFIX:FROM:TO`` (goodput of each sampled
+    receiver link starting with PREFIX over (FROM, TO] ms, then its mean,
+    minimum or interquartile range), ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
     packet sent: AG Fig. 3a's "3-dupack ratio"), ``goodput_gbps`` (bytes of
     completed flows over the time from the first start to the last finish)."""
+    if name.startswith("rx_gbps_"):
+        # rx_gbps_{mean,min,iqr}:PREFIX:FROM:TO (per-receiver goodput)
+        kind, prefix, lo, hi = name[len("rx_gbps_"):].split(":")
+        v = rx_goodput_gbps(run, prefix, float(lo), float(hi))
+        if not len(v):
+            return math.nan
+        if kind == "mean":
+            return float(v.mean())
+        if kind == "min":
+            return float(v.min())
+        return float(np.percentile(v, 75) - np.percentile(v, 25))
     if name == "reorder_fr_per_packet":
         s = _summary(run)
         return s["transport"]["fast_recoveries_by_reordering"] / max(s["network"]["packets_sent"], 1)
@@ -119,7 +142,10 @@ class Runs:
         def match(p: Point) -> bool:
             for k, v in where.items():
                 pv = p.axes.get(k)
-                if isinstance(v, float) or isinstance(pv, float):
+                if isinstance(v, list):  # any of
+                    if pv not in v:
+                        return False
+                elif isinstance(v, float) or isinstance(pv, float):
                     if pv is None or abs(float(pv) - float(v)) > 1e-9:
                         return False
                 elif pv != v:
