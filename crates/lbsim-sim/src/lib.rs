@@ -305,6 +305,14 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
             link_events.push(LinkEvent { at: SimTime::from_us_f64(r * 1e3), links, up: true });
         }
     }
+    let mut drop_plan = vec![];
+    for (i, d) in sc.drops.iter().enumerate() {
+        let ports = topo.match_ports(&d.port);
+        if ports.len() != 1 {
+            return Err(bad(format!("drops[{i}].port"), format!("{:?} names {} ports; name one egress port, like \"L0->S0#0\"", d.port, ports.len())).into());
+        }
+        drop_plan.push(crate::world::DropPlan { port: ports[0], at: SimTime::from_us_f64(d.at_ms * 1e3), left: d.count });
+    }
     let mut up = vec![true; topo.links.len()];
     for l in &down0 {
         up[l.idx()] = false;
@@ -392,6 +400,7 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
     w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
     w.link_events = link_events;
+    w.drop_plan = drop_plan;
     let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
     w.arrivals = flows;
 
@@ -671,7 +680,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "network": {
             "packets_sent": c.sent,
             "bytes_sent": c.sent_bytes,
-            "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
+            "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "injected": c.drop_injected, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
             "probe_ttl_expiries": c.probe_expiries,
             "ecn_marks": marks,
             "ecn_marks_at": by_place(1),
@@ -728,6 +737,12 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     }
     for (section, row, col, v) in w.lb.tables(&w.topo) {
         s["scheme"][section][row][col] = json!(v);
+    }
+    if !w.injected.is_empty() {
+        // the drops the scenario asked for, and whom they hit
+        let v: Vec<Value> =
+            w.injected.iter().map(|d| json!({"port": w.topo.ports[d.port.idx()].name, "at_us": d.at.as_us_f64(), "flow_id": d.flow, "seq": d.seq})).collect();
+        s["network"]["injected_drops"] = v.into();
     }
     if let Some(rows) = w.lb.best_hops() {
         // HULA: each ToR's best next hop per destination ToR at the end

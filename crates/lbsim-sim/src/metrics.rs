@@ -137,6 +137,7 @@ pub struct Counters {
     pub dropped: u64,
     pub dropped_bytes: u64,
     pub drop_queue: u64,
+    pub drop_injected: u64,
     pub drop_link: u64,
     pub drop_noroute: u64,
     pub drop_ttl: u64,

@@ -86,6 +86,8 @@ pub struct Scenario {
     #[serde(default)]
     pub link_overrides: Vec<LinkOverrideCfg>,
     #[serde(default)]
+    pub drops: Vec<DropCfg>,
+    #[serde(default)]
     pub udp: Vec<UdpCfg>,
     #[serde(default)]
     pub metrics: MetricsCfg,
@@ -509,6 +511,18 @@ impl Default for LbCfg {
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct DropCfg {
+    /// Egress port name, e.g. "L0->S0#0".
+    pub port: String,
+    /// From this time on, the next `count` TCP data packets offered to the
+    /// port are dropped (one-packet loss experiments, VMS Fig. 9).
+    pub at_ms: f64,
+    #[serde(default = "one_u32")]
+    pub count: u32,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FailureCfg {
     /// Link name, e.g. "L1-S1#0" (wildcards allowed; "#k" omitted = all parallel links).
     pub link: String,
@@ -833,6 +847,12 @@ impl Scenario {
             }
         }
         dur_us("workload.start_us", w.start_us, false)?;
+        for (i, d) in self.drops.iter().enumerate() {
+            dur_ms(&format!("drops[{i}].at_ms"), d.at_ms, false)?;
+            if d.count == 0 {
+                return Err(bad(format!("drops[{i}].count"), "must be at least 1"));
+            }
+        }
         for (i, f) in self.failures.iter().enumerate() {
             dur_ms(&format!("failures[{i}].at_ms"), f.at_ms, false)?;
             if let Some(r) = f.restore_ms {

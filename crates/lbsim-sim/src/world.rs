@@ -132,6 +132,22 @@ pub(crate) struct Incast {
     pub rng: Rng,
 }
 
+/// A scheduled packet drop (`[[drops]]`): the next `left` TCP data packets
+/// offered to `port` from `at` on.
+pub(crate) struct DropPlan {
+    pub port: PortId,
+    pub at: SimTime,
+    pub left: u32,
+}
+
+/// A drop that happened as planned: where, when, which flow, which segment.
+pub(crate) struct InjectedDrop {
+    pub port: PortId,
+    pub at: SimTime,
+    pub flow: Option<u32>,
+    pub seq: u64,
+}
+
 pub(crate) struct LinkEvent {
     pub at: SimTime,
     pub links: Vec<LinkId>,
@@ -188,6 +204,8 @@ pub(crate) struct World {
     pub udp: Vec<UdpSource>,
     pub incast: Option<Incast>,
     pub link_events: Vec<LinkEvent>,
+    pub drop_plan: Vec<DropPlan>,
+    pub injected: Vec<InjectedDrop>,
     pub link_sample_ports: Vec<PortId>,
     pub link_window: SimTime,
     link_last_bytes: Vec<u64>,
@@ -249,6 +267,8 @@ impl World {
             udp: Vec::new(),
             incast: None,
             link_events: Vec::new(),
+            drop_plan: Vec::new(),
+            injected: Vec::new(),
             link_sample_ports: Vec::new(),
             link_window: SimTime::from_ms(10),
             link_last_bytes: Vec::new(),
@@ -367,6 +387,9 @@ impl World {
 
     fn enqueue(&mut self, port: PortId, pkt: PktId) {
         let now = self.now();
+        if !self.drop_plan.is_empty() && self.injected_drop(port, pkt) {
+            return;
+        }
         let pq = &mut self.ports[port.idx()];
         if !pq.up {
             self.drop_pkt(pkt, Drop::LinkDown);
@@ -406,6 +429,21 @@ impl World {
         }
     }
 
+    /// Drops `pkt` if a `[[drops]]` entry for `port` is due and it is TCP data.
+    fn injected_drop(&mut self, port: PortId, pkt: PktId) -> bool {
+        let now = self.now();
+        let Some(i) = self.drop_plan.iter().position(|d| d.port == port && d.left > 0 && now >= d.at) else { return false };
+        let Payload::Tcp { conn, to_receiver: true, hdr } = self.pkts.get(pkt.0).payload else { return false };
+        if hdr.len == 0 {
+            return false;
+        }
+        self.drop_plan[i].left -= 1;
+        let flow = self.conns[conn as usize].as_ref().and_then(|c| c.flow_ends.front().map(|e| e.1));
+        self.injected.push(InjectedDrop { port, at: now, flow, seq: hdr.seq });
+        self.drop_pkt(pkt, Drop::Injected);
+        true
+    }
+
     fn drop_pkt(&mut self, pkt: PktId, why: Drop) {
         let p = self.pkts.remove(pkt.0);
         if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
@@ -417,6 +455,7 @@ impl World {
         self.c.dropped_bytes += p.size as u64;
         match why {
             Drop::Queue => self.c.drop_queue += 1,
+            Drop::Injected => self.c.drop_injected += 1,
             Drop::LinkDown => self.c.drop_link += 1,
             Drop::NoRoute => self.c.drop_noroute += 1,
             // a traceroute probe is meant to expire: not a drop of traffic
@@ -1257,6 +1296,8 @@ impl World {
 #[derive(Clone, Copy, Debug)]
 enum Drop {
     Queue,
+    /// A drop the scenario asked for (`[[drops]]`).
+    Injected,
     LinkDown,
     NoRoute,
     Ttl,

@@ -436,3 +436,24 @@ fn vms_scatters_one_flow_over_channels_and_hides_ecn_from_the_guests() {
     assert!(st["resets"].as_f64().unwrap() >= 1.0 && st["resets"].as_f64().unwrap() <= 4.0, "at most once per flow: {st}");
     assert!(st["channel0_share"].as_f64().unwrap() > 0.9, "after a reset only channel 0 carries data: {st}");
 }
+
+#[test]
+fn one_injected_drop_resets_exactly_the_vms_flow_it_hits() {
+    // VMS Fig. 9: link L drops one packet at 10 ms
+    let flows = flow_file("vms-drop", &[(0, 4, 25_000_000, 0.0), (1, 5, 25_000_000, 0.0), (2, 6, 25_000_000, 0.0), (3, 7, 25_000_000, 0.0)]);
+    let o = run_ok(VMS_BENCH, &s(&[&flows, "lb.scheme=vms", "drops=[{port=\"L0->S0#0\", at_ms=10}]"]));
+    let inj = o.summary["network"]["injected_drops"].as_array().unwrap();
+    eprintln!("injected {inj:?}; VMS {}", o.summary["scheme"]["stats"]);
+    assert_eq!(inj.len(), 1);
+    assert!(inj[0]["at_us"].as_f64().unwrap() >= 10_000.0);
+    assert_eq!(o.summary["network"]["drops"]["total"], 1);
+    assert_eq!(o.summary["network"]["drops"]["injected"], 1);
+    let hit = inj[0]["flow_id"].as_u64().unwrap() as usize;
+    assert_eq!(o.summary["scheme"]["stats"]["resets"], 1.0, "exactly one flow resets");
+    // the hit flow retransmitted; the others did not
+    for (i, f) in o.flows.iter().enumerate() {
+        assert_eq!(f.retransmits > 0, i == hit, "flow {i}: {f:?}");
+    }
+    let e = common::run_err(VMS_BENCH, &s(&[&flows, "drops=[{port=\"L0->S*\", at_ms=10}]"]));
+    assert!(e.contains("drops[0].port") && e.contains("names 4 ports"), "{e}");
+}
