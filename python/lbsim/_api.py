@@ -124,19 +124,28 @@ class Result:
         return self._frame("queues")
 
     @property
+    def flow_rates(self):
+        """Receive-side goodput per flow (``metrics.flow_rate_window_ms``):
+        t_ms (window end), flow_id, bytes newly in order at the receiving
+        transport in the window, gbps."""
+        return self._frame("flow_rates")
+
+    @property
     def ports(self):
         """Every egress port's totals at the end of the run."""
         return self._frame("ports")
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes flows.parquet, summary.json and (if sampled) links.parquet,
-        queues.parquet, plus ports.parquet. Same scenario and seed give
+        queues.parquet, flow_rates.parquet (removing an earlier run's when
+        this one has none), plus ports.parquet. Same scenario and seed give
         byte-identical flows.parquet."""
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
-        for name in ("flows", "ports", "links", "queues"):
+        for name in ("flows", "ports", "links", "queues", "flow_rates"):
             t = self.tables[name]
-            if name in ("links", "queues") and t.num_rows == 0:
+            if name in ("links", "queues", "flow_rates") and t.num_rows == 0:
+                (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
                 continue
             tmp = d / f".{name}.parquet.tmp"
             pq.write_table(t, tmp, compression="zstd")
@@ -164,6 +173,7 @@ _SCHEMAS = {
     },
     "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64()},
     "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
+    "flow_rates": {"t_ms": pa.float64(), "flow_id": pa.int64(), "bytes": pa.int64(), "gbps": pa.float64()},
 }
 
 
@@ -189,7 +199,7 @@ def run(
     """
     sc = load_scenario(scenario)
     raw = _lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress)
-    tables = {name: _table(name, raw[name]) for name in ("flows", "ports", "links", "queues")}
+    tables = {name: _table(name, raw[name]) for name in ("flows", "ports", "links", "queues", "flow_rates")}
     return Result(tables=tables, summary=json.loads(raw["summary_json"]))
 
 

@@ -158,6 +158,14 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     queues.set_item("qlen_pkts", q.iter().map(|x| x.pkts).collect::<Vec<_>>())?;
     queues.set_item("qlen_bytes", q.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
     res.set_item("queues", queues)?;
+    let rates = PyDict::new(py);
+    let r = &out.flow_rates;
+    rates.set_item("t_ms", r.iter().map(|x| x.0.as_ms_f64()).collect::<Vec<_>>())?;
+    rates.set_item("flow_id", r.iter().map(|x| if x.1 == u32::MAX { -1 } else { x.1 as i64 }).collect::<Vec<_>>())?;
+    rates.set_item("bytes", r.iter().map(|x| x.2 as i64).collect::<Vec<_>>())?;
+    let win_s = out.flow_rate_window.map_or(f64::NAN, |w| w.as_secs_f64());
+    rates.set_item("gbps", r.iter().map(|x| x.2 as f64 * 8.0 / win_s / 1e9).collect::<Vec<_>>())?;
+    res.set_item("flow_rates", rates)?;
     res.set_item("summary_json", serde_json::to_string(&out.summary).unwrap())?;
     Ok(res.into_any().unbind())
 }

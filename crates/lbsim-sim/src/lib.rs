@@ -47,6 +47,9 @@ pub struct RunOutput {
     pub flows: Vec<FlowRecord>,
     pub link_samples: Vec<LinkSample>,
     pub queue_samples: Vec<QueueSample>,
+    /// Receive-side goodput per flow and window: (window end, flow, bytes).
+    pub flow_rates: Vec<(SimTime, u32, u64)>,
+    pub flow_rate_window: Option<SimTime>,
     /// Every egress port's totals, indexed by `PortId`.
     pub ports: Vec<PortReport>,
     pub summary: Value,
@@ -401,6 +404,9 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
     w.link_events = link_events;
     w.drop_plan = drop_plan;
+    if sc.metrics.flow_rate_window_ms > 0.0 {
+        w.flow_rate_window = Some(SimTime::from_us_f64(sc.metrics.flow_rate_window_ms * 1e3));
+    }
     let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
     w.arrivals = flows;
 
@@ -543,6 +549,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     let run_s = t_run.elapsed().as_secs_f64();
     w.finalize_unfinished();
     w.record_unstarted();
+    w.flush_flow_rates();
     let mut summary = summarize(sc, &w, workload_info, rtt, setup_s, run_s);
     summary["network"]["ecn_threshold"] = ecn_desc;
     if let Some(d) = w.lb.discovery_mode() {
@@ -585,6 +592,8 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         flows: std::mem::take(&mut w.flows),
         link_samples: std::mem::take(&mut w.link_samples),
         queue_samples: std::mem::take(&mut w.queue_samples),
+        flow_rates: std::mem::take(&mut w.flow_rates),
+        flow_rate_window: w.flow_rate_window,
         summary,
     })
 }

@@ -568,6 +568,9 @@ pub struct MetricsCfg {
     pub size_buckets_bytes: Vec<u64>,
     /// Ports (or links, both directions) to sample throughput on.
     pub link_samplers: Vec<String>,
+    /// Per-flow receive-side goodput (bytes newly in order at the receiving
+    /// transport) per window of this many ms; 0 = off.
+    pub flow_rate_window_ms: f64,
     pub utilization_window_ms: f64,
     /// Ports to sample queue length on.
     pub queue_samplers: Vec<String>,
@@ -584,6 +587,7 @@ impl Default for MetricsCfg {
         MetricsCfg {
             size_buckets_bytes: vec![100_000, 10_000_000],
             link_samplers: vec![],
+            flow_rate_window_ms: 0.0,
             utilization_window_ms: 10.0,
             queue_samplers: vec![],
             queue_sample_interval_us: 100.0,
@@ -887,6 +891,9 @@ impl Scenario {
             }
         }
         dur_ms("metrics.utilization_window_ms", self.metrics.utilization_window_ms, true)?;
+        if self.metrics.flow_rate_window_ms != 0.0 {
+            dur_ms("metrics.flow_rate_window_ms", self.metrics.flow_rate_window_ms, true)?;
+        }
         dur_us("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us, true)?;
         for (i, g) in self.metrics.flowlet_gaps_us.iter().enumerate() {
             dur_us(&format!("metrics.flowlet_gaps_us[{i}]"), *g, true)?;

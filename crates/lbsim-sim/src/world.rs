@@ -74,6 +74,10 @@ pub(crate) struct Conn {
     /// Fast recoveries triggered by reordering / by loss (simulator truth).
     fr_reorder: u64,
     fr_loss: u64,
+    /// Receive-side goodput sampling: current window, its bytes, its flow.
+    rate_win: u64,
+    rate_bytes: u64,
+    rate_flow: u32,
 }
 
 impl Conn {
@@ -205,6 +209,9 @@ pub(crate) struct World {
     pub incast: Option<Incast>,
     pub link_events: Vec<LinkEvent>,
     pub drop_plan: Vec<DropPlan>,
+    /// Receive-side goodput rows (window end, flow, bytes newly in order).
+    pub flow_rate_window: Option<SimTime>,
+    pub flow_rates: Vec<(SimTime, u32, u64)>,
     pub injected: Vec<InjectedDrop>,
     pub link_sample_ports: Vec<PortId>,
     pub link_window: SimTime,
@@ -268,6 +275,8 @@ impl World {
             incast: None,
             link_events: Vec::new(),
             drop_plan: Vec::new(),
+            flow_rate_window: None,
+            flow_rates: Vec::new(),
             injected: Vec::new(),
             link_sample_ports: Vec::new(),
             link_window: SimTime::from_ms(10),
@@ -610,6 +619,17 @@ impl World {
         let mut out = std::mem::take(&mut self.out);
         if to_receiver {
             let got = c.receiver.on_segment(hdr, ce, now, &mut out);
+            if let (Some(win), true) = (self.flow_rate_window, got > 0) {
+                // receive-side goodput per flow and window
+                let w = now.0 / win.0;
+                if w != c.rate_win && c.rate_bytes > 0 {
+                    self.flow_rates.push((SimTime((c.rate_win + 1) * win.0), c.rate_flow, c.rate_bytes));
+                    c.rate_bytes = 0;
+                }
+                c.rate_win = w;
+                c.rate_bytes += got;
+                c.rate_flow = c.flow_ends.front().map_or(u32::MAX, |e| e.1);
+            }
             if c.parent != u32::MAX {
                 let parent = c.parent;
                 self.emit(conn, false, &mut out);
@@ -1044,6 +1064,9 @@ impl World {
             sub_idx: 0,
             fr_reorder: 0,
             fr_loss: 0,
+            rate_win: 0,
+            rate_bytes: 0,
+            rate_flow: u32::MAX,
         })));
         id
     }
@@ -1126,6 +1149,18 @@ impl World {
             self.flows.push(r);
         }
         self.next_arrival = self.arrivals.len();
+    }
+
+    /// Writes out the goodput windows still open at the end of the run.
+    pub fn flush_flow_rates(&mut self) {
+        let Some(win) = self.flow_rate_window else { return };
+        for c in self.conns.iter_mut().flatten() {
+            if c.rate_bytes > 0 {
+                self.flow_rates.push((SimTime((c.rate_win + 1) * win.0), c.rate_flow, c.rate_bytes));
+                c.rate_bytes = 0;
+            }
+        }
+        self.flow_rates.sort_by_key(|r| (r.0, r.1));
     }
 
     /// Counters of flows still unfinished, read at the end.
