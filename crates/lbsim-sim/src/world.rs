@@ -74,10 +74,10 @@ pub(crate) struct Conn {
     /// Fast recoveries triggered by reordering / by loss (simulator truth).
     fr_reorder: u64,
     fr_loss: u64,
-    /// Receive-side goodput sampling: current window, its bytes, its flow.
+    /// Receive-side goodput sampling: the current window and, per flow, its
+    /// bytes in it.
     rate_win: u64,
-    rate_bytes: u64,
-    rate_flow: u32,
+    rate_acc: Vec<(u32, u64)>,
 }
 
 impl Conn {
@@ -618,17 +618,31 @@ impl World {
         };
         let mut out = std::mem::take(&mut self.out);
         if to_receiver {
+            let rcv0 = c.receiver.rcv_nxt();
             let got = c.receiver.on_segment(hdr, ce, now, &mut out);
             if let (Some(win), true) = (self.flow_rate_window, got > 0) {
-                // receive-side goodput per flow and window
+                // receive-side goodput per flow and window: the bytes newly in
+                // order, split at the flows' ends in the connection's stream
                 let w = now.0 / win.0;
-                if w != c.rate_win && c.rate_bytes > 0 {
-                    self.flow_rates.push((SimTime((c.rate_win + 1) * win.0), c.rate_flow, c.rate_bytes));
-                    c.rate_bytes = 0;
+                if w != c.rate_win {
+                    let end = SimTime((c.rate_win + 1) * win.0);
+                    self.flow_rates.extend(c.rate_acc.drain(..).map(|(f, b)| (end, f, b)));
                 }
                 c.rate_win = w;
-                c.rate_bytes += got;
-                c.rate_flow = c.flow_ends.front().map_or(u32::MAX, |e| e.1);
+                let (mut at, rcv1) = (rcv0, c.receiver.rcv_nxt());
+                for &(end, f) in &c.flow_ends {
+                    if at >= rcv1 {
+                        break;
+                    }
+                    let upto = end.min(rcv1);
+                    if upto > at {
+                        match c.rate_acc.iter_mut().find(|e| e.0 == f) {
+                            Some(e) => e.1 += upto - at,
+                            None => c.rate_acc.push((f, upto - at)),
+                        }
+                        at = upto;
+                    }
+                }
             }
             if c.parent != u32::MAX {
                 let parent = c.parent;
@@ -1034,6 +1048,10 @@ impl World {
         let c = self.conns[conn as usize].as_ref().unwrap();
         if c.per_flow && c.flow_ends.is_empty() && c.sender.all_acked() && c.receiver.next_wakeup().is_none() {
             self.closed_stats += &c.sender.stats;
+            if let (Some(win), false) = (self.flow_rate_window, c.rate_acc.is_empty()) {
+                let end = SimTime((c.rate_win + 1) * win.0);
+                self.flow_rates.extend(c.rate_acc.iter().map(|&(f, b)| (end, f, b)));
+            }
             self.conns[conn as usize] = None;
         }
     }
@@ -1065,8 +1083,7 @@ impl World {
             fr_reorder: 0,
             fr_loss: 0,
             rate_win: 0,
-            rate_bytes: 0,
-            rate_flow: u32::MAX,
+            rate_acc: Vec::new(),
         })));
         id
     }
@@ -1155,10 +1172,8 @@ impl World {
     pub fn flush_flow_rates(&mut self) {
         let Some(win) = self.flow_rate_window else { return };
         for c in self.conns.iter_mut().flatten() {
-            if c.rate_bytes > 0 {
-                self.flow_rates.push((SimTime((c.rate_win + 1) * win.0), c.rate_flow, c.rate_bytes));
-                c.rate_bytes = 0;
-            }
+            let end = SimTime((c.rate_win + 1) * win.0);
+            self.flow_rates.extend(c.rate_acc.drain(..).map(|(f, b)| (end, f, b)));
         }
         self.flow_rates.sort_by_key(|r| (r.0, r.1));
     }
