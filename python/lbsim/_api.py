@@ -142,7 +142,7 @@ class Result:
         byte-identical flows.parquet."""
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
-        for name in ("flows", "ports", "links", "queues", "flow_rates"):
+        for name in _SCHEMAS:
             t = self.tables[name]
             if name in ("links", "queues", "flow_rates") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
@@ -198,9 +198,12 @@ def run(
     False stops the run (KeyboardInterrupt).
     """
     sc = load_scenario(scenario)
-    raw = _lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress)
-    tables = {name: _table(name, raw[name]) for name in ("flows", "ports", "links", "queues", "flow_rates")}
-    return Result(tables=tables, summary=json.loads(raw["summary_json"]))
+    return _result(_lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress))
+
+
+def _result(raw: dict) -> Result:
+    """A Result from the extension's raw output."""
+    return Result(tables={name: _table(name, raw[name]) for name in _SCHEMAS}, summary=json.loads(raw["summary_json"]))
 
 
 def flows(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None):

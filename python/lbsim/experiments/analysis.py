@@ -89,6 +89,39 @@ def run_stat(run: Path, name: str) -> float:
     minimum or interquartile range), ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
     packet sent: AG Fig. 3a's "3-dupack ratio"), ``goodput_gbps`` (bytes of
     completed flows over the time from the first start to the last finish)."""
+    if name.startswith("rate_ratio:"):
+        # rate_ratio:A:B:FROM:TO — goodput of flow A over flow B (flow_rates)
+        a, b, lo, hi = name[len("rate_ratio:"):].split(":")
+        fr = pd.read_parquet(run / "flow_rates.parquet")
+        fr = fr[(fr.t_ms > float(lo)) & (fr.t_ms <= float(hi))]
+        per = fr.groupby("flow_id").bytes.sum()
+        return _ratio(float(per.get(int(a), 0)), float(per.get(int(b), 0)))
+    if name.startswith("drop_"):
+        # drop_{hit_mean,hit_min,others_mean,others_over_hit,others_jain}:FROM:TO — per-flow
+        # goodput (flow_rates) of the flow the first injected drop hit, or
+        # of the others, over windows ending in (FROM, TO] ms
+        kind, lo, hi = name[len("drop_"):].split(":")
+        inj = _summary(run)["network"].get("injected_drops") or []
+        if not inj or inj[0].get("flow_id") is None:
+            return math.nan
+        hit = inj[0]["flow_id"]
+        fr = pd.read_parquet(run / "flow_rates.parquet")
+        fr = fr[(fr.t_ms > float(lo)) & (fr.t_ms <= float(hi))]
+        n_win = round(float(hi) - float(lo))  # 1 ms windows
+        per = fr.groupby("flow_id").bytes.sum() * 8 / ((float(hi) - float(lo)) * 1e-3) / 1e9
+        flows = _flows(run).flow_id
+        per = per.reindex(flows, fill_value=0.0)
+        if kind == "hit_mean":
+            return float(per[hit])
+        if kind == "hit_min":
+            h = fr[fr.flow_id == hit].set_index("t_ms").gbps
+            return float(h.min()) if len(h) == n_win else 0.0
+        others = per.drop(hit)
+        if kind == "others_mean":
+            return float(others.mean())
+        if kind == "others_over_hit":
+            return _ratio(float(others.mean()), float(per[hit]))
+        return float(others.sum() ** 2 / (len(others) * (others**2).sum())) if len(others) else math.nan
     if name.startswith("rx_gbps_"):
         # rx_gbps_{mean,min,iqr}:PREFIX:FROM:TO (per-receiver goodput)
         kind, prefix, lo, hi = name[len("rx_gbps_"):].split(":")
@@ -292,10 +325,20 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
         ax.set_ylabel("CDF")
         if fig.get("logx"):
             ax.set_xscale("log")
+    elif kind == "flow_timeseries":
+        # one run (the first point matching `where`): each flow's receive-side
+        # goodput per window (metrics.flow_rate_window_ms)
+        pts = runs.select(where)
+        if pts:
+            fr = pd.read_parquet(runs.path(pts[0]) / "flow_rates.parquet")
+            for fid, g in fr.groupby("flow_id"):
+                ax.plot(g.t_ms, g.gbps, lw=1, label=f"flow {fid}")
+                rows.extend({"series": f"flow {fid}", "t_ms": t, "value": v} for t, v in zip(g.t_ms, g.gbps))
+        ax.set_xlabel(fig.get("xlabel", "time (ms)"))
     else:
         raise ValueError(f"figure kind {kind!r} unknown")
     ax.set_ylabel(fig.get("ylabel", ax.get_ylabel()))
-    if kind not in ("line", "fct_vs_load"):
+    if kind not in ("line", "fct_vs_load", "flow_timeseries"):
         ax.set_xlabel(fig.get("xlabel", ""))
     ax.set_title(fig.get("title", ""), fontsize=9)
     ax.grid(alpha=0.3)

@@ -227,9 +227,7 @@ def _run_point(args: tuple[str, Optional[str], str]) -> dict:
     tmp = final.parent / f"{final.name}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    raw = _lbsim.run(text, [], base_dir, None)
-    tables = {n: _api._table(n, raw[n]) for n in ("flows", "ports", "links", "queues")}
-    res = _api.Result(tables=tables, summary=json.loads(raw["summary_json"]))
+    res = _api._result(_lbsim.run(text, [], base_dir, None))
     res.write(tmp)
     (tmp / "scenario.toml").write_text(text)
     os.replace(tmp, final)
