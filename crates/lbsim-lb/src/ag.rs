@@ -32,7 +32,7 @@
 //! other's; paths not measured within `owd_max_age_us` are left out of the
 //! mean and count as uncongested; before any measurement gran* = 1.
 
-use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier};
@@ -118,23 +118,19 @@ pub mod model {
 
 use model::{Input, Search};
 
-const fn p(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
-    ParamDef { name, unit, default: DefaultValue::Num(default), help }
-}
-
 pub const PARAMS: &[ParamDef] = &[
-    p("sample_interval_us", "us", 500.0, "T: probe marking and granularity update period (§IV-B: 500 us)"),
-    p("window_pkts", "packets", 44.0, "W: maximum window, also the largest train (§IV-A: 64 KB, about 44 packets)"),
+    num("sample_interval_us", "us", 500.0, "T: probe marking and granularity update period (§IV-B: 500 us)"),
+    num("window_pkts", "packets", 44.0, "W: maximum window, also the largest train (§IV-A: 64 KB, about 44 packets)"),
     ParamDef {
         name: "search",
         unit: "",
         default: DefaultValue::Str("exhaustive"),
         help: "\"exhaustive\": argmax of r over 1..W (our default: r is not unimodal); \"bisect\": the paper's binary search",
     },
-    p("owd_max_age_us", "us", 5000.0, "a path delay not refreshed for this long is left out (our choice: 10 T)"),
-    p("congested_margin_us", "us", 0.0, "a path is congested when its delay exceeds the mean by more than this (paper: 0)"),
-    p("flow_table_size", "entries", 65536.0, "per-leaf flow table for train state (hashed; §VII uses CRC16)"),
-    p("fixed_granularity_pkts", "packets", 0.0, "0: adapt the train size (AG); n > 0: every train is n packets (Fig. 8's fixed-granularity runs)"),
+    num("owd_max_age_us", "us", 5000.0, "a path delay not refreshed for this long is left out (our choice: 10 T)"),
+    num("congested_margin_us", "us", 0.0, "a path is congested when its delay exceeds the mean by more than this (paper: 0)"),
+    num("flow_table_size", "entries", 65536.0, "per-leaf flow table for train state (hashed; §VII uses CRC16)"),
+    num("fixed_granularity_pkts", "packets", 0.0, "0: adapt the train size (AG); n > 0: every train is n packets (Fig. 8's fixed-granularity runs)"),
 ];
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -198,16 +194,7 @@ impl Ag {
             return Err(ParamError { key: "scheme".into(), msg: format!("ag runs on 2-tier leaf-spine fabrics (AG §III); this topology is {}", topo.kind) });
         }
         let n = topo.racks.len();
-        let mut uplinks = vec![vec![]; n];
-        let mut up_index = vec![u32::MAX; topo.ports.len()];
-        for (r, &leaf) in topo.racks.iter().enumerate() {
-            for &port in &topo.nodes[leaf.idx()].ports {
-                if topo.is_uplink(port) {
-                    up_index[port.idx()] = uplinks[r].len() as u32;
-                    uplinks[r].push(port);
-                }
-            }
-        }
+        let (uplinks, up_index) = topo.leaf_uplinks();
         let max_up = uplinks.iter().map(|u| u.len()).max().unwrap_or(0).max(1);
         Ok(Ag {
             t: p.duration("sample_interval_us", false)?,

@@ -28,23 +28,19 @@
 
 use crate::dre::{Dre, DreParams};
 use crate::flowlet::{FlowletTable, Lookup};
-use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use crate::params::{num, ParamDef, ParamError, Params};
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier, Topology};
-
-const fn p(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
-    ParamDef { name, unit, default: DefaultValue::Num(default), help }
-}
 
 macro_rules! conga_params {
     ($fl:expr) => {
         &[
-            p("flowlet_us", "us", $fl, "flowlet inactivity timeout T_fl (§3.4); gaps of T_fl..2 T_fl end a flowlet"),
-            p("tau_us", "us", 160.0, "DRE time constant tau = T_dre / alpha (§3.2, §3.6)"),
-            p("dre_period_us", "us", 5.0, "DRE decrement period T_dre (paper: unstated; our choice keeps X within alpha = 3 % of R*tau)"),
-            p("q_bits", "bits", 3.0, "bits of the quantised congestion metric Q (§3.1, §3.6)"),
-            p("metric_age_ms", "ms", 10.0, "a remote metric not updated for this long starts decaying (§3.3)"),
-            p("flowlet_table_size", "entries", 65536.0, "flowlet table entries per leaf (§3.4: 64K)"),
+            num("flowlet_us", "us", $fl, "flowlet inactivity timeout T_fl (§3.4); gaps of T_fl..2 T_fl end a flowlet"),
+            num("tau_us", "us", 160.0, "DRE time constant tau = T_dre / alpha (§3.2, §3.6)"),
+            num("dre_period_us", "us", 5.0, "DRE decrement period T_dre (paper: unstated; our choice keeps X within alpha = 3 % of R*tau)"),
+            num("q_bits", "bits", 3.0, "bits of the quantised congestion metric Q (§3.1, §3.6)"),
+            num("metric_age_ms", "ms", 10.0, "a remote metric not updated for this long starts decaying (§3.3)"),
+            num("flowlet_table_size", "entries", 65536.0, "flowlet table entries per leaf (§3.4: 64K)"),
         ]
     };
 }
@@ -106,16 +102,8 @@ impl Conga {
         }
         let size = p.count("flowlet_table_size", 1 << 24)? as usize;
         let n_leaves = topo.racks.len();
-        let mut uplinks = vec![vec![]; n_leaves];
-        let mut tag_of = vec![u8::MAX; topo.ports.len()];
-        for (r, &leaf) in topo.racks.iter().enumerate() {
-            for &port in &topo.nodes[leaf.idx()].ports {
-                if topo.is_uplink(port) {
-                    tag_of[port.idx()] = uplinks[r].len() as u8;
-                    uplinks[r].push(port);
-                }
-            }
-        }
+        let (uplinks, index) = topo.leaf_uplinks();
+        let tag_of: Vec<u8> = index.iter().map(|&i| if i == u32::MAX { u8::MAX } else { i as u8 }).collect();
         let max_up = uplinks.iter().map(|u| u.len()).max().unwrap_or(0).max(1);
         let fabric_port = topo.fabric_ports();
         Ok(Conga {

@@ -5,9 +5,7 @@ use crate::edge::{DiscoveryMode, DiscoveryParams};
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use lbsim_engine::SimTime;
 
-pub const fn num(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
-    ParamDef { name, unit, default: DefaultValue::Num(default), help }
-}
+pub use crate::params::num;
 
 pub const DISCOVERY: [ParamDef; 6] = [
     ParamDef {

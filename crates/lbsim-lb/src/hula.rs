@@ -32,33 +32,29 @@
 //! 64-byte probes are our choices from public HULA implementations.
 
 use crate::flowlet::{FlowletMode, FlowletTable, Lookup};
-use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, Packet, PktId, PortId, PortPlace, Topology};
 
-const fn p(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
-    ParamDef { name, unit, default: DefaultValue::Num(default), help }
-}
-
 pub const PARAMS: &[ParamDef] = &[
-    p("probe_us", "us", 200.0, "probe period T_p: every ToR sends a probe on each fabric port this often (AG §VI-B: 200 us)"),
-    p("tau_probes", "probe periods", 2.0, "utilisation estimator time constant tau, in probe periods (HULA: 2)"),
-    p(
+    num("probe_us", "us", 200.0, "probe period T_p: every ToR sends a probe on each fabric port this often (AG §VI-B: 200 us)"),
+    num("tau_probes", "probe periods", 2.0, "utilisation estimator time constant tau, in probe periods (HULA: 2)"),
+    num(
         "keepalive_us",
         "us",
         1000.0,
         "a best-hop entry not refreshed for this long accepts any probe (path failure detection; our choice from public HULA code)",
     ),
-    p("flowlet_us", "us", 500.0, "flowlet gap (AG §VI-B: 500 us)"),
+    num("flowlet_us", "us", 500.0, "flowlet gap (AG §VI-B: 500 us)"),
     ParamDef {
         name: "flowlet_mode",
         unit: "",
         default: DefaultValue::Str("exact"),
         help: "\"exact\": a gap longer than flowlet_us ends a flowlet; \"age_bit\": CONGA's table (gaps of T..2T)",
     },
-    p("flowlet_table_size", "entries", 65536.0, "flowlet table entries per switch"),
-    p("probe_bytes", "bytes", 64.0, "probe size on the wire (our choice: a minimum Ethernet frame)"),
+    num("flowlet_table_size", "entries", 65536.0, "flowlet table entries per switch"),
+    num("probe_bytes", "bytes", 64.0, "probe size on the wire (our choice: a minimum Ethernet frame)"),
 ];
 
 const NO_HOP: u32 = u32::MAX;

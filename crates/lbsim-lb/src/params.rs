@@ -34,6 +34,11 @@ pub struct ParamDef {
     pub help: &'static str,
 }
 
+/// A numeric parameter (const-constructible).
+pub const fn num(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
+    ParamDef { name, unit, default: DefaultValue::Num(default), help }
+}
+
 /// A parameter default (const-constructible).
 #[derive(Clone, Copy, Debug)]
 pub enum DefaultValue {

@@ -32,15 +32,11 @@
 //!   which cannot happen here).
 
 use crate::edge::IdMap;
-use crate::params::{DefaultValue, ParamDef, ParamError, Params};
+use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::reseq::Reseq;
 use crate::SchemeEnv;
 use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Payload, PktId};
 use lbsim_tcp::header::SYN;
-
-const fn num(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
-    ParamDef { name, unit, default: DefaultValue::Num(default), help }
-}
 
 pub const PARAMS: &[ParamDef] = &[
     num("channels", "channels", 8.0, "N: channels per flow, 1 to 8 (§III-B: 8 unless stated)"),

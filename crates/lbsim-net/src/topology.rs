@@ -447,6 +447,23 @@ impl Topology {
         from.kind == NodeKind::Switch && rank(to.tier) > rank(from.tier)
     }
 
+    /// Per leaf (rack index), its uplinks in port order; and per port, its
+    /// position among its leaf's uplinks (`u32::MAX` for other ports). The
+    /// path tag of leaf-based schemes (CONGA's LBTag, AG's path index).
+    pub fn leaf_uplinks(&self) -> (Vec<Vec<PortId>>, Vec<u32>) {
+        let mut uplinks = vec![vec![]; self.racks.len()];
+        let mut index = vec![u32::MAX; self.ports.len()];
+        for (r, &leaf) in self.racks.iter().enumerate() {
+            for &port in &self.nodes[leaf.idx()].ports {
+                if self.is_uplink(port) {
+                    index[port.idx()] = uplinks[r].len() as u32;
+                    uplinks[r].push(port);
+                }
+            }
+        }
+        (uplinks, index)
+    }
+
     /// Ports whose name matches `pattern` (`*` and `?` wildcards; a link name
     /// "A-B#k" selects both directions, a port name "A->B#k" one; a name
     /// without "#k" selects every parallel link).
