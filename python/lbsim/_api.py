@@ -131,6 +131,14 @@ class Result:
         return self._frame("flow_rates")
 
     @property
+    def scheme_samples(self):
+        """The scheme's state every ``metrics.scheme_sample_interval_us``:
+        t_us, metric, a, b, value (AG: granularity_pkts and congested_paths
+        with a = source leaf, b = destination leaf; owd_us with b =
+        destination leaf x 64 + path)."""
+        return self._frame("scheme_samples")
+
+    @property
     def ports(self):
         """Every egress port's totals at the end of the run."""
         return self._frame("ports")
@@ -144,7 +152,7 @@ class Result:
         d.mkdir(parents=True, exist_ok=True)
         for name in _SCHEMAS:
             t = self.tables[name]
-            if name in ("links", "queues", "flow_rates") and t.num_rows == 0:
+            if name in ("links", "queues", "flow_rates", "scheme_samples") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
                 continue
             tmp = d / f".{name}.parquet.tmp"
@@ -174,6 +182,7 @@ _SCHEMAS = {
     "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64()},
     "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
     "flow_rates": {"t_ms": pa.float64(), "flow_id": pa.int64(), "bytes": pa.int64(), "gbps": pa.float64()},
+    "scheme_samples": {"t_us": pa.float64(), "metric": pa.string(), "a": pa.int64(), "b": pa.int64(), "value": pa.float64()},
 }
 
 

@@ -170,8 +170,11 @@ pub struct Ag {
     probe_due: Vec<bool>,
     /// [dst leaf][src leaf][uplink] delay to return, measured at `dst`.
     pending: Vec<Option<SimTime>>,
-    /// [src leaf][dst leaf] current train size.
+    /// [src leaf][dst leaf] current train size, congested paths at the last
+    /// update, and whether any path has been measured.
     gran: Vec<u32>,
+    congested: Vec<u32>,
+    measured: Vec<bool>,
     trains: Vec<Vec<Train>>,
     pub probes: u64,
     pub feedbacks_sent: u64,
@@ -222,6 +225,8 @@ impl Ag {
             probe_due: vec![false; n * n * max_up],
             pending: vec![None; n * n * max_up],
             gran: vec![1; n * n],
+            congested: vec![0; n * n],
+            measured: vec![false; n * n],
             trains: vec![vec![]; n],
             probes: 0,
             feedbacks_sent: 0,
@@ -246,6 +251,25 @@ impl Ag {
             self.fixed
         } else {
             self.gran[s * self.n_leaves + d]
+        }
+    }
+
+    /// The train size and congested-path count of every pair with
+    /// measurements, and every measured path delay (time set by the caller).
+    pub fn sample(&self, out: &mut Vec<crate::SchemeSample>) {
+        for s in 0..self.n_leaves {
+            for d in (0..self.n_leaves).filter(|&d| d != s) {
+                let i = s * self.n_leaves + d;
+                if self.measured[i] {
+                    out.push((SimTime::ZERO, "granularity_pkts", s as u32, d as u32, self.granularity(s, d) as f64));
+                    out.push((SimTime::ZERO, "congested_paths", s as u32, d as u32, self.congested[i] as f64));
+                }
+                for k in 0..self.uplinks[s].len() {
+                    if let Some(o) = self.owd(s, d, k) {
+                        out.push((SimTime::ZERO, "owd_us", s as u32, (d * 64 + k) as u32, o.as_us_f64()));
+                    }
+                }
+            }
         }
     }
 
@@ -317,6 +341,8 @@ impl Ag {
                 };
                 let g = model::optimal_granularity(&input, self.search);
                 self.gran[s * self.n_leaves + d] = g;
+                self.congested[s * self.n_leaves + d] = bad.len() as u32;
+                self.measured[s * self.n_leaves + d] = true;
                 self.gran_sum += g as u64;
                 self.congested_sum += bad.len() as u64;
                 self.updates += 1;

@@ -182,6 +182,12 @@ pub fn default_ecn_k_pkts(scheme: &str) -> Option<u32> {
     matches!(scheme, "clove_ecn" | "hermes").then_some(20)
 }
 
+/// One sample of a scheme's state for `metrics.scheme_sample_interval_us`:
+/// (time, metric name, two indices whose meaning the metric defines, value).
+/// AG: ("granularity_pkts" | "congested_paths" | "owd_us", source leaf,
+/// destination leaf, or path index for "owd_us" with b = dst*64 + path).
+pub type SchemeSample = (SimTime, &'static str, u32, u32, f64);
+
 /// A load-balancing scheme, dispatched by `match`.
 pub enum Scheme {
     Ecmp(ecmp::Ecmp),
@@ -353,6 +359,13 @@ impl Scheme {
         match self {
             Scheme::Hula(s) => Some(s.tor_best_hops()),
             _ => None,
+        }
+    }
+
+    /// Appends the scheme's state now (time filled in by the caller).
+    pub fn sample(&self, out: &mut Vec<SchemeSample>) {
+        if let Scheme::Ag(s) = self {
+            s.sample(out)
         }
     }
 

@@ -166,6 +166,14 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     let win_s = out.flow_rate_window.map_or(f64::NAN, |w| w.as_secs_f64());
     rates.set_item("gbps", r.iter().map(|x| x.2 as f64 * 8.0 / win_s / 1e9).collect::<Vec<_>>())?;
     res.set_item("flow_rates", rates)?;
+    let sch = PyDict::new(py);
+    let ss = &out.scheme_samples;
+    sch.set_item("t_us", ss.iter().map(|x| x.0.as_us_f64()).collect::<Vec<_>>())?;
+    sch.set_item("metric", ss.iter().map(|x| x.1).collect::<Vec<_>>())?;
+    sch.set_item("a", ss.iter().map(|x| x.2 as i64).collect::<Vec<_>>())?;
+    sch.set_item("b", ss.iter().map(|x| x.3 as i64).collect::<Vec<_>>())?;
+    sch.set_item("value", ss.iter().map(|x| x.4).collect::<Vec<_>>())?;
+    res.set_item("scheme_samples", sch)?;
     res.set_item("summary_json", serde_json::to_string(&out.summary).unwrap())?;
     Ok(res.into_any().unbind())
 }

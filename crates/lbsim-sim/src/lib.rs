@@ -50,6 +50,8 @@ pub struct RunOutput {
     /// Receive-side goodput per flow and window: (window end, flow, bytes).
     pub flow_rates: Vec<(SimTime, u32, u64)>,
     pub flow_rate_window: Option<SimTime>,
+    /// Scheme state samples (`metrics.scheme_sample_interval_us`).
+    pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     /// Every egress port's totals, indexed by `PortId`.
     pub ports: Vec<PortReport>,
     pub summary: Value,
@@ -404,6 +406,9 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
     w.link_events = link_events;
     w.drop_plan = drop_plan;
+    if sc.metrics.scheme_sample_interval_us > 0.0 {
+        w.scheme_interval = Some(SimTime::from_us_f64(sc.metrics.scheme_sample_interval_us));
+    }
     if sc.metrics.flow_rate_window_ms > 0.0 {
         w.flow_rate_window = Some(SimTime::from_us_f64(sc.metrics.flow_rate_window_ms * 1e3));
     }
@@ -594,6 +599,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         queue_samples: std::mem::take(&mut w.queue_samples),
         flow_rates: std::mem::take(&mut w.flow_rates),
         flow_rate_window: w.flow_rate_window,
+        scheme_samples: std::mem::take(&mut w.scheme_samples),
         summary,
     })
 }

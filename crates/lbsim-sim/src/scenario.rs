@@ -571,6 +571,9 @@ pub struct MetricsCfg {
     /// Per-flow receive-side goodput (bytes newly in order at the receiving
     /// transport) per window of this many ms; 0 = off.
     pub flow_rate_window_ms: f64,
+    /// Sample the scheme's state (AG: train size, congested paths, path
+    /// delays) every this many µs; 0 = off.
+    pub scheme_sample_interval_us: f64,
     pub utilization_window_ms: f64,
     /// Ports to sample queue length on.
     pub queue_samplers: Vec<String>,
@@ -588,6 +591,7 @@ impl Default for MetricsCfg {
             size_buckets_bytes: vec![100_000, 10_000_000],
             link_samplers: vec![],
             flow_rate_window_ms: 0.0,
+            scheme_sample_interval_us: 0.0,
             utilization_window_ms: 10.0,
             queue_samplers: vec![],
             queue_sample_interval_us: 100.0,
@@ -891,6 +895,9 @@ impl Scenario {
             }
         }
         dur_ms("metrics.utilization_window_ms", self.metrics.utilization_window_ms, true)?;
+        if self.metrics.scheme_sample_interval_us != 0.0 {
+            dur_us("metrics.scheme_sample_interval_us", self.metrics.scheme_sample_interval_us, true)?;
+        }
         if self.metrics.flow_rate_window_ms != 0.0 {
             dur_ms("metrics.flow_rate_window_ms", self.metrics.flow_rate_window_ms, true)?;
         }

@@ -47,6 +47,7 @@ pub(crate) enum Ev {
     IncastRequest,
     SampleLinks,
     SampleQueues,
+    SampleScheme,
     /// Host `host`'s NIC queue has drained: wake senders waiting for it.
     NicReady {
         host: u32,
@@ -220,6 +221,9 @@ pub(crate) struct World {
     pub queue_sample_ports: Vec<PortId>,
     pub queue_interval: SimTime,
     pub queue_samples: Vec<QueueSample>,
+    /// Scheme state samples (time, metric, a, b, value) every `scheme_interval`.
+    pub scheme_interval: Option<SimTime>,
+    pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     pub c: Counters,
     /// NIC back-pressure: a TCP sender may keep this many packets queued at
     /// its host's NIC (`None`: the NIC drops instead, drop-tail).
@@ -285,6 +289,8 @@ impl World {
             queue_sample_ports: Vec::new(),
             queue_interval: SimTime::from_us(100),
             queue_samples: Vec::new(),
+            scheme_interval: None,
+            scheme_samples: Vec::new(),
             c: Counters::default(),
             host_nic_limit: None,
             nic_waiters: vec![VecDeque::new(); hosts],
@@ -321,6 +327,9 @@ impl World {
         }
         if !self.queue_sample_ports.is_empty() {
             self.q.schedule(SimTime::ZERO, Ev::SampleQueues);
+        }
+        if let Some(dt) = self.scheme_interval {
+            self.q.schedule(dt, Ev::SampleScheme);
         }
         self.lb.start(&mut ctx!(self));
         self.run_actions();
@@ -380,6 +389,17 @@ impl World {
             Ev::IncastRequest => self.incast_request(),
             Ev::SampleLinks => self.sample_links(),
             Ev::SampleQueues => self.sample_queues(),
+            Ev::SampleScheme => {
+                let now = self.now();
+                let n = self.scheme_samples.len();
+                self.lb.sample(&mut self.scheme_samples);
+                for r in &mut self.scheme_samples[n..] {
+                    r.0 = now;
+                }
+                if !self.finished() {
+                    self.q.schedule_later(now + self.scheme_interval.unwrap(), Ev::SampleScheme);
+                }
+            }
             Ev::NicReady { host } => self.nic_ready(host),
         }
         true
