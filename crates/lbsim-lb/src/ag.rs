@@ -209,7 +209,10 @@ impl Ag {
             fixed: {
                 let f = p.non_negative("fixed_granularity_pkts")?;
                 if f.fract() != 0.0 || f > 4096.0 {
-                    return Err(ParamError { key: "fixed_granularity_pkts".into(), msg: format!("must be 0 or a whole number up to 4096, got {f}") });
+                    return Err(ParamError {
+                        key: "fixed_granularity_pkts".into(),
+                        msg: format!("must be 0 or a whole number up to 4096, got {}", lbsim_engine::fmt_num(f)),
+                    });
                 }
                 f as u32
             },

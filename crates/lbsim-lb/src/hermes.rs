@@ -260,7 +260,7 @@ impl Hermes {
         let frac = |k: &str| -> Result<f64, ParamError> {
             let x = p.non_negative(k)?;
             if x > 1.0 {
-                return Err(ParamError { key: k.into(), msg: format!("must be from 0 to 1, got {x}") });
+                return Err(ParamError { key: k.into(), msg: format!("must be from 0 to 1, got {}", lbsim_engine::fmt_num(x)) });
             }
             Ok(x)
         };

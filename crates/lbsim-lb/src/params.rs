@@ -2,7 +2,7 @@
 //! default, meaning); the same table drives parsing, defaults, validation
 //! (unknown or mistyped keys are errors naming the key) and `lbsim schemes`.
 
-use lbsim_engine::SimTime;
+use lbsim_engine::{fmt_num, SimTime};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -17,7 +17,7 @@ pub enum Value {
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Value::Num(x) => write!(f, "{x}"),
+            Value::Num(x) => write!(f, "{}", fmt_num(*x)),
             Value::Bool(b) => write!(f, "{b}"),
             Value::Str(s) => write!(f, "{s:?}"),
             Value::List(v) => write!(f, "{v:?}"),
@@ -117,7 +117,7 @@ impl<'a> Params<'a> {
     pub fn positive(&self, name: &str) -> Result<f64, ParamError> {
         let x = self.num(name)?;
         if x <= 0.0 {
-            return Err(ParamError { key: name.into(), msg: format!("must be > 0, got {x}") });
+            return Err(ParamError { key: name.into(), msg: format!("must be > 0, got {}", fmt_num(x)) });
         }
         Ok(x)
     }
@@ -125,7 +125,7 @@ impl<'a> Params<'a> {
     pub fn non_negative(&self, name: &str) -> Result<f64, ParamError> {
         let x = self.num(name)?;
         if x < 0.0 {
-            return Err(ParamError { key: name.into(), msg: format!("must be >= 0, got {x}") });
+            return Err(ParamError { key: name.into(), msg: format!("must be >= 0, got {}", fmt_num(x)) });
         }
         Ok(x)
     }
@@ -148,14 +148,15 @@ impl<'a> Params<'a> {
     /// [`Params::duration`] after the product is rounded to picoseconds.
     pub fn in_rtts(&self, name: &str, rtt: SimTime) -> Result<SimTime, ParamError> {
         let x = self.positive(name)?;
-        SimTime::input_us(rtt.as_us_f64() * x, true).map_err(|m| ParamError { key: name.into(), msg: format!("{x} RTT of {} us: {m}", rtt.as_us_f64()) })
+        SimTime::input_us(rtt.as_us_f64() * x, true)
+            .map_err(|m| ParamError { key: name.into(), msg: format!("{} RTT of {} us: {m}", fmt_num(x), fmt_num(rtt.as_us_f64())) })
     }
 
     /// A whole number from 1 to `max` (table sizes, counts, bits).
     pub fn count(&self, name: &str, max: u64) -> Result<u64, ParamError> {
         let x = self.num(name)?;
         if x.fract() != 0.0 || x < 1.0 || x > max as f64 {
-            return Err(ParamError { key: name.into(), msg: format!("must be a whole number from 1 to {max}, got {x}") });
+            return Err(ParamError { key: name.into(), msg: format!("must be a whole number from 1 to {max}, got {}", fmt_num(x)) });
         }
         Ok(x as u64)
     }

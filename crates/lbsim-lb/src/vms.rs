@@ -215,7 +215,7 @@ impl Vms {
         let n = p.count("channels", 8)? as usize;
         let g = p.positive("g")?;
         if g > 1.0 {
-            return Err(ParamError { key: "g".into(), msg: format!("must be from 0 to 1, got {g}") });
+            return Err(ParamError { key: "g".into(), msg: format!("must be from 0 to 1, got {}", lbsim_engine::fmt_num(g)) });
         }
         let hosts = env.topo.num_hosts();
         let list = |k: &str| -> Result<Vec<bool>, ParamError> {

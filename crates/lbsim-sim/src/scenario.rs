@@ -253,6 +253,16 @@ fn human(msg: &str) -> String {
     ] {
         m = m.replace(rust, words);
     }
+    // numbers the deserialiser quotes in full ("floating point `1000...0.0`")
+    // are written short
+    if let Some(i) = m.find("floating point `") {
+        let start = i + "floating point `".len();
+        if let Some(len) = m[start..].find('`') {
+            if let Ok(x) = m[start..start + len].parse::<f64>() {
+                m.replace_range(start..start + len, &lbsim_engine::fmt_num(x));
+            }
+        }
+    }
     // the TOML deserialiser repeats the key ("... in `leaves`"): the field
     // is already named
     if let Some(i) = m.rfind(" in `") {
