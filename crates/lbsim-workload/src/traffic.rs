@@ -176,9 +176,15 @@ pub fn write_flow_list(flows: &[FlowSpec]) -> String {
     s
 }
 
-/// Reads a flow list written by [`write_flow_list`] (or by hand). Hosts must
-/// be below `hosts`. Flows are returned sorted by start time (stable).
+/// Reads a flow list: the CSV that [`write_flow_list`] writes (header
+/// `src,dst,size_bytes,start_us`, extra columns ignored), or an htsim
+/// connection matrix (`.cm`: `Nodes N`, `Connections M`, then lines
+/// `src->dst id I start T size S` with T in picoseconds). Hosts must be
+/// below `hosts`. Flows are returned sorted by start time (stable).
 pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
+    if text.trim_start().starts_with("Nodes") {
+        return read_connection_matrix(text, hosts);
+    }
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("flow list is empty")?;
     let cols: Vec<&str> = header.split(',').map(|c| c.trim()).collect();
@@ -192,19 +198,50 @@ pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
         let dst: u32 = get(id, "dst")?.parse().map_err(|e| format!("flow list line {}: dst: {e}", ln + 1))?;
         let size: u64 = get(iz, "size_bytes")?.parse().map_err(|e| format!("flow list line {}: size_bytes: {e}", ln + 1))?;
         let us: f64 = get(it, "start_us")?.parse().map_err(|e| format!("flow list line {}: start_us: {e}", ln + 1))?;
-        if src >= hosts || dst >= hosts {
-            return Err(format!("flow list line {}: host out of range (topology has {hosts} hosts, numbered 0..{})", ln + 1, hosts - 1));
-        }
-        if src == dst {
-            return Err(format!("flow list line {}: src equals dst ({src})", ln + 1));
-        }
         if !(us.is_finite() && us >= 0.0) {
             return Err(format!("flow list line {}: start_us must be >= 0", ln + 1));
         }
-        if size == 0 {
-            return Err(format!("flow list line {}: size_bytes must be > 0", ln + 1));
+        v.push(checked(ln, hosts, src, dst, size, SimTime::from_us_f64(us))?);
+    }
+    v.sort_by_key(|f| f.start);
+    Ok(v)
+}
+
+/// One flow after the checks every format shares.
+fn checked(ln: usize, hosts: u32, src: u32, dst: u32, size: u64, start: SimTime) -> Result<FlowSpec, String> {
+    if src >= hosts || dst >= hosts {
+        return Err(format!("flow list line {}: host out of range (topology has {hosts} hosts, numbered 0..{})", ln + 1, hosts - 1));
+    }
+    if src == dst {
+        return Err(format!("flow list line {}: src equals dst ({src})", ln + 1));
+    }
+    if size == 0 {
+        return Err(format!("flow list line {}: size_bytes must be > 0", ln + 1));
+    }
+    Ok(FlowSpec { src, dst, size, start })
+}
+
+/// An htsim connection matrix (see [`read_flow_list`]).
+fn read_connection_matrix(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
+    let mut v = vec![];
+    for (ln, l) in text.lines().enumerate() {
+        let t: Vec<&str> = l.split_whitespace().collect();
+        match t.first() {
+            None | Some(&"Nodes") | Some(&"Connections") => continue,
+            _ => {}
         }
-        v.push(FlowSpec { src, dst, size, start: SimTime::from_us_f64(us) });
+        let bad = |what: &str| format!("connection matrix line {}: {what} (expected \"src->dst id I start T size S\")", ln + 1);
+        let (src, dst) = t[0].split_once("->").ok_or_else(|| bad("no src->dst"))?;
+        let field = |name: &str| -> Result<u64, String> {
+            let i = t.iter().position(|x| *x == name).ok_or_else(|| bad(&format!("no {name}")))?;
+            t.get(i + 1).ok_or_else(|| bad(&format!("{name} has no value")))?.parse::<u64>().map_err(|e| bad(&format!("{name}: {e}")))
+        };
+        let src: u32 = src.parse().map_err(|e| bad(&format!("src: {e}")))?;
+        let dst: u32 = dst.parse().map_err(|e| bad(&format!("dst: {e}")))?;
+        v.push(checked(ln, hosts, src, dst, field("size")?, SimTime(field("start")?))?);
+    }
+    if v.is_empty() {
+        return Err("connection matrix has no connections".into());
     }
     v.sort_by_key(|f| f.start);
     Ok(v)
@@ -216,6 +253,25 @@ mod tests {
 
     fn layout() -> HostLayout {
         HostLayout { rack: (0..32).map(|h| h / 16).collect(), pod: vec![0; 32] }
+    }
+
+    #[test]
+    fn a_connection_matrix_gives_the_flows_of_its_csv_form() {
+        let cm =
+            "Nodes 128\nConnections 3\n16->65 id 1 start 3086476 size 7861\n120->97 id 2 start 33699340 size 1887234\n7->99 id 3 start 35807621 size 57562\n";
+        let csv = "src,dst,size_bytes,start_us,cm_id,cm_size\n16,65,7861,3.086476,1,7861\n120,97,1887234,33.699340,2,1887234\n7,99,57562,35.807621,3,57562\n";
+        assert_eq!(read_flow_list(cm, 128).unwrap(), read_flow_list(csv, 128).unwrap());
+        let e = read_flow_list("Nodes 4\n0->9 id 1 start 0 size 10\n", 4).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("out of range"), "{e}");
+        let e = read_flow_list("Nodes 4\n0->1 id 1 start x size 10\n", 4).unwrap_err();
+        assert!(e.contains("line 2: start"), "{e}");
+        // the scale benchmark's flows, when the shared folder is there
+        if let (Ok(cm), Ok(csv)) = (std::fs::read_to_string("../../../shared/bench/ws_10000.cm"), std::fs::read_to_string("../../../shared/bench/ws_10000.csv"))
+        {
+            let (a, b) = (read_flow_list(&cm, 128).unwrap(), read_flow_list(&csv, 128).unwrap());
+            assert_eq!(a.len(), 10_000);
+            assert_eq!(a, b);
+        }
     }
 
     #[test]
