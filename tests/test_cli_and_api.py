@@ -202,3 +202,21 @@ def test_flow_rates_add_up_to_each_flows_bytes(tmp_path):
     # a rerun without the metric into the same folder leaves no stale file
     lbsim.run("examples/small.toml", set=["workload.flows=20"]).write(tmp_path / "run")
     assert not (tmp_path / "run" / "flow_rates.parquet").exists()
+
+
+def test_lbsim_plot_writes_figures_a_reader_can_open(tmp_path):
+    from PIL import Image
+
+    for scheme in ("ecmp", "conga"):
+        subprocess.run([sys.executable, "-m", "lbsim.cli", "run", "examples/small.toml", "--out", str(tmp_path / scheme), "--quiet",
+                        "--set", "workload.flows=200", "--set", f'lb.scheme="{scheme}"', "--set", "metrics.flow_rate_window_ms=1"], check=True)
+    r = subprocess.run([sys.executable, "-m", "lbsim.cli", "plot", str(tmp_path / "ecmp"), str(tmp_path / "conga"), "--out", str(tmp_path / "figs")],
+                       capture_output=True, text=True, check=True)
+    for name in ("fct_cdf", "slowdown_by_size", "link_utilisation", "flow_goodput"):
+        with Image.open(tmp_path / "figs" / f"{name}.png") as im:
+            assert im.size[0] > 300 and im.size[1] > 200, name
+        assert name in r.stdout
+    cdf = pd.read_csv(tmp_path / "figs" / "fct_cdf.csv")
+    assert set(cdf.run) == {"ecmp", "conga"}
+    bad = subprocess.run([sys.executable, "-m", "lbsim.cli", "plot", str(tmp_path), "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "no flows.parquet" in bad.stderr and "Traceback" not in bad.stderr

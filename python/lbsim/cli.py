@@ -4,6 +4,7 @@
     lbsim flows SCENARIO.toml --out FLOWS.csv [--seed N] [--set ...]
     lbsim schemes [--json]
     lbsim validate SCENARIO.toml [--set ...]
+    lbsim plot RUN_DIR [RUN_DIR ...] --out DIR
     lbsim sweep FILE [--workers N] [--ray ADDRESS] [--quick]
     lbsim reproduce NAME | --list
     lbsim --version
@@ -172,6 +173,13 @@ def cmd_schemes(a: argparse.Namespace) -> None:
         print()
 
 
+def cmd_plot(a: argparse.Namespace) -> None:
+    from lbsim.plot import plot_runs
+
+    for path in plot_runs([Path(r) for r in a.runs], Path(a.out)):
+        print(f"wrote {path}")
+
+
 def cmd_validate(a: argparse.Namespace) -> None:
     _api.validate(Path(a.scenario), seed=a.seed, set=a.set)
     print(f"{a.scenario}: ok")
@@ -204,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schemes", help="list the load-balancing schemes and their parameters")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_schemes)
+
+    pl = sub.add_parser("plot", help="FCT CDF, slowdown by size, link utilisation and flow goodput figures for one run or several")
+    pl.add_argument("runs", nargs="+", help="run folders (written by lbsim run --out)")
+    pl.add_argument("--out", required=True, help="folder for the PNG and CSV files")
+    pl.set_defaults(fn=cmd_plot)
 
     v = sub.add_parser("validate", help="check a scenario file")
     scenario_args(v)
