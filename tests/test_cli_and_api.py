@@ -220,3 +220,14 @@ def test_lbsim_plot_writes_figures_a_reader_can_open(tmp_path):
     assert set(cdf.run) == {"ecmp", "conga"}
     bad = subprocess.run([sys.executable, "-m", "lbsim.cli", "plot", str(tmp_path), "--out", str(tmp_path / "x")], capture_output=True, text=True)
     assert bad.returncode == 2 and "no flows.parquet" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_the_resolved_scenario_beside_the_results_replays_the_run(tmp_path):
+    a = tmp_path / "a"
+    subprocess.run([sys.executable, "-m", "lbsim.cli", "run", "examples/small.toml", "--out", str(a), "--quiet", "--seed", "3",
+                    "--set", "workload.flows=150", "--set", 'lb.scheme="letflow"'], check=True)
+    text = (a / "scenario.toml").read_text()
+    assert 'scheme = "letflow"' in text and "seed = 3" in text and "flows = 150" in text
+    b = tmp_path / "b"
+    subprocess.run([sys.executable, "-m", "lbsim.cli", "run", str(a / "scenario.toml"), "--out", str(b), "--quiet"], check=True)
+    assert (a / "flows.parquet").read_bytes() == (b / "flows.parquet").read_bytes()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -72,6 +73,31 @@ def load_scenario(scenario: ScenarioLike) -> LoadedScenario:
         p = Path(s)
         return LoadedScenario(read_text(p), str(p.resolve().parent))
     return LoadedScenario(s, None)
+
+
+def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
+    """The scenario as a run sees it: the file with every ``--set`` override
+    and the seed applied, as TOML (written beside results as scenario.toml;
+    relative file paths are made absolute so it replays from anywhere)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    sc = load_scenario(scenario)
+    d = tomllib.loads(sc.text)
+    for kv in _sets(seed, set):
+        key, _, value = kv.partition("=")
+        v = tomllib.loads(f"v = {value}")["v"]
+        t = d
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            t = t.setdefault(part, {})
+        t[parts[-1]] = v
+    wl = d.get("workload", {})
+    for k in ("flow_list", "cdf_file"):
+        if isinstance(wl.get(k), str) and sc.base_dir and not os.path.isabs(wl[k]):
+            wl[k] = os.path.normpath(os.path.join(sc.base_dir, wl[k]))
+    return _dumps_toml(d)
 
 
 def _sets(seed: Optional[int], set: Optional[Sequence[str]]) -> list[str]:

@@ -118,6 +118,7 @@ def cmd_run(a: argparse.Namespace) -> None:
     finally:
         bar.close()
     out = res.write(a.out)
+    (out / "scenario.toml").write_text(_api.resolved_scenario(Path(a.scenario), seed=a.seed, set=a.set))
     s = res.summary
     fl = s["flows"]
     fct = s.get("fct_us") or {}
