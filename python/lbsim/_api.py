@@ -178,6 +178,15 @@ class Result:
         d.mkdir(parents=True, exist_ok=True)
         for name in _SCHEMAS:
             t = self.tables[name]
+            if name == "pcap":
+                # captured packets go out as pcap files, not as a table
+                for old in d.glob("*.pcap"):
+                    old.unlink()
+                if t.num_rows:
+                    from lbsim.pcap import write_pcaps
+
+                    write_pcaps(t.to_pandas(), d)
+                continue
             if name in ("links", "queues", "flow_rates", "scheme_samples") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
                 continue
@@ -209,6 +218,9 @@ _SCHEMAS = {
     "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
     "flow_rates": {"t_ms": pa.float64(), "flow_id": pa.int64(), "bytes": pa.int64(), "gbps": pa.float64()},
     "scheme_samples": {"t_us": pa.float64(), "metric": pa.string(), "a": pa.int64(), "b": pa.int64(), "value": pa.float64()},
+    "pcap": {"t_ps": pa.int64(), "port": pa.string(), "src": pa.int64(), "dst": pa.int64(), "sport": pa.int64(), "dport": pa.int64(),
+             "outer_sport": pa.int64(), "kind": pa.string(), "size": pa.int64(), "ttl": pa.int64(), "ect": pa.bool_(), "ce": pa.bool_(),
+             "seq": pa.int64(), "ack": pa.int64(), "flags": pa.int64(), "wnd": pa.int64(), "len": pa.int64()},
 }
 
 

@@ -174,6 +174,27 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     sch.set_item("b", ss.iter().map(|x| x.3 as i64).collect::<Vec<_>>())?;
     sch.set_item("value", ss.iter().map(|x| x.4).collect::<Vec<_>>())?;
     res.set_item("scheme_samples", sch)?;
+    // captured packets: the header fields a pcap writer needs
+    let cap = PyDict::new(py);
+    let c = &out.pcap;
+    cap.set_item("t_ps", c.iter().map(|x| x.t.0).collect::<Vec<_>>())?;
+    cap.set_item("port", c.iter().map(|x| name(x.port)).collect::<Vec<_>>())?;
+    cap.set_item("src", c.iter().map(|x| x.src as i64).collect::<Vec<_>>())?;
+    cap.set_item("dst", c.iter().map(|x| x.dst as i64).collect::<Vec<_>>())?;
+    cap.set_item("sport", c.iter().map(|x| x.sport as i64).collect::<Vec<_>>())?;
+    cap.set_item("dport", c.iter().map(|x| x.dport as i64).collect::<Vec<_>>())?;
+    cap.set_item("outer_sport", c.iter().map(|x| x.outer_sport.map_or(-1, |p| p as i64)).collect::<Vec<_>>())?;
+    cap.set_item("kind", c.iter().map(|x| x.kind).collect::<Vec<_>>())?;
+    cap.set_item("size", c.iter().map(|x| x.size as i64).collect::<Vec<_>>())?;
+    cap.set_item("ttl", c.iter().map(|x| x.ttl as i64).collect::<Vec<_>>())?;
+    cap.set_item("ect", c.iter().map(|x| x.ect).collect::<Vec<_>>())?;
+    cap.set_item("ce", c.iter().map(|x| x.ce).collect::<Vec<_>>())?;
+    cap.set_item("seq", c.iter().map(|x| x.seq as i64).collect::<Vec<_>>())?;
+    cap.set_item("ack", c.iter().map(|x| x.ack as i64).collect::<Vec<_>>())?;
+    cap.set_item("flags", c.iter().map(|x| x.flags as i64).collect::<Vec<_>>())?;
+    cap.set_item("wnd", c.iter().map(|x| x.wnd as i64).collect::<Vec<_>>())?;
+    cap.set_item("len", c.iter().map(|x| x.len as i64).collect::<Vec<_>>())?;
+    res.set_item("pcap", cap)?;
     res.set_item("summary_json", serde_json::to_string(&out.summary).unwrap())?;
     Ok(res.into_any().unbind())
 }

@@ -35,7 +35,7 @@ pub use scenario::{Scenario, ScenarioError};
 
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
-use lbsim_net::{NodeKind, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
+use lbsim_net::{NodeId, NodeKind, Payload, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
 use lbsim_workload::{poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
 use scenario::bad;
 use serde_json::{json, Value};
@@ -50,6 +50,8 @@ pub struct RunOutput {
     /// Receive-side goodput per flow and window: (window end, flow, bytes).
     pub flow_rates: Vec<(SimTime, u32, u64)>,
     pub flow_rate_window: Option<SimTime>,
+    /// Packets captured on `metrics.pcap_ports`.
+    pub pcap: Vec<metrics::CapturedPacket>,
     /// Scheme state samples (`metrics.scheme_sample_interval_us`).
     pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     /// Every egress port's totals, indexed by `PortId`.
@@ -493,6 +495,19 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
         }
         w.queue_sample_ports.extend(ps);
     }
+    for (i, pat) in m.pcap_ports.iter().enumerate() {
+        let ps = w.topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(format!("metrics.pcap_ports[{i}]"), format!("no port matches {pat:?}")).into());
+        }
+        if w.pcap_port.is_empty() {
+            w.pcap_port = vec![false; w.topo.ports.len()];
+        }
+        for p in ps {
+            w.pcap_port[p.idx()] = true;
+        }
+    }
+    w.pcap_left = m.pcap_max_packets;
     w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
     w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
     if !m.flowlet_gaps_us.is_empty() {
@@ -600,6 +615,37 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         flow_rates: std::mem::take(&mut w.flow_rates),
         flow_rate_window: w.flow_rate_window,
         scheme_samples: std::mem::take(&mut w.scheme_samples),
+        pcap: w
+            .pcap
+            .iter()
+            .map(|(t, port, p)| {
+                let h = p.tcp().copied().unwrap_or_default();
+                let host = |n: NodeId| if w.topo.is_host(n) { w.topo.host_index(n) } else { u32::MAX };
+                metrics::CapturedPacket {
+                    t: *t,
+                    port: port.0,
+                    src: host(p.src),
+                    dst: host(p.dst),
+                    sport: p.sport,
+                    dport: p.dport,
+                    outer_sport: p.outer_sport,
+                    kind: match p.payload {
+                        Payload::Tcp { .. } => "tcp",
+                        Payload::Udp { .. } => "udp",
+                        _ => "control",
+                    },
+                    size: p.size,
+                    ttl: p.ttl,
+                    ect: p.ect,
+                    ce: p.ce,
+                    seq: h.seq,
+                    ack: h.ack,
+                    flags: h.flags,
+                    wnd: h.wnd,
+                    len: h.len,
+                }
+            })
+            .collect(),
         summary,
     })
 }

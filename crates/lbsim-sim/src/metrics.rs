@@ -401,3 +401,28 @@ impl FlowletObserver {
         json!(rows)
     }
 }
+
+/// A packet captured on a `metrics.pcap_ports` port: the header fields a
+/// pcap writer needs (hosts as host indices).
+#[derive(Clone, Copy, Debug)]
+pub struct CapturedPacket {
+    /// When its transmission started.
+    pub t: SimTime,
+    pub port: u32,
+    pub src: u32,
+    pub dst: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub outer_sport: Option<u16>,
+    /// "tcp", "udp" or "control".
+    pub kind: &'static str,
+    pub size: u32,
+    pub ttl: u8,
+    pub ect: bool,
+    pub ce: bool,
+    pub seq: u64,
+    pub ack: u64,
+    pub flags: u8,
+    pub wnd: u32,
+    pub len: u32,
+}

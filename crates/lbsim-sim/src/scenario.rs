@@ -584,6 +584,10 @@ pub struct MetricsCfg {
     /// Sample the scheme's state (AG: train size, congested paths, path
     /// delays) every this many µs; 0 = off.
     pub scheme_sample_interval_us: f64,
+    /// Ports whose admitted packets are captured to pcap files (headers
+    /// only), at most `pcap_max_packets` in all.
+    pub pcap_ports: Vec<String>,
+    pub pcap_max_packets: u64,
     pub utilization_window_ms: f64,
     /// Ports to sample queue length on.
     pub queue_samplers: Vec<String>,
@@ -602,6 +606,8 @@ impl Default for MetricsCfg {
             link_samplers: vec![],
             flow_rate_window_ms: 0.0,
             scheme_sample_interval_us: 0.0,
+            pcap_ports: vec![],
+            pcap_max_packets: 100_000,
             utilization_window_ms: 10.0,
             queue_samplers: vec![],
             queue_sample_interval_us: 100.0,
@@ -907,6 +913,9 @@ impl Scenario {
         dur_ms("metrics.utilization_window_ms", self.metrics.utilization_window_ms, true)?;
         if self.metrics.scheme_sample_interval_us != 0.0 {
             dur_us("metrics.scheme_sample_interval_us", self.metrics.scheme_sample_interval_us, true)?;
+        }
+        if self.metrics.pcap_max_packets > 5_000_000 {
+            return Err(bad("metrics.pcap_max_packets", "at most 5,000,000 (each captured packet is kept in memory until the run ends)"));
         }
         if self.metrics.flow_rate_window_ms != 0.0 {
             dur_ms("metrics.flow_rate_window_ms", self.metrics.flow_rate_window_ms, true)?;

@@ -221,6 +221,11 @@ pub(crate) struct World {
     pub queue_sample_ports: Vec<PortId>,
     pub queue_interval: SimTime,
     pub queue_samples: Vec<QueueSample>,
+    /// Ports to capture (indexed by port; empty: none), the packets captured
+    /// and how many more may be.
+    pub pcap_port: Vec<bool>,
+    pub pcap: Vec<(SimTime, PortId, Packet)>,
+    pub pcap_left: u64,
     /// Scheme state samples (time, metric, a, b, value) every `scheme_interval`.
     pub scheme_interval: Option<SimTime>,
     pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
@@ -290,6 +295,9 @@ impl World {
             queue_interval: SimTime::from_us(100),
             queue_samples: Vec::new(),
             scheme_interval: None,
+            pcap_port: Vec::new(),
+            pcap: Vec::new(),
+            pcap_left: 0,
             scheme_samples: Vec::new(),
             c: Counters::default(),
             host_nic_limit: None,
@@ -432,6 +440,11 @@ impl World {
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
             Admit::Queued { arrive, mark, head, tx_end } => {
+                if !self.pcap_port.is_empty() && self.pcap_port[port.idx()] && self.pcap_left > 0 {
+                    self.pcap_left -= 1;
+                    let start = tx_end - self.ports[port.idx()].rate.tx_time(Bytes(size as u64));
+                    self.pcap.push((start, port, *self.pkts.get(pkt.0)));
+                }
                 if let (Some(obs), true) = (self.flowlet_obs.as_mut(), from_host) {
                     if let Payload::Tcp { conn, to_receiver: true, hdr } = &self.pkts.get(pkt.0).payload {
                         if hdr.len > 0 {
