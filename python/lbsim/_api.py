@@ -141,7 +141,8 @@ class Result:
 
     @property
     def links(self):
-        """Throughput samples: t_ms (window end), port, bytes in the window."""
+        """Throughput samples: t_ms (window end), port, bytes in the window,
+        gbps and utilisation (of the port's rate) over the window."""
         return self._frame("links")
 
     @property
@@ -214,7 +215,7 @@ _SCHEMAS = {
         "port": pa.string(), "rate_gbps": pa.float64(), "tx_pkts": pa.int64(), "tx_bytes": pa.int64(),
         "drops": pa.int64(), "ecn_marks": pa.int64(), "max_qlen_pkts": pa.int64(), "up": pa.bool_(),
     },
-    "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64()},
+    "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64(), "gbps": pa.float64(), "utilisation": pa.float64()},
     "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
     "flow_rates": {"t_ms": pa.float64(), "flow_id": pa.int64(), "bytes": pa.int64(), "gbps": pa.float64()},
     "scheme_samples": {"t_us": pa.float64(), "metric": pa.string(), "a": pa.int64(), "b": pa.int64(), "value": pa.float64()},

@@ -91,10 +91,6 @@ def plot_runs(runs: list[Path], out: Path) -> list[Path]:
     if with_links:
         r = with_links[0]
         l = pd.read_parquet(r / "links.parquet")
-        ports = pd.read_parquet(r / "ports.parquet").set_index("port").rate_gbps
-        t = np.sort(l.t_ms.unique())
-        window_ms = float(np.min(np.diff(t))) if len(t) > 1 else float(t[0])
-        l = l.assign(utilisation=l.bytes * 8 / (window_ms * 1e-3) / (l.port.map(ports) * 1e9))
         fig, ax = plt.subplots(figsize=(5.2, 3.6))
         for port, g in l.groupby("port"):
             ax.plot(g.t_ms, g.utilisation, lw=1, label=port)

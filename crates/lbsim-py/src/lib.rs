@@ -150,6 +150,9 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     links.set_item("t_ms", l.iter().map(|x| x.t.as_ms_f64()).collect::<Vec<_>>())?;
     links.set_item("port", l.iter().map(|x| name(x.port.0)).collect::<Vec<_>>())?;
     links.set_item("bytes", l.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
+    let win = out.link_window.as_secs_f64();
+    links.set_item("gbps", l.iter().map(|x| x.bytes as f64 * 8.0 / win / 1e9).collect::<Vec<_>>())?;
+    links.set_item("utilisation", l.iter().map(|x| x.bytes as f64 * 8.0 / win / out.ports[x.port.idx()].rate_bps as f64).collect::<Vec<_>>())?;
     res.set_item("links", links)?;
     let queues = PyDict::new(py);
     let q = &out.queue_samples;

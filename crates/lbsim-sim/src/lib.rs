@@ -50,6 +50,8 @@ pub struct RunOutput {
     /// Receive-side goodput per flow and window: (window end, flow, bytes).
     pub flow_rates: Vec<(SimTime, u32, u64)>,
     pub flow_rate_window: Option<SimTime>,
+    /// The link samplers' window.
+    pub link_window: SimTime,
     /// Packets captured on `metrics.pcap_ports`.
     pub pcap: Vec<metrics::CapturedPacket>,
     /// Scheme state samples (`metrics.scheme_sample_interval_us`).
@@ -615,6 +617,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         flow_rates: std::mem::take(&mut w.flow_rates),
         flow_rate_window: w.flow_rate_window,
         scheme_samples: std::mem::take(&mut w.scheme_samples),
+        link_window: w.link_window,
         pcap: w
             .pcap
             .iter()
