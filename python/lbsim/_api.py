@@ -133,7 +133,10 @@ class Result:
         expected byte), duplicate_segments (segments the receiver already
         had: spurious retransmissions), fast_recoveries_reordering /
         fast_recoveries_loss (fast recoveries whose resent segment had not /
-        had been dropped: simulator truth), incast_request (-1 if none).
+        had been dropped: simulator truth), path_changes (data segments
+        that left the source leaf by another uplink than the previous one)
+        and uplinks_used (distinct source-leaf uplinks), incast_request (-1
+        if none).
         Unfinished flows have NaN finish/fct and completed = False; flows
         whose arrival came after the run stopped have started = False.
         Counters are signed 64-bit integers."""
@@ -209,6 +212,7 @@ _SCHEMAS = {
         "retransmits": pa.int64(), "timeouts": pa.int64(), "reorder_events": pa.int64(),
         "duplicate_segments": pa.int64(),
         "fast_recoveries_reordering": pa.int64(), "fast_recoveries_loss": pa.int64(),
+        "path_changes": pa.int64(), "uplinks_used": pa.int64(),
         "incast_request": pa.int64(),
     },
     "ports": {

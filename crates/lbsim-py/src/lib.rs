@@ -129,6 +129,8 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     flows.set_item("duplicate_segments", f.iter().map(|x| signed(x.duplicates)).collect::<Vec<_>>())?;
     flows.set_item("fast_recoveries_reordering", f.iter().map(|x| signed(x.fr_reorder)).collect::<Vec<_>>())?;
     flows.set_item("fast_recoveries_loss", f.iter().map(|x| signed(x.fr_loss)).collect::<Vec<_>>())?;
+    flows.set_item("path_changes", f.iter().map(|x| signed(x.path_changes)).collect::<Vec<_>>())?;
+    flows.set_item("uplinks_used", f.iter().map(|x| x.uplinks_used as i64).collect::<Vec<_>>())?;
     flows.set_item("incast_request", f.iter().map(|x| x.incast_request.map_or(-1i64, |r| r as i64)).collect::<Vec<_>>())?;
     res.set_item("flows", flows)?;
     // ports

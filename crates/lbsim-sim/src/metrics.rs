@@ -33,6 +33,10 @@ pub struct FlowRecord {
     /// loss): simulator-only truth.
     pub fr_reorder: u64,
     pub fr_loss: u64,
+    /// Path record: data segments that changed source-leaf uplink, and how
+    /// many distinct uplinks the flow's connection used while it ran.
+    pub path_changes: u64,
+    pub uplinks_used: u32,
 }
 
 /// A connection's cumulative counters; a flow's are the difference between
@@ -45,6 +49,9 @@ pub struct FlowCounters {
     pub duplicates: u64,
     pub fr_reorder: u64,
     pub fr_loss: u64,
+    /// Data segments that left the source leaf by another uplink than the
+    /// connection's previous one.
+    pub path_changes: u64,
 }
 
 impl std::ops::Add for FlowCounters {
@@ -57,6 +64,7 @@ impl std::ops::Add for FlowCounters {
             duplicates: self.duplicates + o.duplicates,
             fr_reorder: self.fr_reorder + o.fr_reorder,
             fr_loss: self.fr_loss + o.fr_loss,
+            path_changes: self.path_changes + o.path_changes,
         }
     }
 }
@@ -80,14 +88,16 @@ impl FlowRecord {
             started: true,
             fr_reorder: 0,
             fr_loss: 0,
+            path_changes: 0,
+            uplinks_used: 0,
         };
         f.set_counters(base);
         f
     }
 
     fn set_counters(&mut self, c: FlowCounters) {
-        (self.retransmits, self.timeouts, self.reorder, self.duplicates, self.fr_reorder, self.fr_loss) =
-            (c.retransmits, c.timeouts, c.reorder, c.duplicates, c.fr_reorder, c.fr_loss);
+        (self.retransmits, self.timeouts, self.reorder, self.duplicates, self.fr_reorder, self.fr_loss, self.path_changes) =
+            (c.retransmits, c.timeouts, c.reorder, c.duplicates, c.fr_reorder, c.fr_loss, c.path_changes);
     }
 
     /// The connection's counters now are `now`: the flow's are the growth
@@ -100,6 +110,7 @@ impl FlowRecord {
             duplicates: now.duplicates - self.duplicates,
             fr_reorder: now.fr_reorder - self.fr_reorder,
             fr_loss: now.fr_loss - self.fr_loss,
+            path_changes: now.path_changes - self.path_changes,
         });
     }
 
@@ -311,6 +322,8 @@ mod tests {
             started: true,
             fr_reorder: 0,
             fr_loss: 0,
+            path_changes: 0,
+            uplinks_used: 0,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
         let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000]);

@@ -75,6 +75,12 @@ pub(crate) struct Conn {
     /// Fast recoveries triggered by reordering / by loss (simulator truth).
     fr_reorder: u64,
     fr_loss: u64,
+    /// Path record: the source-leaf uplink of the last data segment, the
+    /// uplinks used (bit k = uplink k) since the connection was last idle,
+    /// and the changes of uplink.
+    last_uplink: u32,
+    uplink_mask: u64,
+    path_changes: u64,
     /// Receive-side goodput sampling: the current window and, per flow, its
     /// bytes in it.
     rate_win: u64,
@@ -91,6 +97,7 @@ impl Conn {
             duplicates: r.duplicates,
             fr_reorder: self.fr_reorder,
             fr_loss: self.fr_loss,
+            path_changes: self.path_changes,
         }
     }
 }
@@ -201,6 +208,8 @@ pub(crate) struct World {
     /// Data segments (connection, sequence) dropped and not yet resent by a
     /// fast retransmit: the truth behind the reordering/loss split.
     lost_segments: std::collections::HashSet<(u32, u64)>,
+    /// Per port: its index among its leaf's uplinks, or u32::MAX.
+    uplink_pos: Vec<u32>,
     /// Route profiles per (src, dst) host pair, for ideal FCTs.
     path_profiles: HashMap<(u32, u32), Vec<crate::metrics::PathProfile>>,
     next_arrival: usize,
@@ -276,6 +285,7 @@ impl World {
             flows: Vec::new(),
             arrivals: Vec::new(),
             path_profiles: HashMap::new(),
+            uplink_pos: topo.leaf_uplinks().1,
             lost_segments: Default::default(),
             next_arrival: 0,
             done: 0,
@@ -440,6 +450,19 @@ impl World {
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
             Admit::Queued { arrive, mark, head, tx_end } => {
+                let k = self.uplink_pos[port.idx()];
+                if k != u32::MAX {
+                    // the path record: which source-leaf uplink data took
+                    if let Payload::Tcp { conn, to_receiver: true, hdr } = &self.pkts.get(pkt.0).payload {
+                        if let (true, Some(c)) = (hdr.len > 0, self.conns[*conn as usize].as_mut()) {
+                            if c.last_uplink != k && c.last_uplink != u32::MAX {
+                                c.path_changes += 1;
+                            }
+                            c.last_uplink = k;
+                            c.uplink_mask |= 1 << (k % 64);
+                        }
+                    }
+                }
                 if !self.pcap_port.is_empty() && self.pcap_port[port.idx()] && self.pcap_left > 0 {
                     self.pcap_left -= 1;
                     let start = tx_end - self.ports[port.idx()].rate.tx_time(Bytes(size as u64));
@@ -698,6 +721,7 @@ impl World {
                     let fr = &mut self.flows[f as usize];
                     fr.finish = Some(now);
                     fr.close(counters);
+                    fr.uplinks_used = c.uplink_mask.count_ones();
                     self.done += 1;
                     if fr.incast_request.is_some() {
                         self.done_incast.push(f);
@@ -1115,6 +1139,9 @@ impl World {
             sub_idx: 0,
             fr_reorder: 0,
             fr_loss: 0,
+            last_uplink: u32::MAX,
+            uplink_mask: 0,
+            path_changes: 0,
             rate_win: 0,
             rate_acc: Vec::new(),
         })));
@@ -1158,6 +1185,9 @@ impl World {
             }
         };
         let c = self.conns[conn as usize].as_mut().unwrap();
+        if c.flow_ends.is_empty() {
+            c.uplink_mask = 0; // an idle connection starts a fresh path record
+        }
         let end = c.sender.app_end() + f.size;
         c.flow_ends.push_back((end, fid));
         self.flows.push(FlowRecord::new(f.src, f.dst, f.size, f.start.max(now), ideal, c.counters(), incast_request));
@@ -1227,6 +1257,7 @@ impl World {
             let counters = c.counters();
             for &(_, f) in &c.flow_ends {
                 self.flows[f as usize].close(counters);
+                self.flows[f as usize].uplinks_used = c.uplink_mask.count_ones();
             }
         }
     }

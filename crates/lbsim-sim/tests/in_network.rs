@@ -194,6 +194,13 @@ fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
     assert_eq!(ooo(&e), 0);
     assert_eq!(ooo(&l), 0);
     assert!(ooo(&s) > 1000, "a quarter of the packets take a 50 us longer path");
+    // the path record says the same per flow
+    let rec = |o: &RunOutput| (o.flows[0].uplinks_used, o.flows[0].path_changes);
+    eprintln!("path record (uplinks used, changes): ECMP {:?}, spray {:?}, LetFlow {:?}", rec(&e), rec(&s), rec(&l));
+    assert_eq!(rec(&e), (1, 0));
+    assert_eq!(rec(&l), (1, 0));
+    assert_eq!(s.flows[0].uplinks_used, 4);
+    assert!(s.flows[0].path_changes > 10_000, "random spraying changes uplink on ~3/4 of 13,800 segments");
 }
 
 /// Two hosts per leaf, two spines; L0's uplink to S1 optionally at half rate.
