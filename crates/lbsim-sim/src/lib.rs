@@ -510,6 +510,7 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
         }
     }
     w.pcap_left = m.pcap_max_packets;
+    w.path_record = m.path_record;
     w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
     w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
     if !m.flowlet_gaps_us.is_empty() {

@@ -208,8 +208,10 @@ pub(crate) struct World {
     /// Data segments (connection, sequence) dropped and not yet resent by a
     /// fast retransmit: the truth behind the reordering/loss split.
     lost_segments: std::collections::HashSet<(u32, u64)>,
-    /// Per port: its index among its leaf's uplinks, or u32::MAX.
+    /// Per port: its index among its leaf's uplinks, or u32::MAX; used when
+    /// `path_record` (metrics.path_record) is on.
     uplink_pos: Vec<u32>,
+    pub path_record: bool,
     /// Route profiles per (src, dst) host pair, for ideal FCTs.
     path_profiles: HashMap<(u32, u32), Vec<crate::metrics::PathProfile>>,
     next_arrival: usize,
@@ -286,6 +288,7 @@ impl World {
             arrivals: Vec::new(),
             path_profiles: HashMap::new(),
             uplink_pos: topo.leaf_uplinks().1,
+            path_record: false,
             lost_segments: Default::default(),
             next_arrival: 0,
             done: 0,
@@ -450,7 +453,7 @@ impl World {
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
             Admit::Dropped => self.drop_pkt(pkt, Drop::Queue),
             Admit::Queued { arrive, mark, head, tx_end } => {
-                let k = self.uplink_pos[port.idx()];
+                let k = if self.path_record { self.uplink_pos[port.idx()] } else { u32::MAX };
                 if k != u32::MAX {
                     // the path record: which source-leaf uplink data took
                     if let Payload::Tcp { conn, to_receiver: true, hdr } = &self.pkts.get(pkt.0).payload {

@@ -177,7 +177,7 @@ kind = "flow_list"
 #[test]
 fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
     let flows = common::flow_file("one", &[(0, 2, 20_000_000, 0.0)]);
-    let go = |scheme: &str| run_ok(ONE_FLOW, &sets(&[&flows, &format!("lb.scheme={scheme}")]));
+    let go = |scheme: &str| run_ok(ONE_FLOW, &sets(&[&flows, &format!("lb.scheme={scheme}"), "metrics.path_record=true"]));
     let (e, s, l) = (go("ecmp"), go("spray"), go("letflow"));
     let up = |o: &RunOutput| -> Vec<u64> { o.ports.iter().filter(|p| p.name.starts_with("L0->S")).map(|p| p.tx_pkts).collect() };
     // ECMP and LetFlow (no flowlet gaps in a line-rate flow) keep one uplink; spraying uses all four evenly
