@@ -128,6 +128,9 @@ def cmd_run(a: argparse.Namespace) -> None:
         if w.get("kind") == "poisson":
             print(f"workload {w['cdf']} (mean {w['mean_flow_bytes'] / 1e3:.1f} KB), load {w['load']} of {w['load_of']} "
                   f"= {w['offered_gbps']:.1f} Gb/s offered of {w['capacity_gbps']:.1f} Gb/s")
+        elif w.get("kind") == "per_sender":
+            print(f"workload one {w['cdf']} flow per sender (mean {w['mean_flow_bytes'] / 1e3:.1f} KB), {w['pattern']}, "
+                  f"mean start gap {w['start_gap_us']} us")
         print(f"flows {fl['completed']}/{fl['total']} completed ({fl['unfinished']} unfinished)")
         if fct.get("n"):
             print(f"FCT mean {fct['mean'] / 1e3:.3f} ms  p50 {fct['p50'] / 1e3:.3f} ms  p99 {fct['p99'] / 1e3:.3f} ms")

@@ -7,6 +7,7 @@
 //! section, parameters with units and defaults) for `lbsim schemes`.
 
 pub mod ag;
+pub mod clairvoyant;
 pub mod clove;
 pub mod conga;
 pub mod dre;
@@ -15,6 +16,7 @@ pub mod ecmp;
 pub mod edge;
 pub mod edge_flowlet;
 pub mod edge_params;
+pub mod expeditus;
 pub mod flowlet;
 pub mod hermes;
 pub mod hula;
@@ -22,6 +24,7 @@ pub mod letflow;
 pub mod mptcp;
 pub mod params;
 pub mod presto;
+pub mod pst;
 pub mod reseq;
 pub mod spray;
 #[cfg(test)]
@@ -41,6 +44,8 @@ pub struct SchemeEnv<'a> {
     pub routing: &'a Routing,
     /// TCP maximum segment size, bytes.
     pub mss: u32,
+    /// Bytes of TCP/IP header on the wire per segment.
+    pub header_bytes: u32,
     /// The RTT that "RTT"-denominated parameters mean: the scenario's
     /// `lb.rtt_us`, else the round-trip time of the longest host-to-host
     /// path in the idle network.
@@ -117,6 +122,20 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Alizadeh et al., SIGCOMM 2014, §5 'Schemes compared'",
         acts_at: "leaves (spines: ECMP + CE)",
         params: conga::FLOW_PARAMS,
+    },
+    SchemeInfo {
+        name: "expeditus",
+        summary: "Expeditus: per-flow two-stage path selection in 3-tier Clos (stage 1: source ToR egress and destination ToR ingress metrics pick the aggregation plane; stage 2: an Exp-response carries the destination pod's core ingress metrics to the source pod's aggregation switch, which picks the core); one stage inside a pod or in leaf-spine",
+        follows: "Wang, Xu, Niu, Han, Expeditus, §3 (Alg. 1-2, failures §3.3, granularity §3.4); choices in ../shared/specs/expeditus.md §1.12",
+        acts_at: "ToRs and aggregation switches",
+        params: expeditus::PARAMS,
+    },
+    SchemeInfo {
+        name: "clairvoyant",
+        summary: "Clairvoyant: an oracle source ToR that reads every hop's egress DRE on every path at each flow's first packet and pins the best path at once",
+        follows: "Expeditus §6.1 'Clairvoyant' (same meters as expeditus; zero-latency oracle, both directions)",
+        acts_at: "source ToR (oracle), aggregation switches follow its entries",
+        params: clairvoyant::PARAMS,
     },
     SchemeInfo {
         name: "ag",
@@ -197,6 +216,8 @@ pub enum Scheme {
     Ag(Box<ag::Ag>),
     Hula(Box<hula::Hula>),
     Conga(Box<conga::Conga>),
+    Expeditus(Box<expeditus::Expeditus>),
+    Clairvoyant(Box<clairvoyant::Clairvoyant>),
     EdgeFlowlet(Box<edge_flowlet::EdgeFlowlet>),
     Clove(Box<clove::Clove>),
     Presto(Box<presto::Presto>),
@@ -221,6 +242,8 @@ impl Scheme {
             "ag" => Scheme::Ag(Box::new(ag::Ag::new(&p, env)?)),
             "hula" => Scheme::Hula(Box::new(hula::Hula::new(&p, env)?)),
             "conga" | "conga_flow" => Scheme::Conga(Box::new(conga::Conga::new(&p, env.topo)?)),
+            "expeditus" => Scheme::Expeditus(Box::new(expeditus::Expeditus::new(&p, env)?)),
+            "clairvoyant" => Scheme::Clairvoyant(Box::new(clairvoyant::Clairvoyant::new(&p, env)?)),
             "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
             "clove_ecn" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, false)?)),
             "clove_int" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, true)?)),
@@ -257,6 +280,24 @@ impl Scheme {
                 ("mean_granularity_pkts", if s.updates > 0 { s.gran_sum as f64 / s.updates as f64 } else { 1.0 }),
                 ("mean_congested_paths", if s.updates > 0 { s.congested_sum as f64 / s.updates as f64 } else { 0.0 }),
             ],
+            Scheme::Expeditus(s) => {
+                let mut v = vec![
+                    ("selections", s.selections as f64),
+                    ("reselections", s.reselections as f64),
+                    ("responses_sent", s.responses_sent as f64),
+                    ("responses_consumed", s.responses_consumed as f64),
+                    ("stage2_decisions", s.stage2_decisions as f64),
+                    ("agg_appends", s.agg_appends as f64),
+                    ("pst_hits", s.pst_hits as f64),
+                    ("pending_ecmp_packets", s.pending_ecmp as f64),
+                ];
+                const NAMES: [&str; 8] = ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
+                for (i, c) in s.chosen_plane.iter().enumerate().take(8) {
+                    v.push((NAMES[i], *c as f64));
+                }
+                v
+            }
+            Scheme::Clairvoyant(s) => vec![("decisions", s.decisions as f64), ("pst_hits", s.pst_hits as f64)],
             Scheme::Drill(s) => vec![("decisions", s.decisions as f64), ("chose_remembered", s.chose_memory as f64)],
             Scheme::Conga(s) => vec![("flowlets", s.flowlets_started as f64), ("feedback_metrics_sent", s.feedback_sent as f64)],
             Scheme::EdgeFlowlet(s) => {
@@ -421,6 +462,8 @@ macro_rules! dispatch {
             Scheme::Ag($s) => $e,
             Scheme::Hula($s) => $e,
             Scheme::Conga($s) => $e,
+            Scheme::Expeditus($s) => $e,
+            Scheme::Clairvoyant($s) => $e,
             Scheme::EdgeFlowlet($s) => $e,
             Scheme::Clove($s) => $e,
             Scheme::Presto($s) => $e,

@@ -64,6 +64,10 @@ pub enum Action {
     /// (a packet addressed to a switch needs a port: `None` drops it as
     /// unroutable).
     SendFromSwitch { sw: NodeId, pkt: PktId, port: Option<PortId> },
+    /// A switch inserted (`delta > 0`) or stripped header bytes of a packet
+    /// in flight (an in-network tag such as Expeditus'): the byte
+    /// accounting of the conservation check follows it.
+    HeaderBytes { delta: i32 },
 }
 
 /// A hook's view of the simulation.
@@ -114,6 +118,18 @@ impl<'a> Ctx<'a> {
     }
     pub fn send_from_switch(&mut self, sw: NodeId, pkt: PktId, port: Option<PortId>) {
         self.actions.push(Action::SendFromSwitch { sw, pkt, port });
+    }
+    /// Grows (`delta > 0`) or shrinks a packet in flight by `delta` bytes
+    /// of header, keeping the byte accounting exact. Call it before the
+    /// packet is queued (from `on_switch`), so the new size is what the
+    /// egress link serialises.
+    pub fn resize(&mut self, pkt: PktId, delta: i32) {
+        if delta == 0 {
+            return;
+        }
+        let p = self.pkts.get_mut(pkt.0);
+        p.size = (p.size as i64 + delta as i64).max(1) as u32;
+        self.actions.push(Action::HeaderBytes { delta });
     }
 }
 

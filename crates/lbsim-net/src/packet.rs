@@ -57,6 +57,24 @@ pub enum LbHeader {
     /// flag, and on ACKs the feedback option (channel, RCE, received bytes,
     /// feedback number: 8 bytes on the wire).
     Vms { channel: u8, sin: bool, fb: Option<(u8, bool, u32, u32)> },
+    /// The Expeditus tag (Expeditus §3.2, Fig. 6): SF (false = first stage,
+    /// Exp-request; true = second stage, Exp-response), NoE entries, and the
+    /// congestion data: 4-bit entries (3-bit metrics), entry i in bits
+    /// 4(i mod 8).. of `cd[i / 8]`.
+    Expeditus { sf: bool, noe: u8, cd: [u32; 2] },
+}
+
+/// Entry `i` of an Expeditus tag's congestion data.
+#[inline]
+pub fn cd_get(cd: &[u32; 2], i: usize) -> u8 {
+    ((cd[i / 8] >> (4 * (i % 8))) & 0xF) as u8
+}
+
+/// Sets entry `i` (values above 15 are stored as 15).
+#[inline]
+pub fn cd_set(cd: &mut [u32; 2], i: usize, v: u8) {
+    let sh = 4 * (i % 8);
+    cd[i / 8] = (cd[i / 8] & !(0xF << sh)) | ((v.min(15) as u32) << sh);
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -93,6 +111,25 @@ pub fn tuple_hash(src: NodeId, dst: NodeId, sport: u16, dport: u16, proto: Proto
     let a = ((src.0 as u64) << 32) | dst.0 as u64;
     let b = ((sport as u64) << 24) | ((dport as u64) << 8) | proto as u64;
     mix64(mix64(a) ^ b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expeditus_tag_entries_and_packet_stays_small() {
+        let mut cd = [0u32; 2];
+        for i in 0..16 {
+            cd_set(&mut cd, i, (i % 8) as u8);
+        }
+        cd_set(&mut cd, 9, 20);
+        assert_eq!((0..16).map(|i| cd_get(&cd, i)).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5, 6, 7, 0, 15, 2, 3, 4, 5, 6, 7]);
+        // the tag does not grow the scheme header (VMS's feedback option is
+        // as large), so the packet record stays at its size before Expeditus
+        assert!(std::mem::size_of::<LbHeader>() <= 16, "{}", std::mem::size_of::<LbHeader>());
+        assert!(std::mem::size_of::<Packet>() <= 176, "{}", std::mem::size_of::<Packet>());
+    }
 }
 
 impl Packet {

@@ -36,7 +36,7 @@ pub use scenario::{Scenario, ScenarioError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
 use lbsim_net::{NodeId, NodeKind, Payload, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
-use lbsim_workload::{poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
+use lbsim_workload::{per_sender_flows, poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
 use scenario::bad;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -156,8 +156,8 @@ fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64,
             }
             (c as f64, format!("sum of the uplink rates of the {} leaves with sending hosts (intact topology)", racks.len()))
         }
-        "bisection" => {
-            // the smallest tier cut: per tier, the sum of upward link rates, halved
+        "bisection" | "bottleneck_tier" => {
+            // the smallest tier cut: per tier, the sum of upward link rates (halved for "bisection")
             let mut tiers: std::collections::BTreeMap<u8, u64> = Default::default();
             for (i, p) in topo.ports.iter().enumerate() {
                 let from = &topo.nodes[p.node.idx()];
@@ -169,8 +169,12 @@ fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64,
                 .values()
                 .copied()
                 .min()
-                .ok_or_else(|| bad("workload.load_of", "bisection: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
-            (c as f64 / 2.0, "half the smallest per-tier sum of switch uplink rates".to_string())
+                .ok_or_else(|| bad("workload.load_of", "bisection/bottleneck_tier: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
+            if w.load_of == "bisection" {
+                (c as f64 / 2.0, "half the smallest per-tier sum of switch uplink rates".to_string())
+            } else {
+                (c as f64, "the smallest per-tier sum of switch uplink rates (the bottleneck tier)".to_string())
+            }
         }
         other => return Err(bad("workload.load_of", format!("unknown capacity {other:?}"))),
     })
@@ -185,7 +189,7 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
     let mut rng = Rng::stream(sc.seed, "traffic");
     let start = SimTime::from_us_f64(w.start_us);
     let (flows, info) = match w.kind.as_str() {
-        "poisson" => {
+        "poisson" | "per_sender" => {
             let cdf = if let Some(sz) = w.size_bytes {
                 Cdf::fixed(sz)
             } else if let Some(f) = &w.cdf_file {
@@ -204,7 +208,8 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                 "all_to_all" => Pattern::AllToAll,
                 "stride" => Pattern::Stride { stride: w.stride },
                 "bijection" => Pattern::Bijection,
-                "random_inter_pod" => Pattern::RandomInterPod,
+                "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
+                "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
                 p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
             };
             for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
@@ -212,27 +217,44 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                     return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
                 }
             }
-            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng).map_err(|e| bad("workload.pattern", e.0))?;
+            let n_pods = topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).max().unwrap_or(0) + 1;
+            if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
+                return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
+            }
+            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng).map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
             let mean = cdf.mean(mss);
-            let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
-            let offered = w.load * cap;
-            let rate = offered / (8.0 * mean);
-            let flows = poisson_flows(w.flows, rate, start, &cdf, mss, &pairs, &mut rng);
-            let info = json!({
-                "kind": "poisson",
-                "cdf": cdf.name,
-                "size_sampling": "linear interpolation between CDF points, first point a point mass, clamped to >= 1 MSS",
-                "mean_flow_bytes": mean,
-                "pattern": w.pattern,
-                "load": w.load,
-                "load_of": w.load_of,
-                "capacity_gbps": cap / 1e9,
-                "capacity_definition": cap_desc,
-                "offered_gbps": offered / 1e9,
-                "arrival_rate_per_s": rate,
-                "flows": flows.len(),
-            });
-            (flows, info)
+            if w.kind == "per_sender" {
+                let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &cdf, mss, &pairs, &mut rng);
+                let info = json!({
+                    "kind": "per_sender",
+                    "cdf": cdf.name,
+                    "mean_flow_bytes": mean,
+                    "pattern": w.pattern,
+                    "start_gap_us": w.start_gap_us,
+                    "flows": flows.len(),
+                });
+                (flows, info)
+            } else {
+                let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
+                let offered = w.load * cap;
+                let rate = offered / (8.0 * mean);
+                let flows = poisson_flows(w.flows, rate, start, &cdf, mss, &pairs, &mut rng);
+                let info = json!({
+                    "kind": "poisson",
+                    "cdf": cdf.name,
+                    "size_sampling": "linear interpolation between CDF points, first point a point mass, clamped to >= 1 MSS",
+                    "mean_flow_bytes": mean,
+                    "pattern": w.pattern,
+                    "load": w.load,
+                    "load_of": w.load_of,
+                    "capacity_gbps": cap / 1e9,
+                    "capacity_definition": cap_desc,
+                    "offered_gbps": offered / 1e9,
+                    "arrival_rate_per_s": rate,
+                    "flows": flows.len(),
+                });
+                (flows, info)
+            }
         }
         "flow_list" => {
             let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
@@ -284,6 +306,67 @@ fn base_rtt(topo: &Topology, routing: &Routing, mss: u32, hb: u32) -> SimTime {
     best
 }
 
+/// The links `[[random_failures]]` draws: per entry, `count` links of the
+/// tier inside the pod, at most `max_per_switch` failed links per switch
+/// (counting every entry's draws), from the seed's "failures" stream.
+pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, lbsim_net::LinkId)>, ScenarioError> {
+    let mut rng = Rng::stream(sc.seed, "failures");
+    let mut per_switch = vec![0u32; topo.nodes.len()];
+    let mut out = vec![];
+    for (i, f) in sc.random_failures.iter().enumerate() {
+        let field = |k: &str| format!("random_failures[{i}].{k}");
+        if topo.kind != "clos3" && topo.kind != "fat_tree" {
+            return Err(bad(field("tier"), format!("random failures are drawn in pods of a clos3 or fat_tree fabric; this topology is {}", topo.kind)));
+        }
+        let (lo, hi) = match f.tier.as_str() {
+            "tor_agg" => (lbsim_net::Tier::Leaf, lbsim_net::Tier::Spine),
+            "agg_core" => (lbsim_net::Tier::Spine, lbsim_net::Tier::Core),
+            t => return Err(bad(field("tier"), format!("must be \"tor_agg\" or \"agg_core\", got {t:?}"))),
+        };
+        let pods = topo.nodes.iter().filter(|n| n.tier == lbsim_net::Tier::Leaf).map(|n| n.pod).max().unwrap_or(0) + 1;
+        if f.pod >= pods {
+            return Err(bad(field("pod"), format!("pod {} does not exist (the topology has {pods} pods)", f.pod)));
+        }
+        if f.max_per_switch == 0 {
+            return Err(bad(field("max_per_switch"), "must be >= 1"));
+        }
+        SimTime::input(f.at_ms, 1e9, "ms", false).map_err(|m| bad(field("at_ms"), m))?;
+        let cands: Vec<lbsim_net::LinkId> = topo
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                let a = &topo.nodes[topo.ports[l.ports[0].idx()].node.idx()];
+                let b = &topo.nodes[topo.ports[l.ports[1].idx()].node.idx()];
+                let (x, y) = if a.tier == lo { (a, b) } else { (b, a) };
+                x.tier == lo && y.tier == hi && x.pod == f.pod
+            })
+            .map(|(k, _)| lbsim_net::LinkId(k as u32))
+            .filter(|l| !out.iter().any(|(_, m)| m == l))
+            .collect();
+        let order = rng.permutation(cands.len());
+        let mut got = 0;
+        for k in order {
+            if got == f.count {
+                break;
+            }
+            let l = &topo.links[cands[k].idx()];
+            let ends = [topo.ports[l.ports[0].idx()].node, topo.ports[l.ports[1].idx()].node];
+            if ends.iter().all(|n| per_switch[n.idx()] < f.max_per_switch) {
+                for n in ends {
+                    per_switch[n.idx()] += 1;
+                }
+                out.push((SimTime::from_us_f64(f.at_ms * 1e3), cands[k]));
+                got += 1;
+            }
+        }
+        if got < f.count {
+            return Err(bad(field("count"), format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier, f.pod, f.max_per_switch, f.count)));
+        }
+    }
+    Ok(out)
+}
+
 /// Runs a scenario. `progress` is called about every 0.25 s of wall time;
 /// returning false stops the run with [`SimError::Interrupted`].
 /// Everything a run does before its first event: topology, routes,
@@ -312,6 +395,14 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
         }
         if let Some(r) = f.restore_ms {
             link_events.push(LinkEvent { at: SimTime::from_us_f64(r * 1e3), links, up: true });
+        }
+    }
+    let drawn = random_failures(sc, &topo)?;
+    for (at, l) in &drawn {
+        if *at == SimTime::ZERO {
+            down0.push(*l);
+        } else {
+            link_events.push(LinkEvent { at: *at, links: vec![*l], up: false });
         }
     }
     let mut drop_plan = vec![];
@@ -380,10 +471,12 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     let params = sc.lb_params()?;
     let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
     let scheme_rtt = sc.lb.rtt_us.map(SimTime::from_us_f64).unwrap_or(rtt);
-    let env = SchemeEnv { topo: &topo, routing: &routing0, mss: tcp.mss, base_rtt: scheme_rtt };
+    let env = SchemeEnv { topo: &topo, routing: &routing0, mss: tcp.mss, header_bytes: tcp.header_bytes, base_rtt: scheme_rtt };
     let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
         if e.key == "scheme" {
             bad("lb.scheme", e.msg)
+        } else if e.key.starts_with("topology") || e.key.starts_with("workload") {
+            bad(e.key, e.msg) // the scheme cannot run on this scenario's fabric or traffic
         } else {
             bad(format!("lb.params.{}", e.key), e.msg)
         }
@@ -519,7 +612,7 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
 
     let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
-        (None, "poisson" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
+        (None, "poisson" | "per_sender" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
         (None, "incast") => SimTime::from_ms(3_600_000),
         (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
     };
@@ -691,7 +784,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     let st = w.sender_totals();
     let c = &w.c;
     let (live, live_bytes) = w.in_flight();
-    let ok = c.sent == c.delivered + c.dropped + live && c.sent_bytes == c.delivered_bytes + c.dropped_bytes + live_bytes;
+    let ok = c.sent == c.delivered + c.dropped + live && (c.sent_bytes as i64 + c.lb_header_bytes) as u64 == c.delivered_bytes + c.dropped_bytes + live_bytes;
     let marks: u64 = w.ports.iter().map(|p| p.stats.ecn_marks).sum();
     // queue drops and marks by where the port sits
     let mut at = [[0u64; 2]; 3];
@@ -715,6 +808,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "switches": w.topo.nodes.len() - w.topo.num_hosts(),
             "links": w.topo.links.len(),
             "links_down_at_end": failed,
+            "random_failures": random_failures(sc, &w.topo).unwrap_or_default().iter().map(|(_, l)| w.topo.links[l.idx()].name.clone()).collect::<Vec<_>>(),
             "base_rtt_us": rtt.as_us_f64(),
         },
         "transport": {
@@ -756,6 +850,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "dropped": c.dropped,
             "in_flight": live,
             "sent_bytes": c.sent_bytes,
+            "header_bytes_added_in_network": c.lb_header_bytes,
             "delivered_bytes": c.delivered_bytes,
             "dropped_bytes": c.dropped_bytes,
             "in_flight_bytes": live_bytes,

@@ -143,6 +143,10 @@ pub struct QueueSample {
 pub struct Counters {
     pub sent: u64,
     pub sent_bytes: u64,
+    /// Header bytes switches inserted into packets in flight, net of those
+    /// they stripped (in-network tags): bytes sent + this = bytes delivered
+    /// + dropped + in flight.
+    pub lb_header_bytes: i64,
     pub delivered: u64,
     pub delivered_bytes: u64,
     pub dropped: u64,

@@ -61,6 +61,9 @@ pub(crate) fn bad(field: impl Into<String>, msg: impl Into<String>) -> ScenarioE
     ScenarioError { field: field.into(), msg: msg.into() }
 }
 
+/// The traffic patterns `workload.pattern` accepts.
+pub const PATTERNS: &[&str] = &["inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod", "bijection_inter_pod"];
+
 fn one() -> u64 {
     1
 }
@@ -83,6 +86,8 @@ pub struct Scenario {
     pub lb: LbCfg,
     #[serde(default)]
     pub failures: Vec<FailureCfg>,
+    #[serde(default)]
+    pub random_failures: Vec<RandomFailureCfg>,
     #[serde(default)]
     pub link_overrides: Vec<LinkOverrideCfg>,
     #[serde(default)]
@@ -338,6 +343,8 @@ pub struct TransportCfg {
     /// IP + TCP header bytes per segment (52 = 20 + 20 + 12-byte timestamp option).
     pub header_bytes: u32,
     pub init_cwnd_pkts: u32,
+    /// Initial slow-start threshold, bytes (absent: unlimited, RFC 5681).
+    pub init_ssthresh_bytes: Option<u64>,
     pub sack: bool,
     /// ACK every N full segments (1 = no delayed ACKs).
     pub delayed_ack: u32,
@@ -401,6 +408,7 @@ impl Default for TransportCfg {
             mss_bytes: 1448,
             header_bytes: 52,
             init_cwnd_pkts: 10,
+            init_ssthresh_bytes: None,
             sack: true,
             delayed_ack: 2,
             delayed_ack_timeout_us: 1000.0,
@@ -426,7 +434,7 @@ impl Default for TransportCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkloadCfg {
-    /// "poisson", "flow_list", "incast" or "none".
+    /// "poisson", "per_sender", "flow_list", "incast" or "none".
     pub kind: String,
     /// A built-in CDF name (see `lbsim-workload`) ...
     pub cdf: String,
@@ -446,8 +454,14 @@ pub struct WorkloadCfg {
     pub allow_overload: bool,
     pub flows: usize,
     pub start_us: f64,
-    /// "inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod".
+    /// kind = "per_sender": mean of the exponential gaps between
+    /// consecutive senders' starts, µs (0: all start at `start_us`).
+    pub start_gap_us: f64,
+    /// "inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod",
+    /// "bijection_inter_pod".
     pub pattern: String,
+    /// Inter-pod patterns: only hosts of these pods send and receive (all if empty).
+    pub pods: Vec<u32>,
     pub stride: u32,
     pub src_racks: Vec<u32>,
     pub dst_racks: Vec<u32>,
@@ -470,7 +484,9 @@ impl Default for WorkloadCfg {
             allow_overload: false,
             flows: 1000,
             start_us: 0.0,
+            start_gap_us: 0.0,
             pattern: s("inter_rack"),
+            pods: vec![],
             stride: 1,
             src_racks: vec![],
             dst_racks: vec![],
@@ -540,6 +556,27 @@ pub struct FailureCfg {
     pub at_ms: f64,
     /// Bring it back at this time (optional).
     pub restore_ms: Option<f64>,
+}
+
+/// `count` links of one tier inside one pod of a 3-tier fabric, drawn at
+/// random from the scenario seed's "failures" stream, with at most
+/// `max_per_switch` failed links at any switch (Expeditus §6.5). The drawn
+/// links are listed in the summary (`topology.random_failures`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RandomFailureCfg {
+    /// "tor_agg" or "agg_core".
+    pub tier: String,
+    pub pod: u32,
+    pub count: u32,
+    #[serde(default = "two")]
+    pub max_per_switch: u32,
+    #[serde(default)]
+    pub at_ms: f64,
+}
+
+fn two() -> u32 {
+    2
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -792,6 +829,9 @@ impl Scenario {
         if !(20..=1000).contains(&t.header_bytes) {
             return Err(bad("transport.header_bytes", format!("must be from 20 to 1000 bytes (IP + TCP headers and options), got {}", t.header_bytes)));
         }
+        if t.init_ssthresh_bytes.is_some_and(|b| b < 2 * t.mss_bytes as u64) {
+            return Err(bad("transport.init_ssthresh_bytes", format!("must be at least 2 segments ({} bytes)", 2 * t.mss_bytes)));
+        }
         if t.init_cwnd_pkts == 0 {
             return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
         }
@@ -829,8 +869,23 @@ impl Scenario {
             return Err(bad("transport.connections_per_pair", "must be >= 1"));
         }
         let w = &self.workload;
-        if !["poisson", "flow_list", "incast", "none"].contains(&w.kind.as_str()) {
-            return Err(bad("workload.kind", format!("must be poisson, flow_list, incast or none; got {:?}", w.kind)));
+        if !["poisson", "per_sender", "flow_list", "incast", "none"].contains(&w.kind.as_str()) {
+            return Err(bad("workload.kind", format!("must be poisson, per_sender, flow_list, incast or none; got {:?}", w.kind)));
+        }
+        dur_us("workload.start_gap_us", w.start_gap_us, false)?;
+        if w.start_gap_us > 0.0 && w.kind != "per_sender" {
+            return Err(bad("workload.start_gap_us", "applies to workload.kind = \"per_sender\" only (poisson gaps follow from the load)"));
+        }
+        if !w.pods.is_empty() && !["random_inter_pod", "bijection_inter_pod"].contains(&w.pattern.as_str()) {
+            return Err(bad("workload.pods", "applies to the inter-pod patterns (random_inter_pod, bijection_inter_pod); use src_racks/dst_racks with inter_rack"));
+        }
+        if w.kind == "per_sender" {
+            if w.size_bytes == Some(0) {
+                return Err(bad("workload.size_bytes", "must be at least 1 byte"));
+            }
+            if !PATTERNS.contains(&w.pattern.as_str()) {
+                return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
+            }
         }
         if w.kind == "poisson" {
             pos("workload.load", w.load)?;
@@ -840,8 +895,8 @@ impl Scenario {
                     format!("{} is below the smallest load run (0.0001): flows would start days apart", lbsim_engine::fmt_num(w.load)),
                 ));
             }
-            if !["leaf_uplinks", "host_links", "bisection"].contains(&w.load_of.as_str()) {
-                return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links or bisection; got {:?}", w.load_of)));
+            if !["leaf_uplinks", "host_links", "bisection", "bottleneck_tier"].contains(&w.load_of.as_str()) {
+                return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links, bisection or bottleneck_tier; got {:?}", w.load_of)));
             }
             if w.load >= 1.0 && !w.allow_overload {
                 return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", w.load, w.load_of)));
@@ -860,8 +915,8 @@ impl Scenario {
                     return Err(bad("workload.cdf_unit_bytes", format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u))));
                 }
             }
-            if !["inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod"].contains(&w.pattern.as_str()) {
-                return Err(bad("workload.pattern", format!("must be inter_rack, all_to_all, stride, bijection or random_inter_pod; got {:?}", w.pattern)));
+            if !PATTERNS.contains(&w.pattern.as_str()) {
+                return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
             }
         }
         if w.kind == "flow_list" && w.flow_list.is_none() {
@@ -1026,6 +1081,7 @@ impl Scenario {
             mss: t.mss_bytes,
             header_bytes: t.header_bytes,
             init_cwnd_pkts: t.init_cwnd_pkts,
+            init_ssthresh: t.init_ssthresh_bytes.unwrap_or(u64::MAX),
             sack: t.sack,
             delack_count: t.delayed_ack.max(1),
             delack_timeout: SimTime::from_us_f64(t.delayed_ack_timeout_us),

@@ -641,6 +641,7 @@ impl World {
                         self.inject(pkt, nic);
                     }
                     Action::SendFromSwitch { sw, pkt, port } => self.send_from_switch(sw, pkt, port),
+                    Action::HeaderBytes { delta } => self.c.lb_header_bytes += delta as i64,
                 }
             }
             if self.actions.is_empty() {

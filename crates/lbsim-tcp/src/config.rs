@@ -73,6 +73,9 @@ pub struct TcpConfig {
     pub header_bytes: u32,
     /// Initial congestion window, segments (RFC 6928 uses 10).
     pub init_cwnd_pkts: u32,
+    /// Initial slow-start threshold, bytes (RFC 5681 §3.1: "arbitrarily
+    /// high", `u64::MAX`; ns-3.10's default and the Expeditus artifact: 65,535).
+    pub init_ssthresh: u64,
     /// Selective acknowledgements (RFC 2018) and SACK-based recovery.
     pub sack: bool,
     /// Acknowledge every `delack_count` full segments (1 = every segment).
@@ -131,6 +134,7 @@ impl Default for TcpConfig {
             mss: 1448,
             header_bytes: 52,
             init_cwnd_pkts: 10,
+            init_ssthresh: u64::MAX,
             sack: true,
             delack_count: 2,
             delack_timeout: SimTime::from_ms(1),

@@ -219,7 +219,7 @@ impl TcpSender {
             max: 0,
             app_end: 0,
             cwnd: cfg.init_cwnd_pkts as u64 * mss,
-            ssthresh: u64::MAX,
+            ssthresh: cfg.init_ssthresh,
             ca_acc: 0,
             ca_frac: 0.0,
             peer_wnd: cfg.rcv_wnd as u64,

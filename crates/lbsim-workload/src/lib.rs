@@ -15,4 +15,4 @@ pub mod cdf;
 pub mod traffic;
 
 pub use cdf::{Cdf, CdfFormat};
-pub use traffic::{poisson_flows, read_flow_list, write_flow_list, FlowSpec, HostLayout, PairSampler, Pattern};
+pub use traffic::{per_sender_flows, poisson_flows, read_flow_list, write_flow_list, FlowSpec, HostLayout, PairSampler, Pattern};

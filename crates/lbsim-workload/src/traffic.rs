@@ -46,8 +46,14 @@ pub enum Pattern {
     /// A random permutation without fixed points drawn once per run;
     /// source uniform, destination its image.
     Bijection,
-    /// Source uniform; destination uniform over hosts in other pods.
-    RandomInterPod,
+    /// Source uniform; destination uniform over hosts in other pods. With
+    /// `pods` non-empty, sources and destinations are the hosts of those
+    /// pods only (Expeditus Fig. 20: traffic between two pods).
+    RandomInterPod { pods: Vec<u32> },
+    /// A random permutation drawn once per run in which every host's image
+    /// sits in another pod: each host sends to, and receives from, exactly
+    /// one host of another pod (Expeditus §6.2 "Bijection"); `pods` as above.
+    BijectionInterPod { pods: Vec<u32> },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -76,8 +82,10 @@ impl PairSampler {
                 all.iter().copied().filter(|&x| racks.contains(&layout.rack[x as usize])).collect()
             }
         };
+        let in_pods = |pods: &[u32]| -> Vec<u32> { all.iter().copied().filter(|&x| pods.is_empty() || pods.contains(&layout.pod[x as usize])).collect() };
         let (mut srcs, dsts) = match &pattern {
             Pattern::InterRack { src_racks, dst_racks } => (in_racks(src_racks), in_racks(dst_racks)),
+            Pattern::RandomInterPod { pods } | Pattern::BijectionInterPod { pods } => (in_pods(pods), in_pods(pods)),
             _ => (all.clone(), all.clone()),
         };
         let mut perm = vec![];
@@ -102,10 +110,13 @@ impl PairSampler {
                     perm.swap(i, j);
                 }
             }
-            Pattern::RandomInterPod => {
-                let p0 = layout.pod[0];
-                if layout.pod.iter().all(|&p| p == p0) {
-                    return Err(PatternError("random_inter_pod needs a topology with several pods".into()));
+            Pattern::RandomInterPod { .. } | Pattern::BijectionInterPod { .. } => {
+                let p0 = layout.pod[srcs.first().copied().unwrap_or(0) as usize];
+                if srcs.iter().all(|&h| layout.pod[h as usize] == p0) {
+                    return Err(PatternError("an inter-pod pattern needs hosts in at least two pods (check workload.pods)".into()));
+                }
+                if matches!(pattern, Pattern::BijectionInterPod { .. }) {
+                    perm = inter_pod_permutation(&srcs, &layout.pod, rng)?;
                 }
             }
             Pattern::AllToAll => {}
@@ -122,9 +133,14 @@ impl PairSampler {
     }
 
     pub fn draw(&self, rng: &mut Rng) -> (u32, u32) {
-        let h = self.layout.hosts() as u32;
         let src = self.srcs[rng.below(self.srcs.len() as u64) as usize];
-        let dst = match &self.pattern {
+        (src, self.destination(src, rng))
+    }
+
+    /// A destination for source `src` (one of [`PairSampler::sources`]).
+    pub fn destination(&self, src: u32, rng: &mut Rng) -> u32 {
+        let h = self.layout.hosts() as u32;
+        match &self.pattern {
             Pattern::InterRack { .. } => loop {
                 let d = self.dsts[rng.below(self.dsts.len() as u64) as usize];
                 if self.layout.rack[d as usize] != self.layout.rack[src as usize] {
@@ -138,16 +154,74 @@ impl PairSampler {
                 }
             },
             Pattern::Stride { stride } => (src + stride) % h,
-            Pattern::Bijection => self.perm[src as usize],
-            Pattern::RandomInterPod => loop {
-                let d = rng.below(h as u64) as u32;
+            Pattern::Bijection | Pattern::BijectionInterPod { .. } => self.perm[src as usize],
+            Pattern::RandomInterPod { .. } => loop {
+                let d = self.dsts[rng.below(self.dsts.len() as u64) as usize];
                 if self.layout.pod[d as usize] != self.layout.pod[src as usize] {
                     break d;
                 }
             },
-        };
-        (src, dst)
+        }
     }
+}
+
+/// A permutation of `hosts` (indexed by host number) mapping every host to
+/// one in another pod: a uniform shuffle, then repairs that swap the images
+/// of two hosts until no host maps into its own pod.
+fn inter_pod_permutation(hosts: &[u32], pod: &[u32], rng: &mut Rng) -> Result<Vec<u32>, PatternError> {
+    let n = hosts.len();
+    let mut per_pod: std::collections::BTreeMap<u32, usize> = Default::default();
+    for &h in hosts {
+        *per_pod.entry(pod[h as usize]).or_default() += 1;
+    }
+    if per_pod.values().any(|&c| 2 * c > n) {
+        return Err(PatternError("bijection_inter_pod: one pod holds more than half the hosts, so some must send inside it".into()));
+    }
+    let mut img: Vec<u32> = rng.permutation(n).into_iter().map(|i| hosts[i]).collect();
+    for _round in 0..1000 {
+        let mut clean = true;
+        for i in 0..n {
+            if pod[img[i] as usize] != pod[hosts[i] as usize] {
+                continue;
+            }
+            clean = false;
+            // swap with a j such that both end up in other pods
+            for _ in 0..64 {
+                let j = rng.below(n as u64) as usize;
+                if pod[img[j] as usize] != pod[hosts[i] as usize] && pod[img[i] as usize] != pod[hosts[j] as usize] {
+                    img.swap(i, j);
+                    break;
+                }
+            }
+        }
+        if clean {
+            let mut perm: Vec<u32> = (0..pod.len() as u32).collect();
+            for (i, &h) in hosts.iter().enumerate() {
+                perm[h as usize] = img[i];
+            }
+            return Ok(perm);
+        }
+    }
+    Err(PatternError("bijection_inter_pod: no inter-pod permutation found".into()))
+}
+
+/// One flow per source of `pairs` (Expeditus §6.2's stress tests): sizes
+/// from `cdf`, sources started in a random order with exponential gaps of
+/// mean `mean_gap` between consecutive starts (0: all at `t0`).
+pub fn per_sender_flows(t0: SimTime, mean_gap: SimTime, cdf: &Cdf, min_bytes: u64, pairs: &PairSampler, rng: &mut Rng) -> Vec<FlowSpec> {
+    let srcs = pairs.sources();
+    let order = rng.permutation(srcs.len());
+    let mut t = t0;
+    let mut v = Vec::with_capacity(srcs.len());
+    for (k, &i) in order.iter().enumerate() {
+        if k > 0 && mean_gap > SimTime::ZERO {
+            t += SimTime::from_secs_f64(rng.exp(mean_gap.as_secs_f64()));
+        }
+        let src = srcs[i];
+        let dst = pairs.destination(src, rng);
+        v.push(FlowSpec { src, dst, size: cdf.sample(rng, min_bytes), start: t });
+    }
+    v
 }
 
 /// `n` flows with Poisson arrivals at `rate` flows/s starting at `t0`.
@@ -303,6 +377,45 @@ mod tests {
             assert!(!seen[d as usize]);
             seen[d as usize] = true;
         }
+    }
+
+    #[test]
+    fn inter_pod_bijection_and_per_sender_starts() {
+        // 3 pods of 4 hosts; traffic restricted to pods 0 and 2
+        let l = HostLayout { rack: (0..12).map(|h| h / 2).collect(), pod: (0..12).map(|h| h / 4).collect() };
+        for seed in 0..20 {
+            let mut rng = Rng::stream(seed, "t");
+            let ps = PairSampler::new(Pattern::BijectionInterPod { pods: vec![] }, &l, &mut rng).unwrap();
+            let mut seen = [0; 12];
+            for s in 0..12u32 {
+                let d = ps.destination(s, &mut rng);
+                assert_ne!(l.pod[d as usize], l.pod[s as usize]);
+                seen[d as usize] += 1;
+            }
+            assert!(seen.iter().all(|&c| c == 1), "each host receives from exactly one sender");
+            let ps = PairSampler::new(Pattern::BijectionInterPod { pods: vec![0, 2] }, &l, &mut rng).unwrap();
+            assert_eq!(ps.sources(), &[0, 1, 2, 3, 8, 9, 10, 11]);
+            for &s in ps.sources() {
+                let d = ps.destination(s, &mut rng);
+                assert!(l.pod[d as usize] == 2 - l.pod[s as usize]);
+            }
+        }
+        let mut rng = Rng::stream(1, "t");
+        assert!(PairSampler::new(Pattern::RandomInterPod { pods: vec![1] }, &l, &mut rng).is_err());
+        // per sender: one flow each; gap 0 = all at t0; gap 30 us: mean spacing 30 us
+        let cdf = Cdf::fixed(50_000_000);
+        let ps = PairSampler::new(Pattern::Stride { stride: 4 }, &l, &mut rng).unwrap();
+        let f = per_sender_flows(SimTime::ZERO, SimTime::ZERO, &cdf, 1448, &ps, &mut rng);
+        assert_eq!(f.len(), 12);
+        assert!(f.iter().all(|x| x.start == SimTime::ZERO && x.dst == (x.src + 4) % 12 && x.size == 50_000_000));
+        let mut srcs: Vec<u32> = f.iter().map(|x| x.src).collect();
+        srcs.sort();
+        assert_eq!(srcs, (0..12).collect::<Vec<_>>());
+        let big = HostLayout { rack: (0..4000).map(|h| h / 8).collect(), pod: (0..4000).map(|h| h / 400).collect() };
+        let ps = PairSampler::new(Pattern::RandomInterPod { pods: vec![] }, &big, &mut rng).unwrap();
+        let f = per_sender_flows(SimTime::ZERO, SimTime::from_us(30), &cdf, 1448, &ps, &mut rng);
+        let mean = f.last().unwrap().start.as_us_f64() / 3999.0;
+        assert!((mean - 30.0).abs() < 1.5, "{mean}");
     }
 
     #[test]

@@ -61,6 +61,23 @@ def imbalance(run: Path, prefix: str = "L0->S", until_last_start: bool = True) -
     return ((mx[ok] - mn[ok]) / avg[ok]).to_numpy()
 
 
+def imbalance_per_switch(run: Path, pattern: str, until_last_start: bool = True) -> np.ndarray:
+    """(MAX - MIN) / AVG of bytes over each switch's sampled ports matching
+    the glob ``pattern`` (e.g. ``T*->A*``: every ToR's uplinks), one value
+    per (switch, window) with traffic (Expeditus Fig. 16, CONGA's metric per switch)."""
+    from fnmatch import fnmatchcase
+
+    l = pd.read_parquet(run / "links.parquet")
+    l = l[[fnmatchcase(p, pattern) for p in l.port]]
+    if until_last_start:
+        l = l[l.t_ms <= _flows(run).start_us.max() / 1e3]
+    l = l.assign(switch=l.port.str.split("->").str[0])
+    g = l.groupby(["switch", "t_ms"]).bytes
+    mx, mn, avg = g.max(), g.min(), g.mean()
+    ok = avg > 0
+    return ((mx[ok] - mn[ok]) / avg[ok]).to_numpy()
+
+
 def _ratio(a: float, b: float) -> float:
     """a / b; infinite when only b is 0 (a stat that is 0 for b), NaN when both are."""
     if b == 0:
@@ -88,7 +105,13 @@ def run_stat(run: Path, name: str) -> float:
     receiver link starting with PREFIX over (FROM, TO] ms, then its mean,
     minimum or interquartile range), ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
     packet sent: AG Fig. 3a's "3-dupack ratio"), ``goodput_gbps`` (bytes of
-    completed flows over the time from the first start to the last finish)."""
+    completed flows over the time from the first start to the last finish),
+    ``throughput_mean_gbps`` (mean over completed flows of size / FCT:
+    Expeditus Fig. 13), ``nfct_{mean,p95,p99}[lo:hi]`` (per-flow FCT over
+    the flow's ideal FCT in an idle network, mean or percentile over flows
+    with lo <= size < hi: Expeditus' NFCT), ``imbalance_switch_{median,mean,p90,max}:GLOB``
+    (per switch and window, (max - min) / mean bytes over its sampled ports
+    matching GLOB, e.g. ``T*->A*``)."""
     if name.startswith("gran_in_over_out:"):
         # AG: median train size (leaf 0 -> leaf 1) in (FROM, TO] ms over its
         # median outside that interval (scheme_samples)
@@ -143,6 +166,25 @@ def run_stat(run: Path, name: str) -> float:
         if kind == "min":
             return float(v.min())
         return float(np.percentile(v, 75) - np.percentile(v, 25))
+    if name == "throughput_mean_gbps":
+        f = _flows(run)
+        f = f[f.completed]
+        return float((f.size_bytes * 8 / (f.fct_us * 1e3)).mean()) if len(f) else math.nan
+    if name.startswith("nfct_"):
+        kind, rng = name[len("nfct_"):].split("[", 1)
+        lo, hi = rng.rstrip("]").split(":")
+        f = _flows(run)
+        f = f[f.completed & (f.size_bytes >= float(lo or 0)) & (f.size_bytes < float(hi or "inf"))]
+        if not len(f):
+            return math.nan
+        r = f.fct_us / f.ideal_fct_us
+        return float(r.mean()) if kind == "mean" else float(np.percentile(r, float(kind[1:])))
+    if name.startswith("imbalance_switch_"):
+        kind, pattern = name[len("imbalance_switch_"):].split(":", 1)
+        v = imbalance_per_switch(run, pattern)
+        if not len(v):
+            return math.nan
+        return float({"median": np.median, "mean": np.mean, "max": np.max}.get(kind, lambda a: np.percentile(a, 90))(v))
     if name == "reorder_fr_per_packet":
         s = _summary(run)
         return s["transport"]["fast_recoveries_by_reordering"] / max(s["network"]["packets_sent"], 1)

@@ -1,0 +1,193 @@
+//! Scenario-level checks of Expeditus and Clairvoyant (issue 15; spec
+//! ../shared/specs/expeditus.md §4.1): the two stages pin whole flows end
+//! to end, the destination's ingress load steers the choice, no reordering
+//! and no delay in per-flow mode, failures, determinism and conservation.
+
+mod common;
+
+use common::{flow_file, run_err, run_ok, sets};
+use lbsim_sim::RunOutput;
+
+/// A 4-pod 10G fat-tree with the spec's §2.1 transport (Fig. 13's fabric).
+const FT4: &str = r#"
+[topology]
+kind = "fat_tree"
+k = 4
+host_rate_gbps = 10
+fabric_rate_gbps = 10
+link_delay_us = 2
+[network]
+buffer_pkts = 100
+[transport]
+cc = "newreno"
+sack = false
+mss_bytes = 1400
+delayed_ack = 1
+min_rto_ms = 0.2
+init_ssthresh_bytes = 65535
+[workload]
+kind = "flow_list"
+"#;
+
+fn tx(o: &RunOutput, name: &str) -> u64 {
+    o.ports.iter().find(|p| p.name == name).unwrap_or_else(|| panic!("{name}")).tx_bytes
+}
+
+#[test]
+fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
+    // host 0 (T0_0, pod 0) -> host 8 (T2_0, pod 2), 3 MB
+    let f = flow_file("x1", &[(0, 8, 3_000_000, 0.0)]);
+    for scheme in ["expeditus", "clairvoyant"] {
+        let o = run_ok(FT4, &sets(&[&f, &format!("lb.scheme={scheme}")]));
+        let ups = ["T0_0->A0_0#0", "T0_0->A0_1#0"].map(|n| tx(&o, n));
+        let cores = ["A0_0->C0#0", "A0_0->C1#0", "A0_1->C2#0", "A0_1->C3#0"].map(|n| tx(&o, n));
+        // the data (3 MB + headers) on one uplink and one core link; at most the SYN elsewhere
+        assert_eq!(ups.iter().filter(|&&b| b > 3_000_000).count(), 1, "{scheme}: {ups:?}");
+        assert!(ups.iter().all(|&b| b > 3_000_000 || b < 200), "{scheme}: {ups:?}");
+        assert_eq!(cores.iter().filter(|&&b| b > 3_000_000).count(), 1, "{scheme}: {cores:?}");
+        assert!(cores.iter().all(|&b| b > 3_000_000 || b < 200), "{scheme}: {cores:?}");
+        // the ACKs too: one of the destination ToR's uplinks carries them
+        let back = ["T2_0->A2_0#0", "T2_0->A2_1#0"].map(|n| tx(&o, n));
+        assert!(back.iter().filter(|&&b| b > 50_000).count() == 1 && back.iter().any(|&b| b < 300), "{scheme}: {back:?}");
+        assert_eq!(o.flows[0].reorder, 0);
+    }
+    let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus"]));
+    let st = &o.summary["scheme"]["stats"];
+    // one selection per direction; both responses came back and were consumed
+    assert_eq!((st["selections"].as_f64(), st["responses_sent"].as_f64(), st["responses_consumed"].as_f64()), (Some(2.0), Some(2.0), Some(2.0)), "{st}");
+    assert_eq!(st["stage2_decisions"], 2.0);
+    // the tag's bytes: 3 + 1 on the two requests (2 entries), 3 + 1 on the responses after
+    // the agg appended 2 entries, minus the requests' tags stripped at the destination ToR
+    assert_eq!(o.summary["conservation"]["header_bytes_added_in_network"], 2 * 1, "{}", o.summary["conservation"]);
+}
+
+#[test]
+fn the_destination_ingress_load_steers_stage_one() {
+    // 8 Gb/s of UDP from host 10 (T2_1) to host 9 (T2_0) pinned via A2_0 loads
+    // the link A2_0 -> T2_0: T2_0's ingress meter of plane 0 reads 6 of 7.
+    // Flows 0 -> 8 then all take plane 1, although the source ToR's uplinks are idle.
+    let rows: Vec<(u32, u32, u64, f64)> = (0..8).map(|i| (i % 4, 8, 200_000, 1000.0 + 500.0 * i as f64)).collect();
+    let f = flow_file("x2", &rows);
+    let udp = "udp=[{src=10, dst=9, rate_gbps=8, stop_ms=6, via=\"A2_0\"}]";
+    let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", udp]));
+    let plane0 = tx(&o, "T0_0->A0_0#0") + tx(&o, "T0_1->A0_0#0");
+    let plane1 = tx(&o, "T0_0->A0_1#0") + tx(&o, "T0_1->A0_1#0");
+    assert!(plane1 > 1_600_000 && plane0 < 1_000, "plane 0 {plane0} B, plane 1 {plane1} B");
+    // ECMP hashes the 8 flows over both planes
+    let e = run_ok(FT4, &sets(&[&f, "lb.scheme=ecmp", udp]));
+    let e0 = tx(&e, "T0_0->A0_0#0") + tx(&e, "T0_1->A0_0#0");
+    assert!(e0 > 150_000, "ECMP sent {e0} B on plane 0");
+}
+
+#[test]
+fn no_added_delay_and_data_moves_at_most_once_per_flow() {
+    // idle network: every flow's FCT equals ECMP's within 1 us (the response
+    // is back before the SYN-ACK, so the first data packet is not held)
+    let rows: Vec<(u32, u32, u64, f64)> = (0..8).map(|i| (i, (i + 4) % 16, 100_000, 2000.0 * i as f64)).collect();
+    let f = flow_file("x3", &rows);
+    let a = run_ok(FT4, &sets(&[&f, "lb.scheme=ecmp"]));
+    for scheme in ["expeditus", "clairvoyant"] {
+        let b = run_ok(FT4, &sets(&[&f, &format!("lb.scheme={scheme}")]));
+        for (x, y) in a.flows.iter().zip(&b.flows) {
+            let (fx, fy) = (x.finish.unwrap().as_us_f64(), y.finish.unwrap().as_us_f64());
+            // the tag's 4 bytes on the SYN cost a few ns
+            assert!((fx - fy).abs() < 1.0, "{scheme}: ECMP {fx} vs {fy} us");
+        }
+    }
+    // a loaded run: no flow's data changes its source-ToR uplink (the
+    // path record), so per-flow pinning cannot reorder data; with the
+    // 500 us timeout (flowlet mode, §3.4) paths do change
+    let load = ["workload.kind=\"poisson\"", "workload.cdf=\"websearch\"", "workload.pattern=\"random_inter_pod\"", "workload.load=0.4", "workload.load_of=\"bottleneck_tier\"", "workload.flows=300", "metrics.path_record=true", "lb.scheme=expeditus"];
+    let changes = |o: &RunOutput| o.flows.iter().map(|f| f.path_changes).sum::<u64>();
+    let x = run_ok(FT4, &sets(&load));
+    // A flow's data moves at most once: from ECMP (while its selection is
+    // pending) to the pinned uplink, when the Exp-response queued behind
+    // more than the SYN-ACK and the first data did (the paper assumes it never does)
+    let moved = x.flows.iter().filter(|f| f.path_changes > 0).count();
+    eprintln!("per-flow mode: {moved} of {} flows moved once, {} changes", x.flows.len(), changes(&x));
+    assert!(x.flows.iter().all(|f| f.path_changes <= 1), "per-flow pinning moves data at most once");
+    assert!(moved * 10 < x.flows.len(), "{moved} flows moved");
+    assert!(x.summary["transport"]["timeouts"].as_u64().unwrap() > 0, "the run is loaded enough to idle flows for an RTO");
+    let fl = run_ok(FT4, &sets(&[&load[..], &["lb.params.pst_timeout_us=100"]].concat()));
+    eprintln!("flowlet mode: {} changes", changes(&fl));
+    assert!(changes(&fl) > 3 * changes(&x).max(1), "flowlet mode moves flows");
+}
+
+#[test]
+fn a_lost_response_degrades_to_ecmp_and_the_flow_completes() {
+    // every uplink of the destination ToR to plane 1 dies 1 us into the run,
+    // while plane 0's ... is kept: responses sent toward plane 1 are lost
+    let f = flow_file("x4", &[(0, 8, 500_000, 0.0), (1, 9, 500_000, 0.0)]);
+    let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", "failures=[{link=\"T2_0-A2_1\", at_ms=0.015}]"]));
+    assert_eq!(o.summary["flows"]["completed"], 2);
+}
+
+#[test]
+fn random_failures_respect_the_per_switch_bound_and_feed_the_multipliers() {
+    let sc = r#"
+[topology]
+kind = "clos3"
+pods = 4
+tors_per_pod = 4
+aggs_per_pod = 4
+cores = 16
+hosts_per_tor = 1
+host_rate_gbps = 10
+tor_agg_rate_gbps = 10
+agg_core_rate_gbps = 10
+link_delay_us = 2
+[workload]
+kind = "per_sender"
+size_bytes = 300000
+pattern = "random_inter_pod"
+pods = [0, 1]
+start_gap_us = 20
+"#;
+    let base = ["lb.scheme=expeditus", "random_failures=[{tier=\"agg_core\", pod=0, count=6}]"];
+    let o = run_ok(sc, &sets(&base));
+    let drawn: Vec<String> = o.summary["topology"]["random_failures"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    assert_eq!(drawn.len(), 6);
+    for a in 0..4 {
+        let n = drawn.iter().filter(|l| l.starts_with(&format!("A0_{a}-"))).count();
+        assert!(n <= 2, "A0_{a} lost {n} links: {drawn:?}");
+    }
+    // only pods 0 and 1 send
+    assert!(o.flows.iter().all(|f| f.src < 8 && f.dst < 8 && f.src / 4 != f.dst / 4));
+    assert_eq!(o.flows.len(), 8);
+    // another seed draws other links; the same seed the same
+    let again = run_ok(sc, &sets(&base));
+    assert_eq!(again.summary["topology"]["random_failures"], o.summary["topology"]["random_failures"]);
+    let e = run_err(sc, &sets(&["random_failures=[{tier=\"agg_core\", pod=0, count=9}]"]));
+    assert!(e.contains("random_failures[0].count") && e.contains("at most 2 per switch"), "{e}");
+    let e = run_err(sc, &sets(&["random_failures=[{tier=\"agg_core\", pod=7, count=1}]"]));
+    assert!(e.contains("random_failures[0].pod"), "{e}");
+    let e = run_err(sc, &sets(&["workload.pods=[0, 9]"]));
+    assert!(e.contains("workload.pods") && e.contains("pod 9 does not exist"), "{e}");
+}
+
+#[test]
+fn expeditus_and_clairvoyant_are_deterministic_and_refuse_explicit_fabrics() {
+    let load = ["workload.kind=\"poisson\"", "workload.cdf=\"websearch\"", "workload.pattern=\"random_inter_pod\"", "workload.load=0.5", "workload.load_of=\"bottleneck_tier\"", "workload.flows=200", "failures=[{link=\"A0_0-C1\", at_ms=2}]"];
+    for scheme in ["expeditus", "clairvoyant", "expeditus lb.params.pst_timeout_us=500"] {
+        let mut v: Vec<String> = load.iter().map(|x| x.to_string()).collect();
+        let parts: Vec<&str> = scheme.split(' ').collect();
+        v.push(format!("lb.scheme={}", parts[0]));
+        v.extend(parts[1..].iter().map(|x| x.to_string()));
+        let (a, b) = (run_ok(FT4, &v), run_ok(FT4, &v));
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.retransmits, f.reorder)).collect::<Vec<_>>();
+        assert_eq!(key(&a), key(&b), "{scheme} not deterministic");
+        assert_eq!(a.summary["flows"]["unfinished"], 0, "{scheme}");
+    }
+    let explicit = r#"
+[topology]
+kind = "explicit"
+nodes = [{name="a", host=true}, {name="b", host=true}, {name="s", host=false}]
+links = [{a="a", b="s", rate_gbps=10}, {a="b", b="s", rate_gbps=10}]
+[workload]
+kind = "none"
+[lb]
+scheme = "expeditus"
+"#;
+    let e = run_err(explicit, &[]);
+    assert!(e.contains("topology.kind") && e.contains("expeditus"), "{e}");
+}
