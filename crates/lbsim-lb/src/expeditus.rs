@@ -245,6 +245,10 @@ pub struct Expeditus {
     pub agg_appends: u64,
     /// Per ToR uplink index: selections (stage 1) that chose it.
     pub chosen_plane: Vec<u64>,
+    /// Stage-1 and stage-2 decisions where every candidate had the same
+    /// cost (the metrics told nothing: a random pick, as ECMP's).
+    pub stage1_all_equal: u64,
+    pub stage2_all_equal: u64,
 }
 
 impl Expeditus {
@@ -271,6 +275,8 @@ impl Expeditus {
             stage2_decisions: 0,
             agg_appends: 0,
             chosen_plane: vec![0; n],
+            stage1_all_equal: 0,
+            stage2_all_equal: 0,
             fab,
         })
     }
@@ -381,6 +387,7 @@ impl Expeditus {
                 }
                 let j = argmin_random(&cost[..ups.len()], ctx.rng);
                 self.chosen_plane[j] += 1;
+                self.stage1_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
                 let mut r = Packet::new(p.dst, p.src, p.dport, p.sport, p.proto, self.header_bytes + self.tag_delta(0) as u32, Payload::Control { tag: RESPONSE_TAG }, ctx.now);
                 r.lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
                 let id = ctx.new_packet(r);
@@ -432,6 +439,7 @@ impl Expeditus {
                     cost[k] = carried.max(self.m.metric(util, 1.0));
                 }
                 let k = argmin_random(&cost[..ups.len()], ctx.rng);
+                self.stage2_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
                 let key = reverse_hash(&p);
                 self.pst(sw).install(key, ups[k], now);
                 self.stage2_decisions += 1;

@@ -290,6 +290,8 @@ impl Scheme {
                     ("agg_appends", s.agg_appends as f64),
                     ("pst_hits", s.pst_hits as f64),
                     ("pending_ecmp_packets", s.pending_ecmp as f64),
+                    ("stage1_all_equal", s.stage1_all_equal as f64),
+                    ("stage2_all_equal", s.stage2_all_equal as f64),
                 ];
                 const NAMES: [&str; 8] = ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
                 for (i, c) in s.chosen_plane.iter().enumerate().take(8) {
