@@ -101,9 +101,11 @@ def test_reproduce_list_shows_every_clove_and_conga_figure():
         assert ("clove", fig) in figs, fig
     for fig in ["9a", "9b", "9c", "10a", "10b", "10c", "11a", "11b", "11c", "12", "13a", "13b", "13c", "13d", "15a", "15b"]:
         assert ("conga", fig) in figs, fig
+    for fig in ["13a", "13b", "13c", "14a", "14b", "14c", "15a", "15b", "16a", "16b", "17", "18", "19", "20a", "20b"]:
+        assert ("expeditus", fig) in figs, fig
 
 
-@pytest.mark.parametrize("name", ["clove_fig8", "conga_fig9"])
+@pytest.mark.parametrize("name", ["clove_fig8", "conga_fig9", "expeditus_fig13"])
 def test_quick_reproduction_runs_end_to_end(tmp_path, name):
     p = subprocess.run([sys.executable, "-m", "lbsim.cli", "reproduce", name, "--quick", "--workers", "2", "--root", str(tmp_path)],
                        capture_output=True, text=True, cwd=ROOT)

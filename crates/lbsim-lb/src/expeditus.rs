@@ -57,6 +57,12 @@ pub const PARAMS: &[ParamDef] = &[
     E[4],
     ParamDef { name: "multipliers", unit: "", default: DefaultValue::Bool(true), help: "link load multipliers for ToR uplinks after aggregation-core failures (§3.3)" },
     ParamDef { name: "tag_bytes", unit: "", default: DefaultValue::Bool(true), help: "the tag's 3 + ceil(NoE/2) bytes are on the wire while carried (Fig. 6)" },
+    ParamDef {
+        name: "response",
+        unit: "",
+        default: DefaultValue::Str("packet"),
+        help: "\"packet\": the destination ToR sends a separate Exp-response (§3.2); \"synack\": the authors' ns-3 artifact, where the reverse flow's first packet (the SYN-ACK) carries it (intra-pod: the SYN goes untagged and the SYN-ACK carries the destination's ingress loads; selections only at connection setup)",
+    },
 ];
 pub const CLAIRVOYANT_PARAMS: &[ParamDef] = &common_params!();
 
@@ -233,6 +239,8 @@ pub struct Expeditus {
     use_mult: bool,
     tag_on_wire: bool,
     header_bytes: u32,
+    /// `response = "synack"` (the artifact's variant).
+    synack: bool,
     /// Per node (aggregation switches): core uplinks configured / up.
     mult: Vec<f64>,
     pub selections: u64,
@@ -265,6 +273,7 @@ impl Expeditus {
             use_mult: p.boolean("multipliers")?,
             tag_on_wire: p.boolean("tag_bytes")?,
             header_bytes: env.header_bytes,
+            synack: p.string("response", &["packet", "synack"])? == "synack",
             mult: vec![1.0; topo.nodes.len()],
             selections: 0,
             reselections: 0,
@@ -335,10 +344,38 @@ impl Expeditus {
         match self.pst(sw).lookup(p.hash, now, cands) {
             Lookup::Valid(port) => {
                 self.pst_hits += 1;
+                if self.synack && self.pst(sw).take_mark(p.hash) {
+                    // the artifact: this packet (the SYN-ACK) is the Exp-response
+                    ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
+                    let d = self.tag_delta(0);
+                    ctx.resize(pkt, d);
+                    self.responses_sent += 1;
+                }
                 Forward::Port(port)
             }
             Lookup::Pending => {
                 self.pending_ecmp += 1;
+                Forward::Port(ctx.ecmp(sw, pkt, cands))
+            }
+            Lookup::Select if self.synack && !self.fab.inter_pod(ctx.topo, p.src, p.dst) => {
+                // the artifact's one stage: the SYN goes untagged; the
+                // destination's SYN-ACK carries its ingress loads back and
+                // the source ToR decides; the reverse flow stays on ECMP
+                self.selections += 1;
+                self.pst(sw).set_pending(p.hash, now);
+                let synack = p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN != 0 && h.flags & lbsim_tcp::header::ACK != 0);
+                if synack {
+                    let ups = self.fab.uplinks[sw.idx()].clone();
+                    let mut cd = [0u32; 2];
+                    for (j, &u) in ups.iter().enumerate() {
+                        let util = self.m.ingress(ctx, u);
+                        cd_set(&mut cd, j, self.m.metric(util, 1.0));
+                    }
+                    ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: ups.len() as u8, cd };
+                    let d = self.tag_delta(ups.len() as u8);
+                    ctx.resize(pkt, d);
+                    self.responses_sent += 1;
+                }
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }
             Lookup::Select => {
@@ -388,6 +425,13 @@ impl Expeditus {
                 let j = argmin_random(&cost[..ups.len()], ctx.rng);
                 self.chosen_plane[j] += 1;
                 self.stage1_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
+                if self.synack {
+                    // the artifact: the reverse flow leaves by the chosen plane
+                    // and its first packet carries the response
+                    let key = reverse_hash(&p);
+                    self.pst(sw).install_marked(key, ups[j], ctx.now);
+                    return Forward::Port(ctx.ecmp(sw, pkt, cands));
+                }
                 let mut r = Packet::new(p.dst, p.src, p.dport, p.sport, p.proto, self.header_bytes + self.tag_delta(0) as u32, Payload::Control { tag: RESPONSE_TAG }, ctx.now);
                 r.lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
                 let id = ctx.new_packet(r);
@@ -395,13 +439,40 @@ impl Expeditus {
                 self.responses_sent += 1;
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }
-            LbHeader::Expeditus { sf: true, .. } if matches!(p.payload, Payload::Control { tag: RESPONSE_TAG }) => {
+            LbHeader::Expeditus { sf: true, noe, cd } if noe > 0 && !self.fab.inter_pod(ctx.topo, p.src, p.dst) => {
+                // the artifact's one stage (response = "synack"): the SYN-ACK
+                // carries the destination's ingress loads; decide here
+                ctx.pkt_mut(pkt).lb = LbHeader::None;
+                let d = self.tag_delta(noe);
+                ctx.resize(pkt, -d);
+                let ups = self.fab.uplinks[sw.idx()].clone();
+                let mut cost = [0u8; 16];
+                for (j, &u) in ups.iter().enumerate() {
+                    let util = self.m.egress(ctx, u);
+                    let carried = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
+                    cost[j] = carried.max(self.m.metric(util, 1.0));
+                }
+                let j = argmin_random(&cost[..ups.len()], ctx.rng);
+                self.chosen_plane[j] += 1;
+                self.stage1_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
+                self.pst(sw).install(reverse_hash(&p), ups[j], ctx.now);
+                self.responses_consumed += 1;
+                Forward::Port(ctx.ecmp(sw, pkt, cands))
+            }
+            LbHeader::Expeditus { sf: true, noe, .. } => {
                 // Alg. 1 lines 22-24: the source ToR pins the flow to the
-                // uplink the response came in on
+                // uplink the response came in on; a separate response is
+                // consumed, a SYN-ACK carrying it (the artifact) delivered
                 let key = reverse_hash(&p);
                 self.pst(sw).install(key, in_port, ctx.now);
                 self.responses_consumed += 1;
-                Forward::Consume
+                if matches!(p.payload, Payload::Control { tag: RESPONSE_TAG }) {
+                    return Forward::Consume;
+                }
+                ctx.pkt_mut(pkt).lb = LbHeader::None;
+                let d = self.tag_delta(noe);
+                ctx.resize(pkt, -d);
+                Forward::Port(ctx.ecmp(sw, pkt, cands))
             }
             _ => Forward::Port(ctx.ecmp(sw, pkt, cands)),
         }
@@ -429,7 +500,7 @@ impl Expeditus {
                 Forward::Port(port.unwrap_or_else(|| ctx.ecmp(sw, pkt, cands)))
             }
             LbHeader::Expeditus { sf: false, .. } => Forward::Port(ctx.ecmp(sw, pkt, cands)),
-            LbHeader::Expeditus { sf: true, noe, cd } if !northbound && noe > 0 => {
+            LbHeader::Expeditus { sf: true, noe, cd } if !northbound && noe > 0 && self.fab.inter_pod(ctx.topo, p.src, p.dst) => {
                 // source pod: the second stage's decision for the flow the response answers
                 let ups = self.fab.uplinks[sw.idx()].clone();
                 let mut cost = [0u8; 16];

@@ -43,6 +43,9 @@ pub struct Entry {
     pub pss: bool,
     pub valid: bool,
     pub last: SimTime,
+    /// The flow's next packet carries the answer of a selection (the
+    /// artifact's "SYN-ACK is the Exp-response"); cleared by [`Pst::take_mark`].
+    pub mark: bool,
 }
 
 /// What a lookup found.
@@ -102,13 +105,24 @@ impl Pst {
     /// A selection started: PSS = 0, valid = 0.
     pub fn set_pending(&mut self, key: u64, now: SimTime) {
         self.purge(now);
-        self.map.insert(key, Entry { port: PortId(u32::MAX), pss: false, valid: false, last: now });
+        self.map.insert(key, Entry { port: PortId(u32::MAX), pss: false, valid: false, last: now, mark: false });
     }
 
     /// A selection completed: `port`, PSS = 1, valid = 1.
     pub fn install(&mut self, key: u64, port: PortId, now: SimTime) {
         self.purge(now);
-        self.map.insert(key, Entry { port, pss: true, valid: true, last: now });
+        self.map.insert(key, Entry { port, pss: true, valid: true, last: now, mark: false });
+    }
+
+    /// [`Pst::install`], with the mark set.
+    pub fn install_marked(&mut self, key: u64, port: PortId, now: SimTime) {
+        self.purge(now);
+        self.map.insert(key, Entry { port, pss: true, valid: true, last: now, mark: true });
+    }
+
+    /// Whether `key`'s entry was marked (and clears the mark).
+    pub fn take_mark(&mut self, key: u64) -> bool {
+        self.map.get_mut(&key).map(|e| std::mem::take(&mut e.mark)).unwrap_or(false)
     }
 
     /// Whether the table holds an entry for `key`, live or expired (not yet purged).

@@ -841,6 +841,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
             "bytes_sent": c.sent_bytes,
             "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "injected": c.drop_injected, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
             "probe_ttl_expiries": c.probe_expiries,
+            "consumed_by_scheme": c.consumed_by_lb,
             "ecn_marks": marks,
             "ecn_marks_at": by_place(1),
         },

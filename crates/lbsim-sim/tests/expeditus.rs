@@ -56,9 +56,29 @@ fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
     // one selection per direction; both responses came back and were consumed
     assert_eq!((st["selections"].as_f64(), st["responses_sent"].as_f64(), st["responses_consumed"].as_f64()), (Some(2.0), Some(2.0), Some(2.0)), "{st}");
     assert_eq!(st["stage2_decisions"], 2.0);
+    assert_eq!(o.summary["network"]["consumed_by_scheme"], 2, "the two responses");
     // the tag's bytes: 3 + 1 on the two requests (2 entries), 3 + 1 on the responses after
     // the agg appended 2 entries, minus the requests' tags stripped at the destination ToR
     assert_eq!(o.summary["conservation"]["header_bytes_added_in_network"], 2 * 1, "{}", o.summary["conservation"]);
+}
+
+#[test]
+fn the_artifacts_synack_response_pins_flows_without_extra_packets() {
+    // response = "synack": no separate response packets; the SYN-ACK carries
+    // the answer, so every flow is still pinned end to end (inter-pod), and
+    // inside a pod the source ToR decides from the SYN-ACK's loads
+    let f = flow_file("x5", &[(0, 8, 3_000_000, 0.0), (1, 3, 3_000_000, 0.0)]);
+    let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", "lb.params.response=\"synack\""]));
+    let st = &o.summary["scheme"]["stats"];
+    // A's SYN tagged at T0_0, the SYN-ACK answers it; the intra-pod flow's SYN-ACK carries T0_1's loads
+    assert_eq!((st["responses_sent"].as_f64(), st["responses_consumed"].as_f64(), st["stage2_decisions"].as_f64()), (Some(2.0), Some(2.0), Some(1.0)), "{st}");
+    assert_eq!(o.summary["network"]["consumed_by_scheme"], 0, "no packets of its own");
+    let ups = ["T0_0->A0_0#0", "T0_0->A0_1#0"].map(|n| tx(&o, n));
+    assert!(ups.iter().filter(|&&b| b > 3_000_000).count() == 1 && ups.iter().any(|&b| b < 200), "{ups:?}");
+    let cores = ["A0_0->C0#0", "A0_0->C1#0", "A0_1->C2#0", "A0_1->C3#0"].map(|n| tx(&o, n));
+    assert!(cores.iter().filter(|&&b| b > 3_000_000).count() == 1 && cores.iter().filter(|&&b| b < 200).count() == 3, "{cores:?}");
+    // host 1 -> host 3: T0_0 -> T0_1 inside pod 0, one uplink carries it
+    assert!(o.flows.iter().all(|f| f.finish.is_some()));
 }
 
 #[test]

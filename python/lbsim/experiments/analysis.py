@@ -359,6 +359,8 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
                 path = runs.path(p)
                 if kind == "queue_cdf":
                     vals.append(queue_samples(path, fig.get("port")))
+                elif kind == "imbalance_cdf" and "per_switch" in fig:
+                    vals.append(imbalance_per_switch(path, fig["per_switch"]))
                 elif kind == "imbalance_cdf":
                     vals.append(imbalance(path, fig.get("prefix", "L0->S")))
                 else:
@@ -425,6 +427,8 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     - ratio: stat(a) / stat(b) (e.g. ECMP's FCT over Clove's: "3x better")
     - gain_captured: (stat(base) - stat(x)) / (stat(base) - stat(best))
     - value: stat(a)
+    - ratio2: (stat(a) / stat(b)) / (stat(c) / stat(d)) (e.g. one scheme's
+      gain over ECMP in one setting against its gain in another)
     Verdict: *agrees* if our effect (a ratio's distance from 1, otherwise the
     value) has the paper's sign and is within a factor of two of it; *same
     direction, different size*; *disagrees*. With ``expect = "greater"`` /
@@ -453,6 +457,8 @@ def evaluate(runs: Runs, claim: dict) -> dict:
             per_seed.append((b_ - x_) / (b_ - best_) if b_ != best_ else math.nan)
         elif kind == "value":
             per_seed.append(ms(claim["a"]))
+        elif kind == "ratio2":
+            per_seed.append(_ratio(_ratio(ms(claim["a"]), ms(claim["b"])), _ratio(ms(claim["c"]), ms(claim["d"]))))
 
     if kind == "ratio":
         ours = _ratio(m(claim["a"]), m(claim["b"]))
@@ -465,6 +471,8 @@ def evaluate(runs: Runs, claim: dict) -> dict:
                     "verdict": f"not meaningful: the whole gain is {abs(base - best) / base:.1%}"}
     elif kind == "value":
         ours = m(claim["a"])
+    elif kind == "ratio2":
+        ours = _ratio(_ratio(m(claim["a"]), m(claim["b"])), _ratio(m(claim["c"]), m(claim["d"])))
     else:
         raise ValueError(f"claim kind {kind!r} unknown")
     paper = claim.get("paper")
@@ -475,7 +483,7 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     elif paper is not None:
         # compare effect sizes: for a ratio, its distance from 1 ("1.2x
         # better" is an effect of 0.2); for other kinds, the value itself
-        pivot = claim.get("pivot", 1.0 if kind == "ratio" else 0.0)
+        pivot = claim.get("pivot", 1.0 if kind in ("ratio", "ratio2") else 0.0)
         e_ours, e_paper = ours - pivot, paper - pivot
         # (a plain value with no pivot is compared by ratio however small it is)
         if abs(e_paper) < 0.05 * max(abs(pivot), 1.0) and not (kind == "value" and pivot == 0 and paper != 0):
@@ -486,7 +494,7 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         else:
             verdict = "agrees" if 0.5 <= e_ours / e_paper <= 2.0 else "same direction, different size"
     elif expect in ("greater", "less"):
-        pivot = claim.get("pivot", 1.0 if kind == "ratio" else 0.0)
+        pivot = claim.get("pivot", 1.0 if kind in ("ratio", "ratio2") else 0.0)
         ok = ours > pivot if expect == "greater" else ours < pivot
         verdict = "agrees (direction)" if ok else "disagrees"
         paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"
