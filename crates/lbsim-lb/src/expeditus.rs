@@ -246,9 +246,11 @@ pub struct Expeditus {
     pub selections: u64,
     pub reselections: u64,
     pub pending_ecmp: u64,
-    pub pst_hits: u64,
+    /// Packets forwarded by a valid entry at a ToR and at an aggregation switch.
+    pub tor_hits: u64,
+    pub agg_hits: u64,
     pub responses_sent: u64,
-    pub responses_consumed: u64,
+    pub responses_received: u64,
     pub stage2_decisions: u64,
     pub agg_appends: u64,
     /// Per ToR uplink index: selections (stage 1) that chose it.
@@ -278,9 +280,10 @@ impl Expeditus {
             selections: 0,
             reselections: 0,
             pending_ecmp: 0,
-            pst_hits: 0,
+            tor_hits: 0,
+            agg_hits: 0,
             responses_sent: 0,
-            responses_consumed: 0,
+            responses_received: 0,
             stage2_decisions: 0,
             agg_appends: 0,
             chosen_plane: vec![0; n],
@@ -343,7 +346,7 @@ impl Expeditus {
         let had_entry = self.pst(sw).contains(p.hash);
         match self.pst(sw).lookup(p.hash, now, cands) {
             Lookup::Valid(port) => {
-                self.pst_hits += 1;
+                self.tor_hits += 1;
                 if self.synack && self.pst(sw).take_mark(p.hash) {
                     // the artifact: this packet (the SYN-ACK) is the Exp-response
                     ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
@@ -415,12 +418,15 @@ impl Expeditus {
                 ctx.resize(pkt, -d);
                 let inter = self.fab.inter_pod(ctx.topo, p.src, p.dst);
                 let ups = self.fab.uplinks[sw.idx()].clone();
+                // planes the routing still offers back to the source (a dead
+                // port reads the largest metric, §3.3, but must never win a tie)
+                let back = ctx.routing.next_hops(sw, ctx.topo.host_index(p.src));
                 let mut cost = [0u8; 16];
                 for (j, &u) in ups.iter().enumerate() {
                     let mult = if inter { self.multiplier(ctx.topo, u) } else { 1.0 };
                     let util = self.m.ingress(ctx, u);
                     let carried = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
-                    cost[j] = carried.max(self.m.metric(util, mult));
+                    cost[j] = if back.contains(&u) { carried.max(self.m.metric(util, mult)) } else { u8::MAX };
                 }
                 let j = argmin_random(&cost[..ups.len()], ctx.rng);
                 self.chosen_plane[j] += 1;
@@ -446,17 +452,18 @@ impl Expeditus {
                 let d = self.tag_delta(noe);
                 ctx.resize(pkt, -d);
                 let ups = self.fab.uplinks[sw.idx()].clone();
+                let fwd = ctx.routing.next_hops(sw, ctx.topo.host_index(p.src));
                 let mut cost = [0u8; 16];
                 for (j, &u) in ups.iter().enumerate() {
                     let util = self.m.egress(ctx, u);
                     let carried = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
-                    cost[j] = carried.max(self.m.metric(util, 1.0));
+                    cost[j] = if fwd.contains(&u) { carried.max(self.m.metric(util, 1.0)) } else { u8::MAX };
                 }
                 let j = argmin_random(&cost[..ups.len()], ctx.rng);
                 self.chosen_plane[j] += 1;
                 self.stage1_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
                 self.pst(sw).install(reverse_hash(&p), ups[j], ctx.now);
-                self.responses_consumed += 1;
+                self.responses_received += 1;
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }
             LbHeader::Expeditus { sf: true, noe, .. } => {
@@ -465,7 +472,7 @@ impl Expeditus {
                 // consumed, a SYN-ACK carrying it (the artifact) delivered
                 let key = reverse_hash(&p);
                 self.pst(sw).install(key, in_port, ctx.now);
-                self.responses_consumed += 1;
+                self.responses_received += 1;
                 if matches!(p.payload, Payload::Control { tag: RESPONSE_TAG }) {
                     return Forward::Consume;
                 }
@@ -503,11 +510,13 @@ impl Expeditus {
             LbHeader::Expeditus { sf: true, noe, cd } if !northbound && noe > 0 && self.fab.inter_pod(ctx.topo, p.src, p.dst) => {
                 // source pod: the second stage's decision for the flow the response answers
                 let ups = self.fab.uplinks[sw.idx()].clone();
+                // the flow goes to the response's source: core uplinks routing still offers
+                let fwd = ctx.routing.next_hops(sw, ctx.topo.host_index(p.src));
                 let mut cost = [0u8; 16];
                 for (k, &u) in ups.iter().enumerate() {
                     let util = self.m.egress(ctx, u);
                     let carried = if k < noe as usize { cd_get(&cd, k) } else { self.m.max };
-                    cost[k] = carried.max(self.m.metric(util, 1.0));
+                    cost[k] = if fwd.contains(&u) { carried.max(self.m.metric(util, 1.0)) } else { u8::MAX };
                 }
                 let k = argmin_random(&cost[..ups.len()], ctx.rng);
                 self.stage2_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
@@ -519,7 +528,7 @@ impl Expeditus {
             _ if northbound => {
                 let port = self.pst(sw).valid_port(p.hash, now, cands);
                 if port.is_some() {
-                    self.pst_hits += 1;
+                    self.agg_hits += 1;
                 }
                 Forward::Port(port.unwrap_or_else(|| ctx.ecmp(sw, pkt, cands)))
             }
@@ -677,7 +686,7 @@ mod tests {
             assert_eq!(at(&mut env, &mut x, now, "T0_0", "host:0", d), Forward::Port(port(&env, "T0_0->A0_0")));
             assert_eq!(at(&mut env, &mut x, now, "A0_0", "A0_0->T0_0", d), Forward::Port(port(&env, "A0_0->C1")));
         }
-        assert_eq!((x.selections, x.responses_sent, x.responses_consumed, x.stage2_decisions, x.agg_appends), (1, 1, 1, 1, 1));
+        assert_eq!((x.selections, x.responses_sent, x.responses_received, x.stage2_decisions, x.agg_appends), (1, 1, 1, 1, 1));
     }
 
     #[test]

@@ -54,7 +54,7 @@ fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
     let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus"]));
     let st = &o.summary["scheme"]["stats"];
     // one selection per direction; both responses came back and were consumed
-    assert_eq!((st["selections"].as_f64(), st["responses_sent"].as_f64(), st["responses_consumed"].as_f64()), (Some(2.0), Some(2.0), Some(2.0)), "{st}");
+    assert_eq!((st["selections"].as_f64(), st["responses_sent"].as_f64(), st["responses_received"].as_f64()), (Some(2.0), Some(2.0), Some(2.0)), "{st}");
     assert_eq!(st["stage2_decisions"], 2.0);
     assert_eq!(o.summary["network"]["consumed_by_scheme"], 2, "the two responses");
     // the tag's bytes: 3 + 1 on the two requests (2 entries), 3 + 1 on the responses after
@@ -71,7 +71,7 @@ fn the_artifacts_synack_response_pins_flows_without_extra_packets() {
     let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", "lb.params.response=\"synack\""]));
     let st = &o.summary["scheme"]["stats"];
     // A's SYN tagged at T0_0, the SYN-ACK answers it; the intra-pod flow's SYN-ACK carries T0_1's loads
-    assert_eq!((st["responses_sent"].as_f64(), st["responses_consumed"].as_f64(), st["stage2_decisions"].as_f64()), (Some(2.0), Some(2.0), Some(1.0)), "{st}");
+    assert_eq!((st["responses_sent"].as_f64(), st["responses_received"].as_f64(), st["stage2_decisions"].as_f64()), (Some(2.0), Some(2.0), Some(1.0)), "{st}");
     assert_eq!(o.summary["network"]["consumed_by_scheme"], 0, "no packets of its own");
     let ups = ["T0_0->A0_0#0", "T0_0->A0_1#0"].map(|n| tx(&o, n));
     assert!(ups.iter().filter(|&&b| b > 3_000_000).count() == 1 && ups.iter().any(|&b| b < 200), "{ups:?}");
@@ -135,15 +135,66 @@ fn no_added_delay_and_data_moves_at_most_once_per_flow() {
 
 #[test]
 fn a_lost_response_degrades_to_ecmp_and_the_flow_completes() {
-    // every uplink of the destination ToR to plane 1 dies 1 us into the run,
-    // while plane 0's ... is kept: responses sent toward plane 1 are lost
-    let f = flow_file("x4", &[(0, 8, 500_000, 0.0), (1, 9, 500_000, 0.0)]);
-    let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", "failures=[{link=\"T2_0-A2_1\", at_ms=0.015}]"]));
-    assert_eq!(o.summary["flows"]["completed"], 2);
+    // both uplinks of the destination ToR T2_0 are down from 9 to 11 us,
+    // while A's Exp-response (sent at ~8.3 us) is on one of them: it is
+    // lost. A stays pending and its data goes by ECMP, untagged; the SYN-ACK
+    // (after 11 us) gets its own selection, answered.
+    let f = flow_file("x4", &[(0, 8, 500_000, 0.0)]);
+    let drops = "failures=[{link=\"T2_0-A2_0\", at_ms=0.009, restore_ms=0.011}, {link=\"T2_0-A2_1\", at_ms=0.009, restore_ms=0.011}]";
+    let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", drops]));
+    let st = &o.summary["scheme"]["stats"];
+    assert_eq!(o.summary["flows"]["completed"], 1);
+    assert_eq!(st["selections_unanswered"].as_f64(), Some(1.0), "{st}");
+    assert_eq!(o.summary["network"]["drops"]["link_down"], 1, "the response");
+    assert!(st["pending_ecmp_packets"].as_f64().unwrap() > 300.0, "A's data went by ECMP: {st}");
+    // without the drops every selection is answered and nothing is pending
+    let ok = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus"]));
+    let st = &ok.summary["scheme"]["stats"];
+    assert_eq!((st["selections_unanswered"].as_f64(), st["pending_ecmp_packets"].as_f64()), (Some(0.0), Some(0.0)), "{st}");
 }
 
 #[test]
-fn random_failures_respect_the_per_switch_bound_and_feed_the_multipliers() {
+fn failure_multipliers_move_inter_pod_flows_off_a_degraded_aggregation_switch() {
+    // A0_0 lost one of its two core links; UDP loads T0_0 -> A0_0 at 4 Gb/s
+    // (metric 3) and T0_0 -> A0_1 at 5.5 Gb/s (metric 4), both to T0_1 in the
+    // same pod. Inter-pod flows from T0_0: without multipliers stage 1 picks
+    // A0_0 (3 < 4); with them the uplink to A0_0 reads 3 x 2 -> 6 and they take A0_1.
+    // (100 KB flows 1 ms apart: each one's own load has decayed from the
+    // 200 us meters before the next one is placed)
+    let rows: Vec<(u32, u32, u64, f64)> = (0..6).map(|i| (1, 8 + (i % 2), 100_000, 1000.0 * (i + 1) as f64)).collect();
+    let f = flow_file("x6", &rows);
+    let bg = "udp=[{src=0, dst=2, rate_gbps=4, stop_ms=7, via=\"A0_0\"}, {src=0, dst=3, rate_gbps=5.5, stop_ms=7, via=\"A0_1\"}]";
+    let fail = "failures=[{link=\"A0_0-C0\"}]";
+    let tcp_bytes = |o: &RunOutput, port: &str, udp_gbps: f64| tx(o, port) as f64 - udp_gbps * 1e9 / 8.0 * 7e-3;
+    let with = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", bg, fail]));
+    let without = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", "lb.params.multipliers=false", bg, fail]));
+    let (w0, w1) = (tcp_bytes(&with, "T0_0->A0_0#0", 4.0), tcp_bytes(&with, "T0_0->A0_1#0", 5.5));
+    let (n0, n1) = (tcp_bytes(&without, "T0_0->A0_0#0", 4.0), tcp_bytes(&without, "T0_0->A0_1#0", 5.5));
+    eprintln!("with multipliers: A0_0 {w0:.0} B, A0_1 {w1:.0} B; without: {n0:.0}, {n1:.0}");
+    assert!(w1 > 0.55e6 && w0 < 0.1e6, "with multipliers the flows avoid A0_0: {w0} / {w1}");
+    assert!(n0 > 0.55e6 && n1 < 0.1e6, "without them they take it: {n0} / {n1}");
+}
+
+#[test]
+fn stage_two_and_clairvoyant_steer_off_a_slow_core_link_that_ecmp_hashes_onto() {
+    // A0_0 -> C0 runs at 1 Gb/s: the source aggregation switch's egress meter
+    // on it saturates once a flow uses it. Flows from pod 0 to pod 2, 300 us apart.
+    let rows: Vec<(u32, u32, u64, f64)> = (0..16).map(|i| (i % 4, 8 + (i % 4), 300_000, 300.0 * i as f64)).collect();
+    let f = flow_file("x7", &rows);
+    let slow = "link_overrides=[{link=\"A0_0-C0\", rate_gbps=1}]";
+    let c0 = |o: &RunOutput| tx(o, "A0_0->C0#0");
+    let mean = |o: &RunOutput| o.flows.iter().map(|f| f.finish.unwrap().as_us_f64() - f.start.as_us_f64()).sum::<f64>() / o.flows.len() as f64;
+    let e = run_ok(FT4, &sets(&[&f, "lb.scheme=ecmp", slow]));
+    let x = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", slow]));
+    let c = run_ok(FT4, &sets(&[&f, "lb.scheme=clairvoyant", slow]));
+    eprintln!("bytes on A0_0->C0: ECMP {}, Expeditus {}, Clairvoyant {}; mean FCT {:.0} / {:.0} / {:.0} us", c0(&e), c0(&x), c0(&c), mean(&e), mean(&x), mean(&c));
+    assert!(c0(&e) > 600_000, "ECMP hashes flows onto the slow link");
+    assert!(c0(&x) * 2 < c0(&e) && c0(&c) * 2 < c0(&e));
+    assert!(mean(&x) < 0.8 * mean(&e) && mean(&c) < 0.8 * mean(&e));
+}
+
+#[test]
+fn random_failures_respect_the_per_switch_bound_and_pods_restrict_traffic() {
     let sc = r#"
 [topology]
 kind = "clos3"
