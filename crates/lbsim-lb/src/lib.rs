@@ -71,6 +71,8 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
     // 2: a flowlet moving off its path counts its own rate on the new one
     ("clove_int", 2),
+    // 1: a dead or unroutable plane or core never wins a tie
+    ("expeditus", 1),
 ];
 
 pub const SCHEMES: &[SchemeInfo] = &[
