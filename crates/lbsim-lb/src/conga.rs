@@ -91,15 +91,7 @@ pub struct Conga {
 
 impl Conga {
     pub fn new(p: &Params, topo: &Topology) -> Result<Conga, ParamError> {
-        let tau = p.duration("tau_us", false)?.as_us_f64();
-        let period = p.duration("dre_period_us", false)?.as_us_f64();
-        if period > tau {
-            return Err(ParamError { key: "dre_period_us".into(), msg: format!("must not exceed tau_us ({tau})") });
-        }
-        let q = p.positive("q_bits")?;
-        if q > 8.0 || q.fract() != 0.0 {
-            return Err(ParamError { key: "q_bits".into(), msg: format!("must be an integer from 1 to 8, got {q}") });
-        }
+        let dre_p = DreParams::from_params(p, 8, "")?;
         let size = p.count("flowlet_table_size", 1 << 24)? as usize;
         let n_leaves = topo.racks.len();
         let (uplinks, index) = topo.leaf_uplinks();
@@ -107,7 +99,7 @@ impl Conga {
         let max_up = uplinks.iter().map(|u| u.len()).max().unwrap_or(0).max(1);
         let fabric_port = topo.fabric_ports();
         Ok(Conga {
-            dre_p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / tau, q_bits: q as u8 },
+            dre_p,
             dre: vec![Dre::default(); topo.ports.len()],
             fabric_port,
             t_fl: p.duration("flowlet_us", false)?,

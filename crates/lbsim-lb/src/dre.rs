@@ -18,6 +18,22 @@ pub struct DreParams {
 }
 
 impl DreParams {
+    /// From a scheme's parameters `dre_period_us` (T_dre), `tau_us` and
+    /// `q_bits` (an integer from 1 to `max_q`; `why` says what bounds it).
+    pub fn from_params(p: &crate::Params, max_q: u8, why: &str) -> Result<DreParams, crate::ParamError> {
+        let err = |key: &str, msg: String| crate::ParamError { key: key.into(), msg };
+        let tau = p.duration("tau_us", false)?.as_us_f64();
+        let period = p.duration("dre_period_us", false)?.as_us_f64();
+        if period > tau {
+            return Err(err("dre_period_us", format!("must not exceed tau_us ({tau})")));
+        }
+        let q = p.positive("q_bits")?;
+        if q > max_q as f64 || q.fract() != 0.0 {
+            return Err(err("q_bits", format!("must be an integer from 1 to {max_q}{why}, got {q}")));
+        }
+        Ok(DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / tau, q_bits: q as u8 })
+    }
+
     /// τ = T_dre / α.
     pub fn tau(&self) -> SimTime {
         SimTime((self.t_dre.0 as f64 / self.alpha).round() as u64)

@@ -156,19 +156,11 @@ pub(crate) struct Meters {
 
 impl Meters {
     pub fn new(p: &Params, topo: &Topology, metered: Vec<bool>) -> Result<Meters, ParamError> {
-        let tau = p.duration("tau_us", false)?.as_us_f64();
-        let period = p.duration("dre_period_us", false)?.as_us_f64();
-        if period > tau {
-            return Err(ParamError { key: "dre_period_us".into(), msg: format!("must not exceed tau_us ({tau})") });
-        }
-        let q = p.positive("q_bits")?;
-        if q > 4.0 || q.fract() != 0.0 {
-            return Err(ParamError { key: "q_bits".into(), msg: format!("must be an integer from 1 to 4 (a tag entry has 4 bits), got {q}") });
-        }
-        let levels = (1u32 << q as u32) as f64;
+        let dre_p = DreParams::from_params(p, 4, " (a tag entry has 4 bits)")?;
+        let levels = (1u32 << dre_p.q_bits) as f64;
         let max = if p.boolean("saturate")? { levels as u8 - 1 } else { 15 };
         Ok(Meters {
-            p: DreParams { t_dre: SimTime::from_us_f64(period), alpha: period / tau, q_bits: q as u8 },
+            p: dre_p,
             egress: vec![Dre::default(); topo.ports.len()],
             ingress: vec![Dre::default(); topo.ports.len()],
             metered,
@@ -336,6 +328,38 @@ impl Expeditus {
         }
     }
 
+    /// The metrics of `sw`'s uplinks (egress or ingress direction), scaled by
+    /// the §3.3 multipliers for an inter-pod selection, as tag entries.
+    fn local_metrics(&mut self, ctx: &Ctx, sw: NodeId, ingress: bool, inter: bool) -> ([u32; 2], u8) {
+        let mut cd = [0u32; 2];
+        let n = self.fab.uplinks[sw.idx()].len();
+        for j in 0..n {
+            let u = self.fab.uplinks[sw.idx()][j];
+            let mult = if inter { self.multiplier(ctx.topo, u) } else { 1.0 };
+            let util = if ingress { self.m.ingress(ctx, u) } else { self.m.egress(ctx, u) };
+            cd_set(&mut cd, j, self.m.metric(util, mult));
+        }
+        (cd, n as u8)
+    }
+
+    /// A decision at `sw`: the uplink minimising max(carried entry, own
+    /// metric) among those routing offers toward host node `toward` (a dead
+    /// port reads the largest metric, §3.3, but must never win a tie);
+    /// ties at random. Returns the uplink's index and whether every
+    /// candidate had the same cost.
+    fn decide(&mut self, ctx: &mut Ctx, sw: NodeId, carried: ([u32; 2], u8), ingress: bool, inter: bool, toward: NodeId) -> (usize, bool) {
+        let (own, n) = self.local_metrics(ctx, sw, ingress, inter);
+        let (cd, noe) = carried;
+        let routes = ctx.routing.next_hops(sw, ctx.topo.host_index(toward));
+        let mut cost = [0u8; 16];
+        for j in 0..n as usize {
+            let c = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
+            cost[j] = if routes.contains(&self.fab.uplinks[sw.idx()][j]) { c.max(cd_get(&own, j)) } else { u8::MAX };
+        }
+        let cost = &cost[..n as usize];
+        (argmin_random(cost, ctx.rng), cost.iter().all(|&c| c == cost[0]))
+    }
+
     /// ToR: a northbound packet (this is the flow's source ToR).
     fn tor_up(&mut self, ctx: &mut Ctx, sw: NodeId, pkt: PktId, cands: &[PortId]) -> Forward {
         let p = *ctx.pkt(pkt);
@@ -368,14 +392,9 @@ impl Expeditus {
                 self.pst(sw).set_pending(p.hash, now);
                 let synack = p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN != 0 && h.flags & lbsim_tcp::header::ACK != 0);
                 if synack {
-                    let ups = self.fab.uplinks[sw.idx()].clone();
-                    let mut cd = [0u32; 2];
-                    for (j, &u) in ups.iter().enumerate() {
-                        let util = self.m.ingress(ctx, u);
-                        cd_set(&mut cd, j, self.m.metric(util, 1.0));
-                    }
-                    ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: ups.len() as u8, cd };
-                    let d = self.tag_delta(ups.len() as u8);
+                    let (cd, noe) = self.local_metrics(ctx, sw, true, false);
+                    ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe, cd };
+                    let d = self.tag_delta(noe);
                     ctx.resize(pkt, d);
                     self.responses_sent += 1;
                 }
@@ -392,15 +411,9 @@ impl Expeditus {
                 }
                 self.pst(sw).set_pending(p.hash, now);
                 let inter = self.fab.inter_pod(ctx.topo, p.src, p.dst);
-                let ups = self.fab.uplinks[sw.idx()].clone();
-                let mut cd = [0u32; 2];
-                for (j, &u) in ups.iter().enumerate() {
-                    let mult = if inter { self.multiplier(ctx.topo, u) } else { 1.0 };
-                    let util = self.m.egress(ctx, u);
-                    cd_set(&mut cd, j, self.m.metric(util, mult));
-                }
-                ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: false, noe: ups.len() as u8, cd };
-                let d = self.tag_delta(ups.len() as u8);
+                let (cd, noe) = self.local_metrics(ctx, sw, false, inter);
+                ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: false, noe, cd };
+                let d = self.tag_delta(noe);
                 ctx.resize(pkt, d);
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }
@@ -418,19 +431,10 @@ impl Expeditus {
                 ctx.resize(pkt, -d);
                 let inter = self.fab.inter_pod(ctx.topo, p.src, p.dst);
                 let ups = self.fab.uplinks[sw.idx()].clone();
-                // planes the routing still offers back to the source (a dead
-                // port reads the largest metric, §3.3, but must never win a tie)
-                let back = ctx.routing.next_hops(sw, ctx.topo.host_index(p.src));
-                let mut cost = [0u8; 16];
-                for (j, &u) in ups.iter().enumerate() {
-                    let mult = if inter { self.multiplier(ctx.topo, u) } else { 1.0 };
-                    let util = self.m.ingress(ctx, u);
-                    let carried = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
-                    cost[j] = if back.contains(&u) { carried.max(self.m.metric(util, mult)) } else { u8::MAX };
-                }
-                let j = argmin_random(&cost[..ups.len()], ctx.rng);
+                // the response goes back to the source: planes routing offers that way
+                let (j, blind) = self.decide(ctx, sw, (cd, noe), true, inter, p.src);
                 self.chosen_plane[j] += 1;
-                self.stage1_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
+                self.stage1_all_equal += blind as u64;
                 if self.synack {
                     // the artifact: the reverse flow leaves by the chosen plane
                     // and its first packet carries the response
@@ -451,18 +455,11 @@ impl Expeditus {
                 ctx.pkt_mut(pkt).lb = LbHeader::None;
                 let d = self.tag_delta(noe);
                 ctx.resize(pkt, -d);
-                let ups = self.fab.uplinks[sw.idx()].clone();
-                let fwd = ctx.routing.next_hops(sw, ctx.topo.host_index(p.src));
-                let mut cost = [0u8; 16];
-                for (j, &u) in ups.iter().enumerate() {
-                    let util = self.m.egress(ctx, u);
-                    let carried = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
-                    cost[j] = if fwd.contains(&u) { carried.max(self.m.metric(util, 1.0)) } else { u8::MAX };
-                }
-                let j = argmin_random(&cost[..ups.len()], ctx.rng);
+                let (j, blind) = self.decide(ctx, sw, (cd, noe), false, false, p.src);
                 self.chosen_plane[j] += 1;
-                self.stage1_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
-                self.pst(sw).install(reverse_hash(&p), ups[j], ctx.now);
+                self.stage1_all_equal += blind as u64;
+                let up = self.fab.uplinks[sw.idx()][j];
+                self.pst(sw).install(reverse_hash(&p), up, ctx.now);
                 self.responses_received += 1;
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }
@@ -493,14 +490,10 @@ impl Expeditus {
         match p.lb {
             LbHeader::Expeditus { sf: true, noe: 0, cd } if northbound => {
                 // destination pod: append the ingress metrics of the core uplinks
-                let ups = self.fab.uplinks[sw.idx()].clone();
-                let mut cd = cd;
-                for (k, &u) in ups.iter().enumerate() {
-                    let util = self.m.ingress(ctx, u);
-                    cd_set(&mut cd, k, self.m.metric(util, 1.0));
-                }
-                let grow = self.tag_delta(ups.len() as u8) - self.tag_delta(0);
-                ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: ups.len() as u8, cd };
+                let _ = cd;
+                let (cd, noe) = self.local_metrics(ctx, sw, true, false);
+                let grow = self.tag_delta(noe) - self.tag_delta(0);
+                ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe, cd };
                 ctx.resize(pkt, grow);
                 self.agg_appends += 1;
                 let port = self.pst(sw).valid_port(p.hash, now, cands);
@@ -509,19 +502,12 @@ impl Expeditus {
             LbHeader::Expeditus { sf: false, .. } => Forward::Port(ctx.ecmp(sw, pkt, cands)),
             LbHeader::Expeditus { sf: true, noe, cd } if !northbound && noe > 0 && self.fab.inter_pod(ctx.topo, p.src, p.dst) => {
                 // source pod: the second stage's decision for the flow the response answers
-                let ups = self.fab.uplinks[sw.idx()].clone();
                 // the flow goes to the response's source: core uplinks routing still offers
-                let fwd = ctx.routing.next_hops(sw, ctx.topo.host_index(p.src));
-                let mut cost = [0u8; 16];
-                for (k, &u) in ups.iter().enumerate() {
-                    let util = self.m.egress(ctx, u);
-                    let carried = if k < noe as usize { cd_get(&cd, k) } else { self.m.max };
-                    cost[k] = if fwd.contains(&u) { carried.max(self.m.metric(util, 1.0)) } else { u8::MAX };
-                }
-                let k = argmin_random(&cost[..ups.len()], ctx.rng);
-                self.stage2_all_equal += cost[..ups.len()].iter().all(|&c| c == cost[0]) as u64;
+                let (k, blind) = self.decide(ctx, sw, (cd, noe), false, false, p.src);
+                self.stage2_all_equal += blind as u64;
                 let key = reverse_hash(&p);
-                self.pst(sw).install(key, ups[k], now);
+                let up = self.fab.uplinks[sw.idx()][k];
+                self.pst(sw).install(key, up, now);
                 self.stage2_decisions += 1;
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }

@@ -17,24 +17,8 @@
 use lbsim_engine::SimTime;
 use lbsim_net::PortId;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// The key is already a well-mixed 64-bit hash: use it as is.
-#[derive(Default)]
-pub struct KeyHasher(u64);
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = x;
-    }
-}
+use crate::edge::IdHasher;
+use std::hash::BuildHasherDefault;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -59,7 +43,7 @@ pub enum Lookup {
 }
 
 pub struct Pst {
-    map: HashMap<u64, Entry, BuildHasherDefault<KeyHasher>>,
+    map: HashMap<u64, Entry, BuildHasherDefault<IdHasher>>,
     timeout: SimTime,
     purge_at: usize,
 }
