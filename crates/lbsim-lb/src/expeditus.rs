@@ -251,6 +251,10 @@ pub struct Expeditus {
     /// cost (the metrics told nothing: a random pick, as ECMP's).
     pub stage1_all_equal: u64,
     pub stage2_all_equal: u64,
+    /// Metrics read through a §3.3 multiplier other than 1, and those the
+    /// multiplier changed (the mechanism's reach).
+    pub mult_applied: u64,
+    pub mult_changed: u64,
 }
 
 impl Expeditus {
@@ -281,6 +285,8 @@ impl Expeditus {
             chosen_plane: vec![0; n],
             stage1_all_equal: 0,
             stage2_all_equal: 0,
+            mult_applied: 0,
+            mult_changed: 0,
             fab,
         })
     }
@@ -337,7 +343,12 @@ impl Expeditus {
             let u = self.fab.uplinks[sw.idx()][j];
             let mult = if inter { self.multiplier(ctx.topo, u) } else { 1.0 };
             let util = if ingress { self.m.ingress(ctx, u) } else { self.m.egress(ctx, u) };
-            cd_set(&mut cd, j, self.m.metric(util, mult));
+            let m = self.m.metric(util, mult);
+            if mult != 1.0 {
+                self.mult_applied += 1;
+                self.mult_changed += (m != self.m.metric(util, 1.0)) as u64;
+            }
+            cd_set(&mut cd, j, m);
         }
         (cd, n as u8)
     }

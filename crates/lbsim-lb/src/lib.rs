@@ -297,6 +297,8 @@ impl Scheme {
                     ("pending_ecmp_packets", s.pending_ecmp as f64),
                     ("stage1_all_equal", s.stage1_all_equal as f64),
                     ("stage2_all_equal", s.stage2_all_equal as f64),
+                    ("multiplied_metrics", s.mult_applied as f64),
+                    ("metrics_changed_by_multipliers", s.mult_changed as f64),
                 ];
                 const NAMES: [&str; 8] = ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
                 for (i, c) in s.chosen_plane.iter().enumerate().take(8) {
