@@ -36,7 +36,14 @@ impl Clairvoyant {
     pub fn new(p: &Params, env: &SchemeEnv) -> Result<Clairvoyant, ParamError> {
         let fab = Fabric::new(env.topo, "clairvoyant")?;
         let m = Meters::new(p, env.topo, env.topo.fabric_ports())?;
-        Ok(Clairvoyant { fab, m, pst: (0..env.topo.nodes.len()).map(|_| None).collect(), timeout: p.duration("pst_timeout_us", false)?, decisions: 0, pst_hits: 0 })
+        Ok(Clairvoyant {
+            fab,
+            m,
+            pst: (0..env.topo.nodes.len()).map(|_| None).collect(),
+            timeout: p.duration("pst_timeout_us", false)?,
+            decisions: 0,
+            pst_hits: 0,
+        })
     }
 
     fn pst(&mut self, sw: NodeId) -> &mut Pst {
@@ -157,7 +164,9 @@ mod tests {
 
     fn fig7() -> Env {
         let s = LinkSpec { rate: BitsPerSec::gbps(10), delay: SimTime::from_us(2) };
-        Env::from_topology(clos3(&Clos3 { pods: 3, tors_per_pod: 3, aggs_per_pod: 2, cores: 4, hosts_per_tor: 2, host_link: s, tor_agg_link: s, agg_core_link: s }).unwrap())
+        Env::from_topology(
+            clos3(&Clos3 { pods: 3, tors_per_pod: 3, aggs_per_pod: 2, cores: 4, hosts_per_tor: 2, host_link: s, tor_agg_link: s, agg_core_link: s }).unwrap(),
+        )
     }
 
     fn port(env: &Env, name: &str) -> PortId {

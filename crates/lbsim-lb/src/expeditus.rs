@@ -42,7 +42,12 @@ macro_rules! common_params {
             num("dre_period_us", "us", 20.0, "DRE decrement period T_dre (§6.1: 20 us)"),
             num("tau_us", "us", 200.0, "DRE time constant tau = T_dre / alpha (§6.1: alpha = 0.1, so 200 us; the artifact uses alpha 0.3)"),
             num("q_bits", "bits", 3.0, "bits of a congestion metric (§3.2: 3)"),
-            ParamDef { name: "saturate", unit: "", default: DefaultValue::Bool(true), help: "metrics saturate at 2^q - 1 (the paper's 3-bit field); false: up to 15 as the artifact's unsaturated levels" },
+            ParamDef {
+                name: "saturate",
+                unit: "",
+                default: DefaultValue::Bool(true),
+                help: "metrics saturate at 2^q - 1 (the paper's 3-bit field); false: up to 15 as the artifact's unsaturated levels",
+            },
             num("pst_timeout_us", "us", 100_000.0, "path-selection table idle timeout (§3.4: 100 ms; 500 us gives flowlet switching)"),
         ]
     };
@@ -117,13 +122,21 @@ impl Fabric {
                 Some((c, first)) if *c != ups.len() => {
                     return Err(ParamError {
                         key: "topology".into(),
-                        msg: format!("{scheme} needs every {} to have the same uplinks: {first} has {c}, {} has {}", ["ToR", "aggregation switch"][level], n.name, ups.len()),
+                        msg: format!(
+                            "{scheme} needs every {} to have the same uplinks: {first} has {c}, {} has {}",
+                            ["ToR", "aggregation switch"][level],
+                            n.name,
+                            ups.len()
+                        ),
                     })
                 }
                 _ => {}
             }
             if ups.len() > 16 {
-                return Err(ParamError { key: "topology".into(), msg: format!("{scheme}: a tag carries at most 16 entries; {} has {} uplinks", n.name, ups.len()) });
+                return Err(ParamError {
+                    key: "topology".into(),
+                    msg: format!("{scheme}: a tag carries at most 16 entries; {} has {} uplinks", n.name, ups.len()),
+                });
             }
             for (j, &p) in ups.iter().enumerate() {
                 up_index[p.idx()] = j as u32;
@@ -159,14 +172,7 @@ impl Meters {
         let dre_p = DreParams::from_params(p, 4, " (a tag entry has 4 bits)")?;
         let levels = (1u32 << dre_p.q_bits) as f64;
         let max = if p.boolean("saturate")? { levels as u8 - 1 } else { 15 };
-        Ok(Meters {
-            p: dre_p,
-            egress: vec![Dre::default(); topo.ports.len()],
-            ingress: vec![Dre::default(); topo.ports.len()],
-            metered,
-            max,
-            levels,
-        })
+        Ok(Meters { p: dre_p, egress: vec![Dre::default(); topo.ports.len()], ingress: vec![Dre::default(); topo.ports.len()], metered, max, levels })
     }
 
     /// Utilisation of a port's egress direction (infinite if the port is down).
@@ -453,7 +459,16 @@ impl Expeditus {
                     self.pst(sw).install_marked(key, ups[j], ctx.now);
                     return Forward::Port(ctx.ecmp(sw, pkt, cands));
                 }
-                let mut r = Packet::new(p.dst, p.src, p.dport, p.sport, p.proto, self.header_bytes + self.tag_delta(0) as u32, Payload::Control { tag: RESPONSE_TAG }, ctx.now);
+                let mut r = Packet::new(
+                    p.dst,
+                    p.src,
+                    p.dport,
+                    p.sport,
+                    p.proto,
+                    self.header_bytes + self.tag_delta(0) as u32,
+                    Payload::Control { tag: RESPONSE_TAG },
+                    ctx.now,
+                );
                 r.lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
                 let id = ctx.new_packet(r);
                 ctx.send_from_switch(sw, id, Some(ups[j]));
@@ -580,7 +595,17 @@ mod tests {
     /// Fig. 3/7: 3 pods of 3 ToRs and 2 aggregation switches, 4 cores (2 per plane), 2 hosts per ToR.
     pub(crate) fn fig7() -> Env {
         Env::from_topology(
-            clos3(&Clos3 { pods: 3, tors_per_pod: 3, aggs_per_pod: 2, cores: 4, hosts_per_tor: 2, host_link: spec(), tor_agg_link: spec(), agg_core_link: spec() }).unwrap(),
+            clos3(&Clos3 {
+                pods: 3,
+                tors_per_pod: 3,
+                aggs_per_pod: 2,
+                cores: 4,
+                hosts_per_tor: 2,
+                host_link: spec(),
+                tor_agg_link: spec(),
+                agg_core_link: spec(),
+            })
+            .unwrap(),
         )
     }
 
@@ -690,7 +715,17 @@ mod tests {
     fn random_ties_spread_evenly_and_entries_expire() {
         // 6 planes, idle network: 6,000 new flows -> 1,000 +- 150 per agg
         let mut env = Env::from_topology(
-            clos3(&Clos3 { pods: 2, tors_per_pod: 1, aggs_per_pod: 6, cores: 6, hosts_per_tor: 2, host_link: spec(), tor_agg_link: spec(), agg_core_link: spec() }).unwrap(),
+            clos3(&Clos3 {
+                pods: 2,
+                tors_per_pod: 1,
+                aggs_per_pod: 6,
+                cores: 6,
+                hosts_per_tor: 2,
+                host_link: spec(),
+                tor_agg_link: spec(),
+                agg_core_link: spec(),
+            })
+            .unwrap(),
         );
         let mut x = build(&env, &[]);
         for i in 0..6000 {
@@ -842,7 +877,8 @@ mod tests {
         let plane = env.topo.port(out.unwrap()).name.chars().nth(9).unwrap();
         let (agg_d, agg_s) = (format!("A1_{plane}"), format!("A0_{plane}"));
         at(&mut env, &mut x, t0, &agg_d, &format!("{agg_d}->T1_0"), resp);
-        let core_in = env.topo.nodes[env.topo.node_by_name(&agg_s).unwrap().idx()].ports.iter().copied().find(|&p| env.topo.port(p).name.contains("->C")).unwrap();
+        let core_in =
+            env.topo.nodes[env.topo.node_by_name(&agg_s).unwrap().idx()].ports.iter().copied().find(|&p| env.topo.port(p).name.contains("->C")).unwrap();
         let name = env.topo.port(core_in).name.clone();
         at(&mut env, &mut x, t0, &agg_s, &name, resp);
         let key = env.pkts.get(syn.0).hash;

@@ -300,7 +300,8 @@ impl Scheme {
                     ("multiplied_metrics", s.mult_applied as f64),
                     ("metrics_changed_by_multipliers", s.mult_changed as f64),
                 ];
-                const NAMES: [&str; 8] = ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
+                const NAMES: [&str; 8] =
+                    ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
                 for (i, c) in s.chosen_plane.iter().enumerate().take(8) {
                     v.push((NAMES[i], *c as f64));
                 }

@@ -14,10 +14,10 @@
 //! at these scales). Expiry is lazy; expired entries are purged when the
 //! table has doubled since the last purge (this never changes a lookup).
 
+use crate::edge::IdHasher;
 use lbsim_engine::SimTime;
 use lbsim_net::PortId;
 use std::collections::HashMap;
-use crate::edge::IdHasher;
 use std::hash::BuildHasherDefault;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

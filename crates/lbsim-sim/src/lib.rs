@@ -221,7 +221,8 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
             if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
                 return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
             }
-            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng).map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
+            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
+                .map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
             let mean = cdf.mean(mss);
             if w.kind == "per_sender" {
                 let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &cdf, mss, &pairs, &mut rng);
@@ -361,7 +362,10 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
             }
         }
         if got < f.count {
-            return Err(bad(field("count"), format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier, f.pod, f.max_per_switch, f.count)));
+            return Err(bad(
+                field("count"),
+                format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier, f.pod, f.max_per_switch, f.count),
+            ));
         }
     }
     Ok(out)

@@ -877,7 +877,10 @@ impl Scenario {
             return Err(bad("workload.start_gap_us", "applies to workload.kind = \"per_sender\" only (poisson gaps follow from the load)"));
         }
         if !w.pods.is_empty() && !["random_inter_pod", "bijection_inter_pod"].contains(&w.pattern.as_str()) {
-            return Err(bad("workload.pods", "applies to the inter-pod patterns (random_inter_pod, bijection_inter_pod); use src_racks/dst_racks with inter_rack"));
+            return Err(bad(
+                "workload.pods",
+                "applies to the inter-pod patterns (random_inter_pod, bijection_inter_pod); use src_racks/dst_racks with inter_rack",
+            ));
         }
         if w.kind == "per_sender" {
             if w.size_bytes == Some(0) {

@@ -117,7 +117,16 @@ fn no_added_delay_and_data_moves_at_most_once_per_flow() {
     // a loaded run: no flow's data changes its source-ToR uplink (the
     // path record), so per-flow pinning cannot reorder data; with the
     // 500 us timeout (flowlet mode, §3.4) paths do change
-    let load = ["workload.kind=\"poisson\"", "workload.cdf=\"websearch\"", "workload.pattern=\"random_inter_pod\"", "workload.load=0.4", "workload.load_of=\"bottleneck_tier\"", "workload.flows=300", "metrics.path_record=true", "lb.scheme=expeditus"];
+    let load = [
+        "workload.kind=\"poisson\"",
+        "workload.cdf=\"websearch\"",
+        "workload.pattern=\"random_inter_pod\"",
+        "workload.load=0.4",
+        "workload.load_of=\"bottleneck_tier\"",
+        "workload.flows=300",
+        "metrics.path_record=true",
+        "lb.scheme=expeditus",
+    ];
     let changes = |o: &RunOutput| o.flows.iter().map(|f| f.path_changes).sum::<u64>();
     let x = run_ok(FT4, &sets(&load));
     // A flow's data moves at most once: from ECMP (while its selection is
@@ -187,7 +196,15 @@ fn stage_two_and_clairvoyant_steer_off_a_slow_core_link_that_ecmp_hashes_onto() 
     let e = run_ok(FT4, &sets(&[&f, "lb.scheme=ecmp", slow]));
     let x = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus", slow]));
     let c = run_ok(FT4, &sets(&[&f, "lb.scheme=clairvoyant", slow]));
-    eprintln!("bytes on A0_0->C0: ECMP {}, Expeditus {}, Clairvoyant {}; mean FCT {:.0} / {:.0} / {:.0} us", c0(&e), c0(&x), c0(&c), mean(&e), mean(&x), mean(&c));
+    eprintln!(
+        "bytes on A0_0->C0: ECMP {}, Expeditus {}, Clairvoyant {}; mean FCT {:.0} / {:.0} / {:.0} us",
+        c0(&e),
+        c0(&x),
+        c0(&c),
+        mean(&e),
+        mean(&x),
+        mean(&c)
+    );
     assert!(c0(&e) > 600_000, "ECMP hashes flows onto the slow link");
     assert!(c0(&x) * 2 < c0(&e) && c0(&c) * 2 < c0(&e));
     assert!(mean(&x) < 0.8 * mean(&e) && mean(&c) < 0.8 * mean(&e));
@@ -238,7 +255,15 @@ start_gap_us = 20
 
 #[test]
 fn expeditus_and_clairvoyant_are_deterministic_and_refuse_explicit_fabrics() {
-    let load = ["workload.kind=\"poisson\"", "workload.cdf=\"websearch\"", "workload.pattern=\"random_inter_pod\"", "workload.load=0.5", "workload.load_of=\"bottleneck_tier\"", "workload.flows=200", "failures=[{link=\"A0_0-C1\", at_ms=2}]"];
+    let load = [
+        "workload.kind=\"poisson\"",
+        "workload.cdf=\"websearch\"",
+        "workload.pattern=\"random_inter_pod\"",
+        "workload.load=0.5",
+        "workload.load_of=\"bottleneck_tier\"",
+        "workload.flows=200",
+        "failures=[{link=\"A0_0-C1\", at_ms=2}]",
+    ];
     for scheme in ["expeditus", "clairvoyant", "expeditus lb.params.pst_timeout_us=500"] {
         let mut v: Vec<String> = load.iter().map(|x| x.to_string()).collect();
         let parts: Vec<&str> = scheme.split(' ').collect();
