@@ -384,7 +384,6 @@ impl Expeditus {
             return Forward::Port(ctx.ecmp(sw, pkt, cands));
         }
         let now = ctx.now;
-        let had_entry = self.pst(sw).contains(p.hash);
         match self.pst(sw).lookup(p.hash, now, cands) {
             Lookup::Valid(port) => {
                 self.tor_hits += 1;
@@ -423,7 +422,8 @@ impl Expeditus {
                 // its port died), or started by a TCP segment other than a
                 // SYN, is a re-selection.
                 self.selections += 1;
-                if had_entry || p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN == 0) {
+                // (the lookup removes nothing: an entry still present had timed out or lost its port)
+                if self.pst(sw).contains(p.hash) || p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN == 0) {
                     self.reselections += 1;
                 }
                 self.pst(sw).set_pending(p.hash, now);
@@ -447,16 +447,16 @@ impl Expeditus {
                 let d = self.tag_delta(noe);
                 ctx.resize(pkt, -d);
                 let inter = self.fab.inter_pod(ctx.topo, p.src, p.dst);
-                let ups = self.fab.uplinks[sw.idx()].clone();
                 // the response goes back to the source: planes routing offers that way
                 let (j, blind) = self.decide(ctx, sw, (cd, noe), true, inter, p.src);
+                let up = self.fab.uplinks[sw.idx()][j];
                 self.chosen_plane[j] += 1;
                 self.stage1_all_equal += blind as u64;
                 if self.synack {
                     // the artifact: the reverse flow leaves by the chosen plane
                     // and its first packet carries the response
                     let key = reverse_hash(&p);
-                    self.pst(sw).install_marked(key, ups[j], ctx.now);
+                    self.pst(sw).install_marked(key, up, ctx.now);
                     return Forward::Port(ctx.ecmp(sw, pkt, cands));
                 }
                 let mut r = Packet::new(
@@ -471,7 +471,7 @@ impl Expeditus {
                 );
                 r.lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
                 let id = ctx.new_packet(r);
-                ctx.send_from_switch(sw, id, Some(ups[j]));
+                ctx.send_from_switch(sw, id, Some(up));
                 self.responses_sent += 1;
                 Forward::Port(ctx.ecmp(sw, pkt, cands))
             }

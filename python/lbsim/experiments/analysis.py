@@ -48,17 +48,24 @@ def queue_samples(run: Path, port: Optional[str] = None, until_last_start: bool 
     return q.qlen_pkts.to_numpy(dtype=float)
 
 
-def imbalance(run: Path, prefix: str = "L0->S", until_last_start: bool = True) -> np.ndarray:
-    """(MAX - MIN) / AVG over the sampled ports starting with ``prefix``,
-    per window (windows with no traffic skipped)."""
+def _imbalance(run: Path, keep, by: list[str], until_last_start: bool) -> np.ndarray:
+    """(MAX - MIN) / AVG of the bytes of the sampled ports ``keep`` selects,
+    one value per group ``by`` (windows with no traffic skipped)."""
     l = pd.read_parquet(run / "links.parquet")
-    l = l[l.port.str.startswith(prefix)]
+    l = l[keep(l.port)]
     if until_last_start:
         l = l[l.t_ms <= _flows(run).start_us.max() / 1e3]
-    g = l.groupby("t_ms").bytes
+    l = l.assign(switch=l.port.str.split("->").str[0])
+    g = l.groupby(by).bytes
     mx, mn, avg = g.max(), g.min(), g.mean()
     ok = avg > 0
     return ((mx[ok] - mn[ok]) / avg[ok]).to_numpy()
+
+
+def imbalance(run: Path, prefix: str = "L0->S", until_last_start: bool = True) -> np.ndarray:
+    """(MAX - MIN) / AVG over the sampled ports starting with ``prefix``,
+    per window (windows with no traffic skipped)."""
+    return _imbalance(run, lambda ports: ports.str.startswith(prefix), ["t_ms"], until_last_start)
 
 
 def imbalance_per_switch(run: Path, pattern: str, until_last_start: bool = True) -> np.ndarray:
@@ -67,15 +74,7 @@ def imbalance_per_switch(run: Path, pattern: str, until_last_start: bool = True)
     per (switch, window) with traffic (Expeditus Fig. 16, CONGA's metric per switch)."""
     from fnmatch import fnmatchcase
 
-    l = pd.read_parquet(run / "links.parquet")
-    l = l[[fnmatchcase(p, pattern) for p in l.port]]
-    if until_last_start:
-        l = l[l.t_ms <= _flows(run).start_us.max() / 1e3]
-    l = l.assign(switch=l.port.str.split("->").str[0])
-    g = l.groupby(["switch", "t_ms"]).bytes
-    mx, mn, avg = g.max(), g.min(), g.mean()
-    ok = avg > 0
-    return ((mx[ok] - mn[ok]) / avg[ok]).to_numpy()
+    return _imbalance(run, lambda ports: ports.map(lambda p: fnmatchcase(p, pattern)).astype(bool), ["switch", "t_ms"], until_last_start)
 
 
 def _ratio(a: float, b: float) -> float:
