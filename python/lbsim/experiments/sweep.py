@@ -268,11 +268,18 @@ def _run_pool(jobs: list, workers: int, prog: Progress, runs: Path) -> None:
         # than waiting for them, and remove their partial results. (The
         # executor has no public way to stop running workers before 3.14.)
         procs = list((getattr(ex, "_processes", None) or {}).values())
+        manager = getattr(ex, "_executor_manager_thread", None)
         ex.shutdown(wait=False, cancel_futures=True)
         for pr in procs:
             pr.terminate()
         for pr in procs:
             pr.join()
+        # Let the executor's manager thread notice the dead workers and
+        # close its wake-up pipe now: otherwise it may close it while the
+        # interpreter's exit hook writes to it (CPython 3.11 race, an
+        # `OSError: Bad file descriptor` traceback after our error line).
+        if manager is not None:
+            manager.join(timeout=10)
         clean_partial(runs)
         raise
     ex.shutdown()
