@@ -12,7 +12,14 @@
 //! [`FlowletMode::Exact`] instead stores each entry's last packet time and
 //! ends a flowlet exactly when the idle gap exceeds T_fl (HULA's and
 //! LetFlow's description, and AG's "flowlet gap 500 µs").
+//!
+//! Memory: the table's size is the hash modulus, as in hardware, but entries
+//! are stored sparsely (a map from index to entry) until a quarter of them
+//! have been used, then in a dense array. A fabric of hundreds of switches
+//! with 64 K-entry tables thus costs memory in proportion to the flows each
+//! switch has seen, never more than the dense table; lookups are identical.
 
+use crate::edge::IdMap;
 use lbsim_engine::SimTime;
 use lbsim_net::PortId;
 
@@ -41,8 +48,16 @@ impl FlowletMode {
 }
 
 #[derive(Clone, Debug)]
+enum Store {
+    /// Entries ever used, by index; becomes `Dense` at `size / 4` of them.
+    Sparse(IdMap<u32, Entry>),
+    Dense(Vec<Entry>),
+}
+
+#[derive(Clone, Debug)]
 pub struct FlowletTable {
-    entries: Vec<Entry>,
+    store: Store,
+    size: u64,
     t_fl: SimTime,
     mode: FlowletMode,
 }
@@ -61,12 +76,40 @@ impl FlowletTable {
         Self::with_mode(size, t_fl, FlowletMode::AgeBit)
     }
 
+    /// A table of `size` entries (at least 1, at most 2^32).
     pub fn with_mode(size: usize, t_fl: SimTime, mode: FlowletMode) -> Self {
-        FlowletTable { entries: vec![Entry::default(); size.max(1)], t_fl, mode }
+        let size = size.clamp(1, 1 << 32) as u64;
+        FlowletTable { store: Store::Sparse(IdMap::default()), size, t_fl, mode }
     }
 
-    fn idx(&self, hash: u64) -> usize {
-        (hash % self.entries.len() as u64) as usize
+    fn idx(&self, hash: u64) -> u32 {
+        (hash % self.size) as u32
+    }
+
+    /// The entry at index `i`, created (unused) if it was never touched.
+    #[inline]
+    fn entry(&mut self, i: u32) -> &mut Entry {
+        if let Store::Sparse(m) = &mut self.store {
+            if m.len() as u64 >= self.size / 4 && !m.contains_key(&i) {
+                let mut dense = vec![Entry::default(); self.size as usize];
+                for (&k, &e) in m.iter() {
+                    dense[k as usize] = e;
+                }
+                self.store = Store::Dense(dense);
+            }
+        }
+        match &mut self.store {
+            Store::Sparse(m) => m.entry(i).or_default(),
+            Store::Dense(v) => &mut v[i as usize],
+        }
+    }
+
+    /// Entries held in memory (tests and memory accounting).
+    pub fn stored_entries(&self) -> usize {
+        match &self.store {
+            Store::Sparse(m) => m.len(),
+            Store::Dense(v) => v.len(),
+        }
     }
 
     /// Looks up the flowlet of `hash` at `now` and marks it as seen.
@@ -76,7 +119,7 @@ impl FlowletTable {
             FlowletMode::Exact => (now.0, self.t_fl.0),
         };
         let i = self.idx(hash);
-        let e = &mut self.entries[i];
+        let e = self.entry(i);
         let res = if e.tick1 == 0 {
             Lookup::New(None)
         } else if tick - (e.tick1 - 1) <= span {
@@ -91,7 +134,7 @@ impl FlowletTable {
     /// Records the port chosen for the flowlet of `hash`.
     pub fn set(&mut self, hash: u64, port: PortId) {
         let i = self.idx(hash);
-        self.entries[i].port = port.0;
+        self.entry(i).port = port.0;
     }
 }
 
@@ -115,6 +158,41 @@ mod tests {
         assert_eq!(ft.lookup(7, SimTime::from_us(2250)), Lookup::Active(PortId(3)));
         // a gap of 2 T_fl always expires
         assert_eq!(ft.lookup(7, SimTime::from_us(3250)), Lookup::New(Some(PortId(3))));
+    }
+
+    #[test]
+    fn sparse_and_dense_storage_give_the_same_answers() {
+        // A reference: the plain dense array the table used to be.
+        let (size, t) = (64u64, SimTime::from_us(50));
+        let mut reference: Vec<(u32, u64)> = vec![(0, 0); size as usize];
+        let mut ft = FlowletTable::with_mode(size as usize, t, FlowletMode::Exact);
+        let mut x = 12345u64;
+        let mut went_dense = false;
+        for step in 0..2000u64 {
+            x = lbsim_engine::mix64(x);
+            let hash = x >> 7;
+            let now = SimTime::from_us(step * 3);
+            let i = (hash % size) as usize;
+            let (port, tick1) = reference[i];
+            let want = if tick1 == 0 {
+                Lookup::New(None)
+            } else if now.0 - (tick1 - 1) <= t.0 {
+                Lookup::Active(PortId(port))
+            } else {
+                Lookup::New(Some(PortId(port)))
+            };
+            reference[i].1 = now.0 + 1;
+            assert_eq!(ft.lookup(hash, now), want, "step {step}");
+            if x % 3 == 0 {
+                ft.set(hash, PortId(x as u32 % 7));
+                reference[i].0 = x as u32 % 7;
+            }
+            if step == 5 {
+                assert!(ft.stored_entries() <= 6, "sparse while few entries are used");
+            }
+            went_dense |= ft.stored_entries() == size as usize;
+        }
+        assert!(went_dense, "a quarter of the entries used: dense");
     }
 
     #[test]

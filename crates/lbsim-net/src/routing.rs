@@ -1,12 +1,17 @@
 //! Shortest-path routing with equal-cost next-hop groups.
 //!
-//! For every destination host, a breadth-first search over the links that
-//! are up gives each node's hop distance; a node's next-hop group toward that
-//! host is every up port leading to a neighbour one hop closer. Hosts never
-//! forward. Parallel links are separate ports, so each is its own group
-//! member. Groups are deduplicated (most (node, destination) pairs share one).
-//! After a link failure the whole table is recomputed, which is what a
-//! converged routing protocol would install (convergence delay: none).
+//! Hosts never forward, so the routes toward a host depend only on the set
+//! of nodes it is attached to (its ToR, in every generated topology): hosts
+//! with the same attachment share one *class*. For every class, a
+//! breadth-first search from the attachment nodes over the links that are up
+//! gives each node's hop distance; a node's next-hop group toward the class
+//! is every up port leading to a switch one hop closer. A node attached to
+//! the destination itself uses its direct port(s) to that host, kept per
+//! host. Parallel links are separate ports, so each is its own group member.
+//! Groups are deduplicated. The table is nodes × classes (a fat-tree's
+//! classes are its ToRs), not nodes × hosts. After a link failure the whole
+//! table is recomputed, which is what a converged routing protocol would
+//! install (convergence delay: none).
 
 use crate::ids::{NodeId, PortId};
 use crate::topology::{NodeKind, Tier, Topology};
@@ -14,92 +19,158 @@ use std::collections::{HashMap, VecDeque};
 
 #[derive(Clone, Debug)]
 pub struct Routing {
-    hosts: usize,
-    /// (node × host) → group index
+    classes: usize,
+    /// Host index → attachment class.
+    class_of: Vec<u32>,
+    /// (node × class) → group index, or `DIRECT` for a node attached to
+    /// the class's hosts.
     table: Vec<u32>,
+    /// Per host, its attached nodes' direct groups: `direct[direct_at[h]..
+    /// direct_at[h + 1]]` as (node, group).
+    direct_at: Vec<u32>,
+    direct: Vec<(NodeId, u32)>,
     groups: Vec<Vec<PortId>>,
+    /// Host index → its node.
+    host_node: Vec<NodeId>,
     /// With lane pinning: per port, its lane if it is a spine port (in or
     /// out), else `u32::MAX`. Empty without pinning.
     pin_lane: Vec<u32>,
 }
 
 const UNREACHABLE: u32 = 0; // group 0 is the empty group
+const DIRECT: u32 = u32::MAX;
+
+/// Interns port groups: equal groups get one index.
+struct Groups {
+    groups: Vec<Vec<PortId>>,
+    index: HashMap<Vec<PortId>, u32>,
+}
+
+impl Groups {
+    fn intern(&mut self, grp: &[PortId]) -> u32 {
+        if let Some(&g) = self.index.get(grp) {
+            return g;
+        }
+        let g = self.groups.len() as u32;
+        self.groups.push(grp.to_vec());
+        self.index.insert(grp.to_vec(), g);
+        g
+    }
+}
 
 impl Routing {
     /// Computes routes over the links for which `link_up[link]` is true.
     pub fn compute(topo: &Topology, link_up: &[bool]) -> Routing {
         let n = topo.nodes.len();
-        let h = topo.hosts.len();
-        let mut table = vec![UNREACHABLE; n * h];
-        let mut groups: Vec<Vec<PortId>> = vec![vec![]];
-        let mut index: HashMap<Vec<PortId>, u32> = HashMap::new();
-        index.insert(vec![], 0);
+        let up_peer = |p: PortId| -> Option<NodeId> {
+            let port = &topo.ports[p.idx()];
+            link_up[port.link.idx()].then(|| topo.ports[port.peer.idx()].node)
+        };
+        // attachment classes
+        let mut class_index: HashMap<Vec<NodeId>, u32> = HashMap::new();
+        let mut attach_sets: Vec<Vec<NodeId>> = vec![];
+        let mut class_of = Vec::with_capacity(topo.hosts.len());
+        for &h in &topo.hosts {
+            let mut a: Vec<NodeId> = topo.nodes[h.idx()].ports.iter().filter_map(|&p| up_peer(p)).collect();
+            a.sort();
+            a.dedup();
+            let c = *class_index.entry(a.clone()).or_insert_with(|| {
+                attach_sets.push(a);
+                attach_sets.len() as u32 - 1
+            });
+            class_of.push(c);
+        }
+        let classes = attach_sets.len();
+        let mut g = Groups { groups: vec![vec![]], index: HashMap::new() };
+        g.index.insert(vec![], UNREACHABLE);
+        let mut table = vec![UNREACHABLE; n * classes];
         let mut dist = vec![u32::MAX; n];
         let mut q = VecDeque::new();
         let mut grp = Vec::new();
-        for (hi, &dst) in topo.hosts.iter().enumerate() {
+        for (c, attach) in attach_sets.iter().enumerate() {
             dist.iter_mut().for_each(|d| *d = u32::MAX);
-            dist[dst.idx()] = 0;
-            q.push_back(dst);
+            for &a in attach {
+                dist[a.idx()] = 1;
+                q.push_back(a);
+            }
             while let Some(u) = q.pop_front() {
-                let node = &topo.nodes[u.idx()];
-                if node.kind == NodeKind::Host && u != dst {
+                if topo.nodes[u.idx()].kind == NodeKind::Host {
                     continue; // hosts are not transit nodes
                 }
-                for &p in &node.ports {
-                    let port = &topo.ports[p.idx()];
-                    if !link_up[port.link.idx()] {
-                        continue;
-                    }
-                    let v = topo.ports[port.peer.idx()].node;
-                    if dist[v.idx()] == u32::MAX {
-                        dist[v.idx()] = dist[u.idx()] + 1;
-                        q.push_back(v);
+                for &p in &topo.nodes[u.idx()].ports {
+                    if let Some(v) = up_peer(p) {
+                        if dist[v.idx()] == u32::MAX {
+                            dist[v.idx()] = dist[u.idx()] + 1;
+                            q.push_back(v);
+                        }
                     }
                 }
             }
             for (ni, node) in topo.nodes.iter().enumerate() {
                 let d = dist[ni];
-                if d == u32::MAX || d == 0 {
+                if d == u32::MAX {
+                    continue;
+                }
+                if d == 1 {
+                    table[ni * classes + c] = DIRECT;
                     continue;
                 }
                 grp.clear();
                 for &p in &node.ports {
-                    let port = &topo.ports[p.idx()];
-                    if !link_up[port.link.idx()] {
-                        continue;
-                    }
-                    let v = topo.ports[port.peer.idx()].node;
-                    let transit_ok = topo.nodes[v.idx()].kind == NodeKind::Switch || v == dst;
-                    if transit_ok && dist[v.idx()] == d - 1 {
-                        grp.push(p);
+                    if let Some(v) = up_peer(p) {
+                        if topo.nodes[v.idx()].kind == NodeKind::Switch && dist[v.idx()] == d - 1 {
+                            grp.push(p);
+                        }
                     }
                 }
-                let gi = match index.get(&grp) {
-                    Some(&g) => g,
-                    None => {
-                        let g = groups.len() as u32;
-                        groups.push(grp.clone());
-                        index.insert(grp.clone(), g);
-                        g
-                    }
-                };
-                table[ni * h + hi] = gi;
+                table[ni * classes + c] = g.intern(&grp);
             }
         }
+        // direct groups: from each attached node, its up ports to the host
+        let mut direct_at = Vec::with_capacity(topo.hosts.len() + 1);
+        let mut direct = vec![];
+        for (hi, &h) in topo.hosts.iter().enumerate() {
+            direct_at.push(direct.len() as u32);
+            for &a in &attach_sets[class_of[hi] as usize] {
+                grp.clear();
+                grp.extend(topo.nodes[a.idx()].ports.iter().copied().filter(|&p| up_peer(p) == Some(h)));
+                direct.push((a, g.intern(&grp)));
+            }
+        }
+        direct_at.push(direct.len() as u32);
         let pin_lane = if topo.pin_lanes {
             topo.ports.iter().map(|p| if topo.nodes[p.node.idx()].tier == Tier::Spine { p.lane } else { u32::MAX }).collect()
         } else {
             vec![]
         };
-        Routing { hosts: h, table, groups, pin_lane }
+        Routing { classes, class_of, table, direct_at, direct, groups: g.groups, host_node: topo.hosts.clone(), pin_lane }
+    }
+
+    #[inline]
+    fn group(&self, node: NodeId, dst_host: u32) -> u32 {
+        let h = dst_host as usize;
+        match self.table[node.idx() * self.classes + self.class_of[h] as usize] {
+            DIRECT => {
+                let (a, b) = (self.direct_at[h] as usize, self.direct_at[h + 1] as usize);
+                self.direct[a..b].iter().find(|(n, _)| *n == node).map_or(UNREACHABLE, |&(_, g)| g)
+            }
+            _ if node == self.host_node[h] => UNREACHABLE,
+            g => g,
+        }
     }
 
     /// Equal-cost next hops from `node` toward host index `dst_host` (empty
-    /// if unreachable).
+    /// if unreachable, or if `node` is that host).
     #[inline]
     pub fn next_hops(&self, node: NodeId, dst_host: u32) -> &[PortId] {
-        &self.groups[self.table[node.idx() * self.hosts + dst_host as usize] as usize]
+        &self.groups[self.group(node, dst_host) as usize]
+    }
+
+    /// Bytes held by the routing table and groups (the scale benchmark's
+    /// memory accounting).
+    pub fn memory_bytes(&self) -> usize {
+        let groups: usize = self.groups.iter().map(|g| g.len() * 4 + 24).sum();
+        (self.table.len() + self.class_of.len() + self.direct_at.len() + self.pin_lane.len()) * 4 + self.direct.len() * 8 + groups
     }
 
     /// Next hops for a packet that came in on `in_port` (a port of `node`).
@@ -126,7 +197,7 @@ impl Routing {
     }
 
     pub fn reachable(&self, node: NodeId, dst_host: u32) -> bool {
-        self.table[node.idx() * self.hosts + dst_host as usize] != UNREACHABLE
+        self.group(node, dst_host) != UNREACHABLE
     }
 
     /// The first pair of host indices (src, dst) with no route, if any.
@@ -228,6 +299,67 @@ mod tests {
         for g in [r.next_hops(s1, 20), r.next_hops(l0, 20)] {
             assert!(g.iter().all(|p| t.ports[p.idx()].link != failed));
         }
+    }
+
+    /// The definition, one breadth-first search per destination host:
+    /// hop distances to `dst` (hosts not transit), next hops = up ports to a
+    /// neighbour one hop closer that is a switch or `dst` itself.
+    fn reference(t: &Topology, up: &[bool], src: NodeId, dst: u32) -> Vec<PortId> {
+        let dn = t.host(dst);
+        let mut dist = vec![u32::MAX; t.nodes.len()];
+        dist[dn.idx()] = 0;
+        let mut q = std::collections::VecDeque::from([dn]);
+        while let Some(u) = q.pop_front() {
+            if t.nodes[u.idx()].kind == NodeKind::Host && u != dn {
+                continue;
+            }
+            for &p in &t.nodes[u.idx()].ports {
+                let v = t.ports[t.ports[p.idx()].peer.idx()].node;
+                if up[t.ports[p.idx()].link.idx()] && dist[v.idx()] == u32::MAX {
+                    dist[v.idx()] = dist[u.idx()] + 1;
+                    q.push_back(v);
+                }
+            }
+        }
+        let d = dist[src.idx()];
+        if d == 0 || d == u32::MAX {
+            return vec![];
+        }
+        let ok = |v: NodeId| t.nodes[v.idx()].kind == NodeKind::Switch || v == dn;
+        t.nodes[src.idx()]
+            .ports
+            .iter()
+            .copied()
+            .filter(|p| {
+                let v = t.ports[t.ports[p.idx()].peer.idx()].node;
+                up[t.ports[p.idx()].link.idx()] && ok(v) && dist[v.idx()] == d - 1
+            })
+            .collect()
+    }
+
+    #[test]
+    fn per_class_tables_match_per_host_search_on_a_fat_tree_with_failures() {
+        let s = |g| LinkSpec { rate: BitsPerSec::gbps(g), delay: SimTime::from_us(1) };
+        let t = fat_tree(4, s(10), s(10)).unwrap();
+        let mut up = vec![true; t.links.len()];
+        let r = Routing::compute(&t, &up);
+        assert_eq!(r.table.len(), t.nodes.len() * t.racks.len(), "one column per ToR, not per host");
+        // fail a ToR uplink, a core link and one host's access link
+        for name in ["T0_0-A0_0", "A1_1-C3", "H5-T1_0"] {
+            let l = t.match_links(name);
+            assert_eq!(l.len(), 1, "{name}");
+            up[l[0].idx()] = false;
+        }
+        let r2 = Routing::compute(&t, &up);
+        for (rr, u) in [(&r, vec![true; t.links.len()]), (&r2, up.clone())] {
+            for n in 0..t.nodes.len() {
+                for h in 0..t.num_hosts() as u32 {
+                    let want = reference(&t, &u, NodeId(n as u32), h);
+                    assert_eq!(rr.next_hops(NodeId(n as u32), h), want.as_slice(), "{} -> host {h}", t.nodes[n].name);
+                }
+            }
+        }
+        assert!(r2.first_unreachable_pair(&t).is_some(), "H5 is cut off");
     }
 
     #[test]

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Scale benchmark (issue 19): wall time, events/s, packets/s and peak RSS
+of `lbsim-run` on fabrics from 32 to 3,456 hosts, for one or more builds
+side by side in one invocation.
+
+    python3 bench/scale.py                        # this tree's release build
+    python3 bench/scale.py --old-rev 3d804a5      # + that commit, built in a worktree
+    python3 bench/scale.py --bin old=/tmp/lbsim-run.base --only k8,b1 --repeat 3
+
+Each (scenario, build) pair runs `--repeat` times, builds interleaved
+(A B A B ...) so that drift in the machine's speed hits both alike; the
+table shows the fastest wall time and the largest peak RSS. Results must be
+identical between builds: the events count and `flows_digest` (a hash of
+every per-flow record, printed by lbsim-run) are compared, and a mismatch
+is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCENARIOS = {
+    # name: (scenario file, overrides, what it is)
+    "b1": ("examples/b1.toml", [], "B1: 32 hosts, 2x2 leaf-spine, 5,000 web-search flows"),
+    "k8": ("bench/scale/k8_ws10000.toml", [], "k=8 fat-tree (128 hosts), 10,000 web-search flows (ws_10000.csv)"),
+    "k16": ("bench/scale/k16_1mb.toml", [], "k=16 fat-tree (1,024 hosts), 2,000 x 1 MB, letflow"),
+    "k16x10": ("bench/scale/k16_1mb.toml", ["workload.flows=20000"], "k=16 fat-tree, 20,000 x 1 MB, letflow"),
+    "k24": ("bench/scale/k24_1mb.toml", [], "k=24 fat-tree (3,456 hosts), 2,000 x 1 MB, letflow"),
+    "small1m": ("examples/small.toml", ["workload.flows=1000000"], "32 hosts, 10^6 web-search flows (long)"),
+}
+DEFAULT = ["b1", "k8", "k16", "k24"]
+
+
+def build_rev(rev: str) -> Path:
+    """Builds lbsim-run at `rev` in its own worktree and returns the binary."""
+    wt = Path(f"/tmp/lbsim-bench-{rev}")
+    if not wt.exists():
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(wt), rev], check=True)
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "lbsim-sim"], cwd=wt, check=True)
+    return wt / "target/release/lbsim-run"
+
+
+def run_measured(binary: Path, scenario: str, overrides: list[str]) -> dict:
+    """One run with its own peak RSS: wait4 on the child's pid."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        p = subprocess.Popen([str(binary), str(ROOT / scenario), *overrides], stdout=out, stderr=err)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if p.returncode != 0:
+            raise SystemExit(f"{binary} {scenario} {' '.join(overrides)}: exit {p.returncode}: {err.read().decode().strip()[-400:]}")
+        out = out.read()
+    return {"wall_s": wall, "rss_mb": ru.ru_maxrss / 1024, "summary": json.loads(out)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", action="append", default=[], metavar="NAME=PATH", help="a build to measure (repeatable)")
+    ap.add_argument("--old-rev", help="also build and measure this git revision")
+    ap.add_argument("--only", help=f"comma-separated scenarios (default {','.join(DEFAULT)}; all: {','.join(SCENARIOS)})")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per (scenario, build); the fastest is shown")
+    ap.add_argument("--json", help="also write every run's numbers here")
+    a = ap.parse_args()
+
+    bins: list[tuple[str, Path]] = []
+    if a.old_rev:
+        bins.append((f"old {a.old_rev}", build_rev(a.old_rev)))
+    for b in a.bin:
+        name, _, path = b.partition("=")
+        if not path:
+            raise SystemExit(f"--bin {b}: expected NAME=PATH")
+        bins.append((name, Path(path)))
+    if not a.bin:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "lbsim-sim"], cwd=ROOT, check=True)
+        bins.append(("new (this tree)", ROOT / "target/release/lbsim-run"))
+    names = a.only.split(",") if a.only else DEFAULT
+    for n in names:
+        if n not in SCENARIOS:
+            raise SystemExit(f"--only: unknown scenario {n!r}; choose from {', '.join(SCENARIOS)}")
+
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    print(f"# machine: {os.cpu_count()} CPUs, {cpu}; {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    print("| scenario | build | wall s | events | M events/s | M pkts/s | peak RSS MB | mean FCT us | flows_digest |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    records = []
+    for n in names:
+        scen, ov, _ = SCENARIOS[n]
+        best: dict[str, dict] = {}
+        for _ in range(a.repeat):
+            for bname, path in bins:
+                r = run_measured(path, scen, ov)
+                records.append({"scenario": n, "build": bname, **{k: v for k, v in r.items() if k != "summary"},
+                                "events": r["summary"]["events"]})
+                b = best.get(bname)
+                if b is None or r["wall_s"] < b["wall_s"]:
+                    r["rss_mb"] = max(r["rss_mb"], b["rss_mb"]) if b else r["rss_mb"]
+                    best[bname] = r
+                else:
+                    b["rss_mb"] = max(b["rss_mb"], r["rss_mb"])
+        ref = None
+        for bname, _ in bins:
+            r = best[bname]
+            s = r["summary"]
+            ev, pk = s["events"], s["network"]["packets_sent"]
+            sim_wall = s["wall_s"]  # the run loop alone (no setup, no output)
+            key = (ev, s.get("flows_digest"), json.dumps(s["fct_us"], sort_keys=True))
+            same = "" if ref is None else (" (identical)" if key[0] == ref[0] and key[2] == ref[2] and (key[1] == ref[1] or None in (key[1], ref[1])) else " (DIFFERENT)")
+            ref = ref or key
+            print(f"| {n} | {bname} | {r['wall_s']:.2f} | {ev:,} | {ev / sim_wall / 1e6:.2f} | {pk / sim_wall / 1e6:.2f} | "
+                  f"{r['rss_mb']:.0f} | {s['fct_us']['mean']:.1f} | {s.get('flows_digest', '-')}{same} |", flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(records, indent=1))
+
+
+if __name__ == "__main__":
+    main()
