@@ -376,18 +376,28 @@ impl World {
         if t > hard_stop {
             return false;
         }
-        let (_, ev) = self.q.pop().unwrap();
-        match ev {
-            Ev::Arrive { port, gen } => {
-                let now = self.now();
-                let pq = &mut self.ports[port.idx()];
-                if pq.generation != gen {
-                    return true; // the link failed and took its packets with it
-                }
-                if let Some((pkt, next)) = pq.pop_arrival(now) {
-                    if let Some(t) = next {
-                        self.q.schedule(t, Ev::Arrive { port, gen });
+        // A port's head packet arriving names the port's next arrival: that
+        // event takes its place in the queue (one sift, same order).
+        let ports = &mut self.ports;
+        let mut arrived = None;
+        let (_, ev) = self
+            .q
+            .pop_with(|now, ev| match *ev {
+                Ev::Arrive { port, gen } => {
+                    let pq = &mut ports[port.idx()];
+                    if pq.generation != gen {
+                        return None; // the link failed and took its packets with it
                     }
+                    let (pkt, next) = pq.pop_arrival(now)?;
+                    arrived = Some(pkt);
+                    next.map(|t| (t, Ev::Arrive { port, gen }))
+                }
+                _ => None,
+            })
+            .unwrap();
+        match ev {
+            Ev::Arrive { port, .. } => {
+                if let Some(pkt) = arrived {
                     self.arrive(pkt, port);
                 }
             }

@@ -6,11 +6,14 @@
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RangeSet {
     r: Vec<(u64, u64)>,
+    /// Bytes covered in all (kept so that the common "everything above
+    /// snd.una" query of RFC 6675's pipe is O(1)).
+    total: u64,
 }
 
 impl RangeSet {
     pub fn new() -> Self {
-        RangeSet { r: Vec::new() }
+        RangeSet { r: Vec::new(), total: 0 }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -24,6 +27,7 @@ impl RangeSet {
     }
     pub fn clear(&mut self) {
         self.r.clear();
+        self.total = 0;
     }
 
     /// Adds `[a, b)`, merging with neighbours. Returns the number of bytes
@@ -51,15 +55,17 @@ impl RangeSet {
             j += 1;
         }
         self.r.splice(i..j, std::iter::once((lo, hi)));
+        self.total += (b - a) - covered;
         (b - a) - covered
     }
 
     /// Removes everything below `x`.
     pub fn remove_below(&mut self, x: u64) {
         let i = self.r.partition_point(|&(_, e)| e <= x);
-        self.r.drain(..i);
+        self.total -= self.r.drain(..i).map(|(s, e)| e - s).sum::<u64>();
         if let Some(f) = self.r.first_mut() {
             if f.0 < x {
+                self.total -= x - f.0;
                 f.0 = x;
             }
         }
@@ -106,6 +112,11 @@ impl RangeSet {
 
     /// Bytes covered inside `[a, b)`.
     pub fn covered_in(&self, a: u64, b: u64) -> u64 {
+        match (self.r.first(), self.r.last()) {
+            (None, _) => return 0,
+            (Some(&(s, _)), Some(&(_, e))) if a <= s && e <= b => return self.total,
+            _ => {}
+        }
         let mut n = 0;
         for &(s, e) in &self.r {
             if s >= b {
@@ -122,7 +133,7 @@ impl RangeSet {
 
     /// Total bytes covered.
     pub fn total(&self) -> u64 {
-        self.r.iter().map(|&(s, e)| e - s).sum()
+        self.total
     }
 
     /// Highest covered byte + 1, or `None`.
@@ -162,6 +173,28 @@ mod tests {
         assert_eq!(s.as_slice(), &[(10, 50)]);
         assert_eq!(s.insert(0, 5), 5);
         assert_eq!(s.as_slice(), &[(0, 5), (10, 50)]);
+    }
+
+    #[test]
+    fn kept_total_equals_the_sum_of_ranges_and_answers_covered_in() {
+        let mut s = RangeSet::new();
+        let mut x = 7u64;
+        for step in 0..5000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let a = (x >> 33) % 1000;
+            match step % 7 {
+                0 => s.remove_below(a / 4 + step / 10),
+                6 if step % 700 == 6 => s.clear(),
+                _ => {
+                    s.insert(a, a + (x >> 50) % 40);
+                }
+            }
+            let sum: u64 = s.as_slice().iter().map(|&(a, b)| b - a).sum();
+            assert_eq!(s.total(), sum, "step {step}");
+            let slow = |lo: u64, hi: u64| s.as_slice().iter().map(|&(a, b)| b.min(hi).saturating_sub(a.max(lo))).sum::<u64>();
+            assert_eq!(s.covered_in(0, 2000), slow(0, 2000));
+            assert_eq!(s.covered_in(a, a + 100), slow(a, a + 100));
+        }
     }
 
     #[test]
