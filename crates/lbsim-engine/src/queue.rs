@@ -19,15 +19,27 @@ use crate::units::SimTime;
 use std::cmp::Ordering;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
+/// A heap entry: `key` is `time << 64 | seq`, so one 128-bit comparison
+/// orders by time, then by insertion.
 struct Entry<E> {
-    time: SimTime,
-    seq: u64,
+    key: u128,
     ev: E,
+}
+
+impl<E> Entry<E> {
+    #[inline]
+    fn new(time: SimTime, seq: u64, ev: E) -> Self {
+        Entry { key: (time.0 as u128) << 64 | seq as u128, ev }
+    }
+    #[inline]
+    fn time(&self) -> SimTime {
+        SimTime((self.key >> 64) as u64)
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, o: &Self) -> bool {
-        self.time == o.time && self.seq == o.seq
+        self.key == o.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -38,8 +50,9 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest first.
+    #[inline]
     fn cmp(&self, o: &Self) -> Ordering {
-        (o.time, o.seq).cmp(&(self.time, self.seq))
+        o.key.cmp(&self.key)
     }
 }
 
@@ -73,7 +86,7 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn schedule(&mut self, time: SimTime, ev: E) {
         debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
-        self.heap.push(Entry { time, seq: self.seq, ev });
+        self.heap.push(Entry::new(time, self.seq, ev));
         self.seq += 1;
     }
 
@@ -82,14 +95,14 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn schedule_later(&mut self, time: SimTime, ev: E) {
         debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
-        self.later.push(Entry { time, seq: self.seq, ev });
+        self.later.push(Entry::new(time, self.seq, ev));
         self.seq += 1;
     }
 
     #[inline]
     fn later_first(&self) -> bool {
         match (self.heap.peek(), self.later.peek()) {
-            (Some(a), Some(b)) => (b.time, b.seq) < (a.time, a.seq),
+            (Some(a), Some(b)) => b.key < a.key,
             (None, Some(_)) => true,
             _ => false,
         }
@@ -99,9 +112,9 @@ impl<E> EventQueue<E> {
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
         let e = if self.later_first() { self.later.pop()? } else { self.heap.pop()? };
-        self.now = e.time;
+        self.now = e.time();
         self.popped += 1;
-        Some((e.time, e.ev))
+        Some((e.time(), e.ev))
     }
 
     /// Pops the earliest event like [`EventQueue::pop`]; if `next` returns
@@ -122,13 +135,13 @@ impl<E> EventQueue<E> {
             return Some((t, ev));
         }
         let mut top = self.heap.peek_mut()?;
-        let (t, ev) = (top.time, top.ev);
+        let (t, ev) = (top.time(), top.ev);
         self.now = t;
         self.popped += 1;
         match next(t, &ev) {
             Some((t2, e2)) => {
                 debug_assert!(t2 >= t, "event scheduled in the past: {t2} < {t}");
-                *top = Entry { time: t2, seq: self.seq, ev: e2 };
+                *top = Entry::new(t2, self.seq, e2);
                 self.seq += 1;
             }
             None => {
@@ -141,9 +154,9 @@ impl<E> EventQueue<E> {
     /// Time of the next event without removing it.
     pub fn peek_time(&self) -> Option<SimTime> {
         if self.later_first() {
-            self.later.peek().map(|e| e.time)
+            self.later.peek().map(|e| e.time())
         } else {
-            self.heap.peek().map(|e| e.time)
+            self.heap.peek().map(|e| e.time())
         }
     }
 
