@@ -834,8 +834,20 @@ impl TcpSender {
             if let Recovery::Fast { .. } = self.recovery {
                 let sacked = self.scoreboard.covered_in(self.una, self.max);
                 let holes = (self.max - self.una) - sacked;
-                let l = self.scoreboard.loss_point(self.lost_threshold()).unwrap_or(self.una).clamp(self.una, self.max);
-                let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
+                let th = self.lost_threshold();
+                let lp = self.scoreboard.loss_point(th);
+                let l = lp.unwrap_or(self.una).clamp(self.una, self.max);
+                // Exactly th + 1 SACKed bytes lie at or above the loss point,
+                // so when the scoreboard is inside [una, max) the bytes below
+                // it need no scan.
+                let inside = self.scoreboard.as_slice().first().is_some_and(|r| r.0 >= self.una)
+                    && self.scoreboard.max_end().is_some_and(|e| e <= self.max);
+                let sacked_below = match lp {
+                    Some(x) if inside && x == l => sacked - (th + 1),
+                    _ => self.scoreboard.covered_in(self.una, l),
+                };
+                debug_assert_eq!(sacked_below, self.scoreboard.covered_in(self.una, l));
+                let lost = (l - self.una) - sacked_below;
                 let hr = self.high_rxt.clamp(self.una, self.max);
                 let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
                 return holes - lost + rtx;
