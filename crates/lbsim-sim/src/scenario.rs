@@ -71,8 +71,11 @@ fn one() -> u64 {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
+    /// A label, printed in the summary.
     #[serde(default)]
     pub name: String,
+    /// Seeds every random stream of the run (workload, schemes, jitter,
+    /// failures): same scenario and seed, identical output files.
     #[serde(default = "one")]
     pub seed: u64,
     pub topology: TopologyCfg,
@@ -126,12 +129,18 @@ pub enum TopologyCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LeafSpineCfg {
+    /// Leaf (ToR) switches.
     pub leaves: u32,
+    /// Spine switches; every leaf connects to every spine.
     pub spines: u32,
+    /// Parallel links between each leaf and each spine.
     #[serde(default = "one_u32")]
     pub links_per_pair: u32,
+    /// Hosts under each leaf: one number, or a list with one per leaf.
     pub hosts_per_leaf: HostsPerLeaf,
+    /// Host-to-leaf link rate.
     pub host_rate_gbps: f64,
+    /// Leaf-to-spine link rate.
     pub fabric_rate_gbps: f64,
     /// Propagation delay of every link, microseconds.
     #[serde(default = "d1")]
@@ -146,14 +155,24 @@ pub struct LeafSpineCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Clos3Cfg {
+    /// Pods; every ToR of a pod connects to every aggregation switch of it.
     pub pods: u32,
+    /// ToRs in each pod.
     pub tors_per_pod: u32,
+    /// Aggregation switches in each pod.
     pub aggs_per_pod: u32,
+    /// Core switches, split evenly into one plane per aggregation index:
+    /// aggregation switch i of every pod connects to the cores of plane i.
     pub cores: u32,
+    /// Hosts under each ToR.
     pub hosts_per_tor: u32,
+    /// Host-to-ToR link rate.
     pub host_rate_gbps: f64,
+    /// ToR-to-aggregation link rate.
     pub tor_agg_rate_gbps: f64,
+    /// Aggregation-to-core link rate.
     pub agg_core_rate_gbps: f64,
+    /// Propagation delay of every link.
     #[serde(default = "d1")]
     pub link_delay_us: f64,
 }
@@ -161,9 +180,13 @@ pub struct Clos3Cfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FatTreeCfg {
+    /// Ports per switch (even): k pods, k^3/4 hosts.
     pub k: u32,
+    /// Host-to-ToR link rate.
     pub host_rate_gbps: f64,
+    /// Rate of every switch-to-switch link.
     pub fabric_rate_gbps: f64,
+    /// Propagation delay of every link.
     #[serde(default = "d1")]
     pub link_delay_us: f64,
 }
@@ -171,7 +194,9 @@ pub struct FatTreeCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitCfg {
+    /// The nodes, hosts and switches.
     pub nodes: Vec<ExplicitNodeCfg>,
+    /// The links between them.
     pub links: Vec<ExplicitLinkCfg>,
 }
 
@@ -281,7 +306,10 @@ fn human(msg: &str) -> String {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitNodeCfg {
+    /// Unique name, used by links, failures and samplers.
     pub name: String,
+    /// A host (sends and receives, never forwards); else a switch. Hosts
+    /// are numbered in the order they are listed.
     #[serde(default)]
     pub host: bool,
 }
@@ -289,11 +317,16 @@ pub struct ExplicitNodeCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExplicitLinkCfg {
+    /// One end (a node name).
     pub a: String,
+    /// The other end.
     pub b: String,
+    /// Link rate (both directions).
     pub rate_gbps: f64,
+    /// Propagation delay.
     #[serde(default = "d1")]
     pub delay_us: f64,
+    /// Parallel links between a and b (at least 1).
     #[serde(default = "one_u32")]
     pub count: u32,
 }
@@ -318,6 +351,7 @@ pub struct NetworkCfg {
     pub host_jitter_ns: Option<f64>,
     /// ECN marking threshold on the instantaneous queue, packets (off if absent).
     pub ecn_k_pkts: Option<u32>,
+    /// ECN marking threshold, bytes (instead of packets).
     pub ecn_k_bytes: Option<u64>,
     /// Which ports mark: "switch" (default: every switch egress port, the
     /// ToR ports toward hosts included, as a real ToR does) or "fabric"
@@ -336,25 +370,34 @@ fn s(x: &str) -> String {
 pub struct TransportCfg {
     /// "newreno" or "dctcp".
     pub cc: String,
+    /// DCTCP's gain g for the marked-fraction average (RFC 8257).
     pub dctcp_g: f64,
     /// Classic ECN (RFC 3168) for NewReno.
     pub ecn: bool,
+    /// TCP payload bytes per full segment.
     pub mss_bytes: u32,
     /// IP + TCP header bytes per segment (52 = 20 + 20 + 12-byte timestamp option).
     pub header_bytes: u32,
+    /// Initial window, segments (RFC 6928).
     pub init_cwnd_pkts: u32,
     /// Initial slow-start threshold, bytes (absent: unlimited, RFC 5681).
     pub init_ssthresh_bytes: Option<u64>,
+    /// Selective acknowledgements (RFC 2018) with RFC 6675 loss recovery.
     pub sack: bool,
     /// ACK every N full segments (1 = no delayed ACKs).
     pub delayed_ack: u32,
+    /// Longest an ACK is delayed.
     pub delayed_ack_timeout_us: f64,
+    /// Lower bound of the retransmission timeout (RFC 6298 §2.4).
     pub min_rto_ms: f64,
     /// RTO before the first RTT sample, and the SYN retransmission timeout
     /// (default: `min_rto_ms`).
     pub initial_rto_ms: Option<f64>,
+    /// Upper bound of the backed-off retransmission timeout.
     pub max_rto_ms: f64,
+    /// Duplicate ACKs that start fast retransmit (with `reordering = "fixed"`).
     pub dupack_threshold: u32,
+    /// Receive window advertised by every receiver.
     pub rcv_wnd_bytes: u32,
     /// Window growth per ACK: "bytes" (RFC 3465 byte counting, Linux-like:
     /// growth follows the data acknowledged) or "per_ack" (RFC 5681 §3.1 as
@@ -396,6 +439,7 @@ pub struct TransportCfg {
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the start, flows queued on the least-loaded one.
     pub connections: String,
+    /// Connections per (src, dst) pair with `connections = "persistent"`.
     pub connections_per_pair: u32,
 }
 
@@ -446,13 +490,18 @@ pub struct WorkloadCfg {
     pub size_bytes: Option<u64>,
     /// Offered load as a fraction of the capacity named by `load_of`.
     pub load: f64,
-    /// "leaf_uplinks", "host_links" or "bisection" (see the docs).
+    /// The capacity `load` is a fraction of: "leaf_uplinks" (the sending
+    /// leaves' uplinks), "host_links" (the senders' links), "bisection" (half
+    /// the smallest per-tier sum of uplink rates) or "bottleneck_tier" (the
+    /// smallest per-tier sum of uplink rates); printed in the summary.
     pub load_of: String,
     /// Overrides the capacity the load refers to, Gb/s.
     pub capacity_gbps: Option<f64>,
     /// Allow load >= 1 of the named capacity.
     pub allow_overload: bool,
+    /// Flows to generate (kinds poisson and per_sender).
     pub flows: usize,
+    /// Time of the first arrival.
     pub start_us: f64,
     /// kind = "per_sender": mean of the exponential gaps between
     /// consecutive senders' starts, µs (0: all start at `start_us`).
@@ -462,8 +511,11 @@ pub struct WorkloadCfg {
     pub pattern: String,
     /// Inter-pod patterns: only hosts of these pods send and receive (all if empty).
     pub pods: Vec<u32>,
+    /// pattern = "stride": host h sends to host h + stride (mod hosts).
     pub stride: u32,
+    /// pattern = "inter_rack": senders only under these racks (all if empty).
     pub src_racks: Vec<u32>,
+    /// pattern = "inter_rack": receivers only under these racks (all if empty).
     pub dst_racks: Vec<u32>,
     /// CSV `src,dst,size_bytes,start_us` (kind = "flow_list").
     pub flow_list: Option<String>,
@@ -502,11 +554,15 @@ impl Default for WorkloadCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IncastCfg {
+    /// Host index of the client.
     pub client: u32,
-    /// Candidate servers (host indices); default: every other host.
+    /// Candidate servers (host indices); empty: every other host.
     pub servers: Vec<u32>,
+    /// Servers answering each request (drawn from `servers`).
     pub fan_in: u32,
+    /// Bytes per request, split evenly over the servers.
     pub request_bytes: u64,
+    /// Requests in sequence.
     pub requests: u32,
 }
 
@@ -519,7 +575,9 @@ impl Default for IncastCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LbCfg {
+    /// The load-balancing scheme (`lbsim schemes` lists them).
     pub scheme: String,
+    /// The scheme's parameters (`lbsim schemes` gives names, units, defaults).
     pub params: toml::Table,
     /// The RTT that every "RTT"-denominated scheme parameter means (Clove's
     /// flowlet gap, relay interval, ...), µs: state the paper's or your
@@ -543,6 +601,7 @@ pub struct DropCfg {
     /// From this time on, the next `count` TCP data packets offered to the
     /// port are dropped (one-packet loss experiments, VMS Fig. 9).
     pub at_ms: f64,
+    /// Packets to drop.
     #[serde(default = "one_u32")]
     pub count: u32,
 }
@@ -552,6 +611,7 @@ pub struct DropCfg {
 pub struct FailureCfg {
     /// Link name, e.g. "L1-S1#0" (wildcards allowed; "#k" omitted = all parallel links).
     pub link: String,
+    /// When the link goes down (0: from the start).
     #[serde(default)]
     pub at_ms: f64,
     /// Bring it back at this time (optional).
@@ -567,10 +627,14 @@ pub struct FailureCfg {
 pub struct RandomFailureCfg {
     /// "tor_agg" or "agg_core".
     pub tier: String,
+    /// The pod whose links fail.
     pub pod: u32,
+    /// Links to fail.
     pub count: u32,
+    /// Most failed links at any one switch.
     #[serde(default = "two")]
     pub max_per_switch: u32,
+    /// When they go down.
     #[serde(default)]
     pub at_ms: f64,
 }
@@ -582,20 +646,29 @@ fn two() -> u32 {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkOverrideCfg {
+    /// Link name or pattern (as in `failures`).
     pub link: String,
+    /// New rate for the matched links (absent: unchanged).
     pub rate_gbps: Option<f64>,
+    /// New propagation delay (absent: unchanged).
     pub delay_us: Option<f64>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UdpCfg {
+    /// Sending host index.
     pub src: u32,
+    /// Receiving host index.
     pub dst: u32,
+    /// Constant bit rate.
     pub rate_gbps: f64,
+    /// Start sending.
     #[serde(default)]
     pub start_ms: f64,
+    /// Stop sending (absent: never).
     pub stop_ms: Option<f64>,
+    /// Packet size on the wire.
     #[serde(default = "d1500")]
     pub packet_bytes: u32,
     /// Pin the source to the path through this switch (a spine, say):
@@ -624,14 +697,17 @@ pub struct MetricsCfg {
     /// Ports whose admitted packets are captured to pcap files (headers
     /// only), at most `pcap_max_packets` in all.
     pub pcap_ports: Vec<String>,
+    /// Most packets captured in all.
     pub pcap_max_packets: u64,
     /// Record per flow the source-leaf uplinks its data took (uplinks_used,
     /// path_changes in flows.parquet); off by default (it costs ~2 % of the
     /// run time of B1).
     pub path_record: bool,
+    /// Window of the link samplers' utilisation and imbalance.
     pub utilization_window_ms: f64,
     /// Ports to sample queue length on.
     pub queue_samplers: Vec<String>,
+    /// Interval of the queue samplers.
     pub queue_sample_interval_us: f64,
     /// Idle gaps (µs) at which to cut each connection's data into flowlets
     /// as seen at the sender's NIC, as CONGA §2.6 measured a production

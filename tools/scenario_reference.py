@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Writes docs/scenario.md, the scenario-file reference, from the code that
+reads scenario files (crates/lbsim-sim/src/scenario.rs): every key, its
+type, unit, default and the field's doc comment. tests/test_reference.py
+regenerates it and fails if the committed file differs, so it cannot go
+stale.
+
+    python3 tools/scenario_reference.py          # rewrite docs/scenario.md
+    python3 tools/scenario_reference.py --check  # exit 1 if it is stale
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "crates/lbsim-sim/src/scenario.rs"
+OUT = ROOT / "docs/scenario.md"
+
+# (heading, struct, how the table is written, note)
+SECTIONS = [
+    ("Top level", "Scenario", "", ""),
+    ('`[topology]` with `kind = "leaf_spine"`', "LeafSpineCfg", "[topology]", "Leaves L0.., spines S0.., hosts H0.. numbered leaf by leaf."),
+    ('`[topology]` with `kind = "clos3"`', "Clos3Cfg", "[topology]", "A 3-tier Clos: ToRs T<pod>_<i>, aggregation switches A<pod>_<i>, cores C<i>, hosts H0.. numbered ToR by ToR."),
+    ('`[topology]` with `kind = "fat_tree"`', "FatTreeCfg", "[topology]", "A k-ary fat-tree (Al-Fares et al. 2008): the clos3 fabric with k pods of k/2 ToRs and k/2 aggregation switches, (k/2)^2 cores, k/2 hosts per ToR; same names as clos3."),
+    ('`[topology]` with `kind = "explicit"`', "ExplicitCfg", "[topology]", "Any graph: `[[topology.nodes]]` and `[[topology.links]]` below; names are yours."),
+    ("`[[topology.nodes]]` (explicit)", "ExplicitNodeCfg", "[[topology.nodes]]", ""),
+    ("`[[topology.links]]` (explicit)", "ExplicitLinkCfg", "[[topology.links]]", ""),
+    ("`[network]`", "NetworkCfg", "[network]", ""),
+    ("`[transport]`", "TransportCfg", "[transport]", ""),
+    ("`[workload]`", "WorkloadCfg", "[workload]", ""),
+    ("`[workload.incast]`", "IncastCfg", "[workload.incast]", ""),
+    ("`[lb]`", "LbCfg", "[lb]", "Each scheme's own parameters go in `[lb.params]`: `lbsim schemes` lists them with units and defaults."),
+    ("`[[failures]]`", "FailureCfg", "[[failures]]", ""),
+    ("`[[random_failures]]`", "RandomFailureCfg", "[[random_failures]]", ""),
+    ("`[[link_overrides]]`", "LinkOverrideCfg", "[[link_overrides]]", ""),
+    ("`[[drops]]`", "DropCfg", "[[drops]]", ""),
+    ("`[[udp]]`", "UdpCfg", "[[udp]]", ""),
+    ("`[metrics]`", "MetricsCfg", "[metrics]", ""),
+    ("`[run]`", "RunCfg", "[run]", ""),
+]
+
+NAMING = """\
+## Names of nodes, ports and links
+
+Failures, samplers, drops, pcap and link overrides name the fabric's parts:
+
+- **Nodes**: hosts `H0`, `H1`, ... (host index order, the numbers used by
+  flow lists); leaf-spine: leaves `L0`.., spines `S0`..; clos3 and fat_tree:
+  ToRs `T<pod>_<i>`, aggregation switches `A<pod>_<i>`, cores `C<i>`.
+- **Egress ports**: `<from>-><to>#<k>`, `k` counting parallel links between
+  the pair from 0 (`L0->S1#0`, `H3->L0#0`, `T0_1->A0_0#0`).
+- **Links**: `<a>-<b>#<k>` in either order (`S1-L1#0` is `L1-S1#0`); `*`
+  matches any run of characters and `#k` may be left out to mean every
+  parallel link (`L0-S*`).
+"""
+
+UNITS = {"_us": "µs", "_ms": "ms", "_ns": "ns", "_gbps": "Gb/s", "_pkts": "packets", "_bytes": "bytes"}
+
+
+def rust_type(t: str) -> tuple[str, bool]:
+    """(words, optional) for a Rust field type."""
+    t = t.strip()
+    m = re.fullmatch(r"Option<(.+)>", t)
+    if m:
+        return rust_type(m.group(1))[0], True
+    m = re.fullmatch(r"Vec<(.+)>", t)
+    if m:
+        inner = rust_type(m.group(1))[0]
+        return ("list of tables" if inner == "table" else f"list of {inner}s"), False
+    return {
+        "u8": "integer", "u16": "integer", "u32": "integer", "u64": "integer", "usize": "integer",
+        "f64": "number", "bool": "boolean", "String": "string", "toml::Table": "table",
+        "HostsPerLeaf": "integer or list of integers",
+    }.get(t, "table"), False
+
+
+def value_text(v: str, fns: dict[str, str]) -> str:
+    """A Rust default expression as TOML-ish text."""
+    v = v.strip()
+    if v in fns:
+        v = fns[v]
+    if v == "None":
+        return ""
+    m = re.fullmatch(r's\("(.*)"\)', v)
+    if m:
+        return f'"{m.group(1)}"'
+    m = re.fullmatch(r"vec!\[(.*)\]", v, re.S)
+    if m:
+        items = [value_text(x, fns) for x in m.group(1).split(",") if x.strip()]
+        return "[" + ", ".join(items) + "]"
+    if v in ("true", "false"):
+        return v
+    try:
+        x = eval(v.replace("_", ""), {"__builtins__": {}})  # numeric literals and arithmetic only
+        return repr(x) if isinstance(x, int) else f"{x:g}"
+    except Exception:
+        return ""
+
+
+def parse(src: str):
+    fns = {m.group(1): m.group(2) for m in re.finditer(r"fn (\w+)\(\) -> \w+ \{\s*([^{}]*?)\s*\}", src)}
+    structs = {}
+    for m in re.finditer(r"((?:#\[[^\n]*\]\s*)+)pub struct (\w+) \{\n(.*?)\n\}", src, re.S):
+        attrs, name, body = m.groups()
+        container_default = bool(re.search(r"#\[serde\([^)]*\bdefault\b", attrs))
+        fields, doc, fdefault = [], [], None
+        for line in body.split("\n"):
+            s = line.strip()
+            if s.startswith("///"):
+                doc.append(s[3:].strip())
+            elif s.startswith("#[serde("):
+                d = re.search(r'default(?: = "(\w+)")?', s)
+                if d:
+                    fdefault = d.group(1) or "Default"
+            elif s.startswith("pub "):
+                fm = re.match(r"pub (\w+): (.+),$", s)
+                if fm:
+                    fields.append((fm.group(1), fm.group(2), " ".join(doc), fdefault))
+                doc, fdefault = [], None
+        structs[name] = (container_default, fields)
+    defaults = {}
+    for m in re.finditer(r"impl Default for (\w+) \{\s*fn default\(\) -> Self \{\s*\w+ \{(.*?)\}\s*\}\s*\}", src, re.S):
+        name, body = m.groups()
+        vals, depth, cur = {}, 0, ""
+        for ch in body + ",":
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            if ch == "," and depth == 0:
+                if ":" in cur:
+                    k, _, v = cur.partition(":")
+                    vals[k.strip()] = v.strip()
+                cur = ""
+            else:
+                cur += ch
+        defaults[name] = vals
+    return fns, structs, defaults
+
+
+def render(src: str) -> str:
+    fns, structs, defaults = parse(src)
+    out = [
+        "# Scenario file reference",
+        "",
+        "<!-- Generated by tools/scenario_reference.py from crates/lbsim-sim/src/scenario.rs; do not edit. -->",
+        "",
+        "A scenario is a TOML file; every key below can also be set from the",
+        "command line with `--set key=value` (e.g. `--set transport.min_rto_ms=1`).",
+        "Units are in the key's name (`_us` µs, `_ms` ms, `_ns` ns, `_gbps` Gb/s,",
+        "`_pkts` packets, `_bytes` bytes); every value is checked after conversion",
+        "to the engine's integer picoseconds and bits per second, and an error names",
+        "the key. *Required* keys have no default; an empty default means absent",
+        "(the description says what absence means). `lbsim validate FILE` checks a",
+        "file without running it.",
+        "",
+    ]
+    for heading, struct, table, note in SECTIONS:
+        container_default, fields = structs[struct]
+        dv = defaults.get(struct, {})
+        out += [f"## {heading}", ""]
+        if note:
+            out += [note, ""]
+        out += ["| key | type | unit | default | description |", "|---|---|---|---|---|"]
+        for name, ty, doc, fdefault in fields:
+            words, optional = rust_type(ty)
+            if struct == "Scenario" and (words == "table" or words == "list of tables"):
+                continue  # a section of its own
+            if name == "incast":
+                continue
+            unit = next((u for suf, u in UNITS.items() if name.endswith(suf)), "")
+            if name in dv:
+                default = value_text(dv[name], fns)
+            elif fdefault and fdefault != "Default":
+                default = value_text(fdefault, fns)
+            elif fdefault == "Default" or container_default or optional:
+                default = {"boolean": "false", "number": "0", "string": '""'}.get(words, "[]" if words.startswith("list") else "")
+                if optional:
+                    default = ""
+            else:
+                default = "*required*"
+            key = name if not table else (f"{table[1:-1]}.{name}" if not table.startswith("[[") else f"{table[2:-2]}[].{name}")
+            if struct == "Scenario" and name in ("name", "seed"):
+                key = name
+            out.append(f"| `{key}` | {words}{' (optional)' if optional else ''} | {unit} | {default} | {doc.replace('|', '/')} |")
+        out.append("")
+    out.append(NAMING)
+    return "\n".join(out)
+
+
+def main() -> None:
+    text = render(SOURCE.read_text())
+    if "--check" in sys.argv:
+        if not OUT.exists() or OUT.read_text() != text:
+            print(f"{OUT.relative_to(ROOT)} is stale: run python3 tools/scenario_reference.py", file=sys.stderr)
+            sys.exit(1)
+        return
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(text)
+    print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
