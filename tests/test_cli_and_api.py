@@ -76,7 +76,7 @@ def test_exported_flow_list_replays_identically(tmp_path, small):
         ("topology.host_rate_gbps=1e-10", "topology.host_rate_gbps"),
         ("metrics.utilization_window_ms=1e-10", "metrics.utilization_window_ms"),
         ('topology.leaves="2"', "topology.leaves"),
-        ("topology.leaves=100000", "topology"),
+        ("topology.leaves=100000", "topology.leaves"),
         ("workload.flows=1000000000", "workload.flows"),
     ],
 )
