@@ -75,6 +75,10 @@ pub(crate) struct Conn {
     /// Fast recoveries triggered by reordering / by loss (simulator truth).
     fr_reorder: u64,
     fr_loss: u64,
+    /// Sequence numbers of this connection's data segments dropped in the
+    /// network and not yet cumulatively acknowledged (simulator truth for
+    /// the split above; pruned on every ACK, so it stays a handful).
+    lost: Vec<u64>,
     /// Path record: the source-leaf uplink of the last data segment, the
     /// uplinks used (bit k = uplink k) since the connection was last idle,
     /// and the changes of uplink.
@@ -207,7 +211,6 @@ pub(crate) struct World {
     pub arrivals: Vec<FlowSpec>,
     /// Data segments (connection, sequence) dropped and not yet resent by a
     /// fast retransmit: the truth behind the reordering/loss split.
-    lost_segments: std::collections::HashSet<(u32, u64)>,
     /// Per port: its index among its leaf's uplinks, or u32::MAX; used when
     /// `path_record` (metrics.path_record) is on.
     uplink_pos: Vec<u32>,
@@ -289,7 +292,6 @@ impl World {
             path_profiles: HashMap::new(),
             uplink_pos: topo.leaf_uplinks().1,
             path_record: false,
-            lost_segments: Default::default(),
             next_arrival: 0,
             done: 0,
             done_incast: Vec::new(),
@@ -526,7 +528,9 @@ impl World {
         let p = self.pkts.remove(pkt.0);
         if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
             if hdr.len > 0 {
-                self.lost_segments.insert((*conn, hdr.seq));
+                if let Some(c) = self.conns.get_mut(*conn as usize).and_then(|c| c.as_mut()) {
+                    c.lost.push(hdr.seq);
+                }
             }
         }
         self.c.dropped += 1;
@@ -757,13 +761,18 @@ impl World {
             c.sender.set_tx_budget(budget);
             let recoveries = c.sender.stats.fast_recoveries;
             c.sender.on_segment(hdr, now, &mut out);
+            let una = c.sender.snd_una();
             if c.sender.stats.fast_recoveries > recoveries {
                 // what triggered it: was the segment it resends dropped?
-                if self.lost_segments.remove(&(conn, c.sender.snd_una())) {
+                if c.lost.contains(&una) {
+                    c.lost.retain(|&s| s != una);
                     c.fr_loss += 1;
                 } else {
                     c.fr_reorder += 1;
                 }
+            }
+            if !c.lost.is_empty() {
+                c.lost.retain(|&s| s >= una);
             }
             self.emit(conn, true, &mut out);
             self.after_send(conn);
@@ -1153,6 +1162,7 @@ impl World {
             sub_idx: 0,
             fr_reorder: 0,
             fr_loss: 0,
+            lost: Vec::new(),
             last_uplink: u32::MAX,
             uplink_mask: 0,
             path_changes: 0,
