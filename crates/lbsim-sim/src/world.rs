@@ -77,7 +77,8 @@ pub(crate) struct Conn {
     fr_loss: u64,
     /// Sequence numbers of this connection's data segments dropped in the
     /// network and not yet cumulatively acknowledged (simulator truth for
-    /// the split above; pruned on every ACK, so it stays a handful).
+    /// the split above; entries below snd.una can never match again and are
+    /// pruned when there are more than 32, so it stays small).
     lost: Vec<u64>,
     /// Path record: the source-leaf uplink of the last data segment, the
     /// uplinks used (bit k = uplink k) since the connection was last idle,
@@ -771,8 +772,8 @@ impl World {
                     c.fr_reorder += 1;
                 }
             }
-            if !c.lost.is_empty() {
-                c.lost.retain(|&s| s >= una);
+            if c.lost.len() > 32 {
+                c.lost.retain(|&s| s >= una); // stale: below una, never matched again
             }
             self.emit(conn, true, &mut out);
             self.after_send(conn);
