@@ -840,8 +840,7 @@ impl TcpSender {
                 // Exactly th + 1 SACKed bytes lie at or above the loss point,
                 // so when the scoreboard is inside [una, max) the bytes below
                 // it need no scan.
-                let inside = self.scoreboard.as_slice().first().is_some_and(|r| r.0 >= self.una)
-                    && self.scoreboard.max_end().is_some_and(|e| e <= self.max);
+                let inside = self.scoreboard.as_slice().first().is_some_and(|r| r.0 >= self.una) && self.scoreboard.max_end().is_some_and(|e| e <= self.max);
                 let sacked_below = match lp {
                     Some(x) if inside && x == l => sacked - (th + 1),
                     _ => self.scoreboard.covered_in(self.una, l),
