@@ -5,14 +5,15 @@ side by side in one invocation.
 
     python3 bench/scale.py                        # this tree's release build
     python3 bench/scale.py --old-rev 3d804a5      # + that commit, built in a worktree
-    python3 bench/scale.py --bin old=/tmp/lbsim-run.base --only k8,b1 --repeat 3
+    python3 bench/scale.py --bin old=/tmp/old/lbsim-run --bin new=target/release/lbsim-run --only k8,b1 --repeat 3
 
 Each (scenario, build) pair runs `--repeat` times, builds interleaved
 (A B A B ...) so that drift in the machine's speed hits both alike; the
 table shows the fastest wall time and the largest peak RSS. Results must be
-identical between builds: the events count and `flows_digest` (a hash of
-every per-flow record, printed by lbsim-run) are compared, and a mismatch
-is reported.
+identical between builds: the events count, the FCT statistics and
+`flows_digest` (a hash of every per-flow record, printed by lbsim-run since
+2026-11-24) are compared; with a build older than the digest only the first
+two can be, and the table says "(identical; no digest)".
 """
 
 from __future__ import annotations
@@ -115,7 +116,13 @@ def main() -> None:
             ev, pk = s["events"], s["network"]["packets_sent"]
             sim_wall = s["wall_s"]  # the run loop alone (no setup, no output)
             key = (ev, s.get("flows_digest"), json.dumps(s["fct_us"], sort_keys=True))
-            same = "" if ref is None else (" (identical)" if key[0] == ref[0] and key[2] == ref[2] and (key[1] == ref[1] or None in (key[1], ref[1])) else " (DIFFERENT)")
+            if ref is None:
+                same = ""
+            elif key[0] != ref[0] or key[2] != ref[2] or (None not in (key[1], ref[1]) and key[1] != ref[1]):
+                same = " (DIFFERENT)"
+            else:
+                same = " (identical)" if None not in (key[1], ref[1]) else " (identical; no digest)"
+
             ref = ref or key
             print(f"| {n} | {bname} | {r['wall_s']:.2f} | {ev:,} | {ev / sim_wall / 1e6:.2f} | {pk / sim_wall / 1e6:.2f} | "
                   f"{r['rss_mb']:.0f} | {s['fct_us']['mean']:.1f} | {s.get('flows_digest', '-')}{same} |", flush=True)

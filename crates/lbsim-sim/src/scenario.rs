@@ -233,22 +233,24 @@ impl TopologyCfg {
     /// alone (racks: host attachment classes, the routing table's columns;
     /// for an explicit topology at most one per host).
     fn size(&self) -> (u64, u64, u64) {
+        let m = |a: u64, b: u64| a.saturating_mul(b);
         match self {
             TopologyCfg::LeafSpine(c) => {
                 let h: u64 = match &c.hosts_per_leaf {
-                    HostsPerLeaf::Same(n) => *n as u64 * c.leaves as u64,
+                    HostsPerLeaf::Same(n) => m(*n as u64, c.leaves as u64),
                     HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u64).sum(),
                 };
-                (h, h + c.leaves as u64 + c.spines as u64, c.leaves as u64)
+                (h, h.saturating_add(c.leaves as u64 + c.spines as u64), c.leaves as u64)
             }
             TopologyCfg::Clos3(c) => {
-                let tors = c.pods as u64 * c.tors_per_pod as u64;
-                let h = tors * c.hosts_per_tor as u64;
-                (h, h + tors + c.pods as u64 * c.aggs_per_pod as u64 + c.cores as u64, tors)
+                let tors = m(c.pods as u64, c.tors_per_pod as u64);
+                let h = m(tors, c.hosts_per_tor as u64);
+                (h, h.saturating_add(tors).saturating_add(m(c.pods as u64, c.aggs_per_pod as u64)).saturating_add(c.cores as u64), tors)
             }
             TopologyCfg::FatTree(c) => {
                 let k = c.k as u64;
-                (k * k * k / 4, k * k * k / 4 + 5 * k * k / 4, k * k / 2)
+                let h = m(m(k, k), k) / 4;
+                (h, h.saturating_add(m(m(k, k), 5) / 4), m(k, k) / 2)
             }
             TopologyCfg::Explicit(c) => {
                 let h = c.nodes.iter().filter(|n| n.host).count() as u64;
@@ -257,11 +259,25 @@ impl TopologyCfg {
         }
     }
 
-    /// The key that sets the fabric's size, named when it is too large.
+    /// The key that sets the fabric's size (its largest count), named when
+    /// it is too large.
     fn size_key(&self) -> &'static str {
+        let largest = |keys: &[(&'static str, u64)]| keys.iter().max_by_key(|k| k.1).map_or("topology", |k| k.0);
         match self {
-            TopologyCfg::LeafSpine(_) => "topology.leaves",
-            TopologyCfg::Clos3(_) => "topology.pods",
+            TopologyCfg::LeafSpine(c) => {
+                let per_leaf = match &c.hosts_per_leaf {
+                    HostsPerLeaf::Same(n) => *n as u64,
+                    HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u64).max().unwrap_or(0),
+                };
+                largest(&[("topology.leaves", c.leaves as u64), ("topology.hosts_per_leaf", per_leaf), ("topology.spines", c.spines as u64)])
+            }
+            TopologyCfg::Clos3(c) => largest(&[
+                ("topology.pods", c.pods as u64),
+                ("topology.tors_per_pod", c.tors_per_pod as u64),
+                ("topology.hosts_per_tor", c.hosts_per_tor as u64),
+                ("topology.aggs_per_pod", c.aggs_per_pod as u64),
+                ("topology.cores", c.cores as u64),
+            ]),
             TopologyCfg::FatTree(_) => "topology.k",
             TopologyCfg::Explicit(_) => "topology.nodes",
         }
@@ -1302,6 +1318,10 @@ fabric_rate_gbps = 40
         assert!(e.msg.contains("2000000 hosts") && e.msg.contains("GB"), "{}", e.msg);
         let e = err_of(MIN, &["topology.leaves=100000"]);
         assert_eq!(e.field, "topology.leaves");
+        let e = err_of(MIN, &["topology.hosts_per_leaf=[600000, 600000]"]);
+        assert_eq!(e.field, "topology.hosts_per_leaf", "the largest count is blamed");
+        let e = Scenario::from_toml(&ft.replace("k = 200", "k = 4194304"), &[]).unwrap_err();
+        assert_eq!(e.field, "topology.k", "no overflow: {}", e.msg);
         // a k = 24 fat-tree (3,456 hosts) is fine
         assert!(Scenario::from_toml(&ft.replace("k = 200", "k = 24"), &[]).is_ok());
     }

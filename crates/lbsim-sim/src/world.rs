@@ -210,8 +210,6 @@ pub(crate) struct World {
     next_sport: Vec<u16>,
     pub flows: Vec<FlowRecord>,
     pub arrivals: Vec<FlowSpec>,
-    /// Data segments (connection, sequence) dropped and not yet resent by a
-    /// fast retransmit: the truth behind the reordering/loss split.
     /// Per port: its index among its leaf's uplinks, or u32::MAX; used when
     /// `path_record` (metrics.path_record) is on.
     uplink_pos: Vec<u32>,
