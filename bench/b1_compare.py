@@ -23,33 +23,16 @@ import math
 import os
 import platform
 import re
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from measure import run_timed  # noqa: E402
+
 NS3_SCRIPT_CANDIDATES = [ROOT / "bench" / "ns3_b1.py", ROOT.parent / "shared" / "bench" / "ns3_b1.py"]
-
-
-def child_peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
-
-
-def run_timed(cmd: list[str], cwd: str | None = None) -> tuple[str, float, float]:
-    """Runs cmd in a fresh process; returns stdout, wall seconds, peak RSS (MB)
-    measured with /usr/bin/time when available."""
-    timer = ["/usr/bin/time", "-f", "PEAKRSS_KB=%M"] if os.path.exists("/usr/bin/time") else []
-    t0 = time.perf_counter()
-    p = subprocess.run(timer + cmd, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if p.returncode != 0:
-        sys.exit(f"command failed: {' '.join(cmd)}\n{p.stderr[-3000:]}")
-    m = re.search(r"PEAKRSS_KB=(\d+)", p.stderr)
-    rss = int(m.group(1)) / 1024.0 if m else float("nan")
-    return p.stdout, wall, rss
 
 
 def pct(xs, q):

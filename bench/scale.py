@@ -22,11 +22,13 @@ import argparse
 import json
 import os
 import subprocess
-import tempfile
+import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from measure import run_timed  # noqa: E402
 
 SCENARIOS = {
     # name: (scenario file, overrides, what it is)
@@ -50,19 +52,9 @@ def build_rev(rev: str) -> Path:
 
 
 def run_measured(binary: Path, scenario: str, overrides: list[str]) -> dict:
-    """One run with its own peak RSS: wait4 on the child's pid."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen([str(binary), str(ROOT / scenario), *overrides], stdout=out, stderr=err)
-        _, status, ru = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        if p.returncode != 0:
-            raise SystemExit(f"{binary} {scenario} {' '.join(overrides)}: exit {p.returncode}: {err.read().decode().strip()[-400:]}")
-        out = out.read()
-    return {"wall_s": wall, "rss_mb": ru.ru_maxrss / 1024, "summary": json.loads(out)}
+    """One run with its own wall time and peak RSS."""
+    out, wall, rss = run_timed([str(binary), str(ROOT / scenario), *overrides])
+    return {"wall_s": wall, "rss_mb": rss, "summary": json.loads(out)}
 
 
 def main() -> None:

@@ -166,13 +166,6 @@ impl Routing {
         &self.groups[self.group(node, dst_host) as usize]
     }
 
-    /// Bytes held by the routing table and groups (the scale benchmark's
-    /// memory accounting).
-    pub fn memory_bytes(&self) -> usize {
-        let groups: usize = self.groups.iter().map(|g| g.len() * 4 + 24).sum();
-        (self.table.len() + self.class_of.len() + self.direct_at.len() + self.pin_lane.len()) * 4 + self.direct.len() * 8 + groups
-    }
-
     /// Next hops for a packet that came in on `in_port` (a port of `node`).
     /// With lane pinning ([`Topology::pin_lanes`]) a spine offers only the
     /// next hop on the in-port's lane while that link is up (then any);
