@@ -254,3 +254,14 @@ def test_a_pcap_of_a_link_opens_with_a_pcap_library_and_counts_its_packets(tmp_p
     with open(enc / "L0-S0_0.pcap", "rb") as f:
         first = dpkt.ethernet.Ethernet(next(iter(dpkt.pcap.Reader(f)))[1])
     assert first.data.p == 17 and first.data.data.dport == 4789
+
+
+def test_a_bare_word_override_is_a_string_in_the_written_scenario(tmp_path, small):
+    # the Rust side reads `--set lb.scheme=letflow` as the string "letflow";
+    # the scenario.toml written beside the results must agree, not crash
+    cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=50", "--set", "lb.scheme=letflow", "--quiet")
+    import tomllib
+
+    sc = tomllib.loads((tmp_path / "o" / "scenario.toml").read_text())
+    assert sc["lb"]["scheme"] == "letflow"
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["scheme"]["name"] == "letflow"

@@ -87,7 +87,10 @@ def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set
     d = tomllib.loads(sc.text)
     for kv in _sets(seed, set):
         key, _, value = kv.partition("=")
-        v = tomllib.loads(f"v = {value}")["v"]
+        try:
+            v = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:  # a bare word is a string, as the Rust side reads it
+            v = value.strip()
         t = d
         parts = key.strip().split(".")
         for part in parts[:-1]:
