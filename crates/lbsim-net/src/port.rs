@@ -14,7 +14,7 @@
 //! ECN marking look at (instantaneous occupancy, DCTCP-style, not an
 //! average).
 
-use crate::ids::PktId;
+use crate::ids::{NodeId, PktId, PortId};
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -65,7 +65,12 @@ struct Entry {
 #[derive(Clone, Debug)]
 pub struct PortQueue {
     pub up: bool,
+    /// Line rate, fixed at construction (`ps_per_byte` is derived from it).
     pub rate: BitsPerSec,
+    /// Picoseconds per byte when the rate divides 8·10^12 b/s·ps (every
+    /// whole-Gb/s rate): then a packet's transmit time is one multiply
+    /// instead of a 128-bit division. 0 = use [`BitsPerSec::tx_time`].
+    ps_per_byte: u64,
     pub delay: SimTime,
     limit: Threshold,
     ecn: Option<Threshold>,
@@ -84,14 +89,32 @@ pub struct PortQueue {
     /// Incremented when the port fails, so the pending arrival event of the
     /// lost packets is recognised as stale.
     pub generation: u32,
+    /// Where this port's packets land, copied from the topology so the
+    /// per-hop path reads the port it just popped instead of three more
+    /// cache lines (set once with [`PortQueue::with_ends`]).
+    pub ends: PortEnds,
     pub stats: PortStats,
+}
+
+/// The two ends of a port's link, as the per-packet path needs them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PortEnds {
+    /// The port facing this one at the far end.
+    pub peer: PortId,
+    /// The node the packets arrive at, and whether it is a host.
+    pub peer_node: NodeId,
+    pub peer_is_host: bool,
+    /// Whether this port is a host's NIC.
+    pub at_host: bool,
 }
 
 impl PortQueue {
     pub fn new(rate: BitsPerSec, delay: SimTime, limit: Threshold, ecn: Option<Threshold>) -> Self {
+        const BIT_PS: u64 = 8_000_000_000_000;
         PortQueue {
             up: true,
             rate,
+            ps_per_byte: if rate.0 > 0 && BIT_PS % rate.0 == 0 { BIT_PS / rate.0 } else { 0 },
             delay,
             limit,
             ecn,
@@ -102,8 +125,14 @@ impl PortQueue {
             busy_until: SimTime::ZERO,
             last_arrive: SimTime::ZERO,
             generation: 0,
+            ends: PortEnds::default(),
             stats: PortStats::default(),
         }
+    }
+
+    pub fn with_ends(mut self, ends: PortEnds) -> Self {
+        self.ends = ends;
+        self
     }
 
     /// Index in `fifo` of the first packet still (waiting or) transmitting
@@ -150,6 +179,16 @@ impl PortQueue {
         self.fifo[i + (q - target) as usize - 1].tx_end
     }
 
+    /// Time to serialise `size` at this port's rate (exactly
+    /// [`BitsPerSec::tx_time`]).
+    #[inline]
+    pub fn tx_time(&self, size: Bytes) -> SimTime {
+        match size.0.checked_mul(self.ps_per_byte) {
+            Some(t) if self.ps_per_byte != 0 => SimTime(t),
+            _ => self.rate.tx_time(size),
+        }
+    }
+
     /// Time at which the port is idle again.
     pub fn busy_until(&self) -> SimTime {
         self.busy_until
@@ -190,7 +229,7 @@ impl PortQueue {
             None => false,
         };
         let start = self.busy_until.max(now);
-        let tx_end = start + self.rate.tx_time(size);
+        let tx_end = start + self.tx_time(size);
         self.busy_until = tx_end;
         let arrive = (tx_end + self.delay + jitter).max(self.last_arrive);
         self.last_arrive = arrive;
@@ -269,6 +308,16 @@ mod tests {
                 assert_eq!(ae, ad, "the next packet cannot overtake");
             }
             _ => panic!(),
+        }
+    }
+
+    #[test]
+    fn cached_tx_time_equals_the_exact_division() {
+        for bps in [1_000_000_000u64, 10_000_000_000, 40_000_000_000, 100_000_000_000, 3, 7_000_000_001, 2_500_000_000] {
+            let p = PortQueue::new(BitsPerSec(bps), SimTime::ZERO, Threshold::Packets(1), None);
+            for b in [0u64, 1, 64, 1500, 9000, 65_536, u64::MAX / 1000] {
+                assert_eq!(p.tx_time(Bytes(b)), BitsPerSec(bps).tx_time(Bytes(b)), "{bps} b/s, {b} B");
+            }
         }
     }
 

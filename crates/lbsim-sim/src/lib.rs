@@ -35,7 +35,7 @@ pub use scenario::{Scenario, ScenarioError};
 
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
-use lbsim_net::{NodeId, NodeKind, Payload, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
+use lbsim_net::{NodeId, NodeKind, Payload, PortEnds, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
 use lbsim_workload::{per_sender_flows, poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
 use scenario::bad;
 use serde_json::{json, Value};
@@ -466,7 +466,9 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
                 PortPlace::ToHost => !fabric_only_ecn,
                 PortPlace::Fabric => true,
             };
-            PortQueue::new(p.rate, p.delay, limit, if marks { ecn } else { None })
+            let peer_node = topo.ports[p.peer.idx()].node;
+            let ends = PortEnds { peer: p.peer, peer_node, peer_is_host: topo.is_host(peer_node), at_host: topo.is_host(p.node) };
+            PortQueue::new(p.rate, p.delay, limit, if marks { ecn } else { None }).with_ends(ends)
         })
         .collect();
     let salts: Vec<u64> = (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect();

@@ -11,7 +11,9 @@
 use crate::metrics::{Counters, FlowCounters, FlowRecord, FlowletObserver, LinkSample, QueueSample};
 use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
 use lbsim_lb::Scheme;
-use lbsim_net::{Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, PortQueue, Proto, Routing, Topology};
+use lbsim_net::{
+    Action, Admit, Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortEnds, PortId, PortQueue, Proto, Routing, Topology,
+};
 use lbsim_tcp::{SenderStats, TcpConfig, TcpHeader, TcpReceiver, TcpSender};
 use lbsim_workload::FlowSpec;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -458,7 +460,7 @@ impl World {
         }
         let size = self.pkts.get(pkt.0).size;
         // only the jitter and the flowlet observer care where the port is
-        let from_host = (self.jitter > SimTime::ZERO || self.flowlet_obs.is_some()) && self.topo.is_host(self.topo.ports[port.idx()].node);
+        let from_host = self.ports[port.idx()].ends.at_host;
         let jitter = if self.jitter > SimTime::ZERO && from_host { SimTime(self.jitter_rng.below(self.jitter.0 + 1)) } else { SimTime::ZERO };
         let pq = &mut self.ports[port.idx()];
         match pq.offer(now, pkt, Bytes(size as u64), jitter) {
@@ -479,7 +481,7 @@ impl World {
                 }
                 if !self.pcap_port.is_empty() && self.pcap_port[port.idx()] && self.pcap_left > 0 {
                     self.pcap_left -= 1;
-                    let start = tx_end - self.ports[port.idx()].rate.tx_time(Bytes(size as u64));
+                    let start = tx_end - self.ports[port.idx()].tx_time(Bytes(size as u64));
                     self.pcap.push((start, port, *self.pkts.get(pkt.0)));
                 }
                 if let (Some(obs), true) = (self.flowlet_obs.as_mut(), from_host) {
@@ -546,10 +548,9 @@ impl World {
     }
 
     fn arrive(&mut self, pkt: PktId, port: PortId) {
-        let in_port = self.topo.ports[port.idx()].peer;
-        let node = self.topo.ports[in_port.idx()].node;
+        let PortEnds { peer: in_port, peer_node: node, peer_is_host, .. } = self.ports[port.idx()].ends;
 
-        if self.topo.is_host(node) {
+        if peer_is_host {
             let rx = self.lb.on_host_receive(&mut ctx!(self), node, pkt);
             self.run_actions();
             match rx {
@@ -641,7 +642,16 @@ impl World {
         self.c.consumed_by_lb += 1;
     }
 
+    /// Carries out what the scheme's last hook asked for (usually nothing).
+    #[inline]
     fn run_actions(&mut self) {
+        if !self.actions.is_empty() {
+            self.run_pending_actions();
+        }
+    }
+
+    #[inline(never)]
+    fn run_pending_actions(&mut self) {
         while !self.actions.is_empty() {
             let acts = std::mem::take(&mut self.actions);
             for a in &acts {
