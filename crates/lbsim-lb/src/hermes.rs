@@ -398,6 +398,9 @@ impl Hermes {
                 continue;
             }
             let (ports, epoch) = (set.ports.clone(), set.epoch);
+            // the path set may have changed since the pair's last packet
+            // (rediscovery): its per-path state follows the set first
+            self.dest(src, dst, ports.len(), epoch);
             let views = self.views(src, dst, ctx.now);
             if let Some(d) = self.dests[src as usize].get_mut(&dst) {
                 d.active = false;
@@ -406,14 +409,13 @@ impl Hermes {
             let rank = |v: &PathView| (classify(v, &th) as u8, v.rtt.unwrap_or(SimTime::MAX));
             let best = (0..views.len()).min_by_key(|&i| rank(&views[i])).unwrap_or(0);
             let mut chosen = vec![best];
-            let others: Vec<usize> = (0..ports.len()).filter(|&i| i != best).collect();
+            // `probe_paths` distinct others, uniformly (a partial Fisher-Yates)
+            let mut others: Vec<usize> = (0..ports.len()).filter(|&i| i != best).collect();
             for k in 0..self.probe_paths.min(others.len()) {
                 let j = k + ctx.rng.below((others.len() - k) as u64) as usize;
-                let mut o = others.clone();
-                o.swap(k, j);
-                chosen.push(o[k]);
+                others.swap(k, j);
+                chosen.push(others[k]);
             }
-            chosen.dedup();
             for i in chosen {
                 self.send_probe(ctx, src, dst, i, ports[i], epoch);
             }

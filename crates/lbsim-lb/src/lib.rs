@@ -73,6 +73,10 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     ("clove_int", 2),
     // 1: a dead or unroutable plane or core never wins a tie
     ("expeditus", 1),
+    // 1: probes go to distinct random paths, and a probing round first
+    // fits the pair's path state to a rediscovered path set (it indexed
+    // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
+    ("hermes", 1),
 ];
 
 pub const SCHEMES: &[SchemeInfo] = &[
