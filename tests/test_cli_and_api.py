@@ -265,3 +265,19 @@ def test_a_bare_word_override_is_a_string_in_the_written_scenario(tmp_path, smal
     sc = tomllib.loads((tmp_path / "o" / "scenario.toml").read_text())
     assert sc["lb"]["scheme"] == "letflow"
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["scheme"]["name"] == "letflow"
+
+
+def test_a_class_mixture_labels_every_flow_by_name(tmp_path, small):
+    mix = ('workload.classes=[{name="mice", fraction=0.9, pareto={shape=1.5, mean_bytes=20000}},'
+           ' {name="elephants", fraction=0.1, size_bytes=2000000}]')
+    cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=400", "--set", mix, "--quiet")
+    flows = pd.read_parquet(tmp_path / "o" / "flows.parquet")
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert set(flows["class"]) == {"mice", "elephants"}
+    assert (flows[flows["class"] == "elephants"].size_bytes == 2_000_000).all()
+    assert (flows[flows["class"] == "mice"].size_bytes >= 6666).all()
+    per = {c["class"]: c["flows"] for c in summary["classes"]}
+    assert per == flows["class"].value_counts().to_dict()
+    # without classes every flow is "all"
+    cli("run", small, "--out", tmp_path / "p", "--set", "workload.flows=50", "--quiet")
+    assert set(pd.read_parquet(tmp_path / "p" / "flows.parquet")["class"]) == {"all"}

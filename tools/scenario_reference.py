@@ -31,6 +31,8 @@ SECTIONS = [
     ("`[network]`", "NetworkCfg", "[network]", ""),
     ("`[transport]`", "TransportCfg", "[transport]", ""),
     ("`[workload]`", "WorkloadCfg", "[workload]", ""),
+    ("`workload.pareto` (and a class's `pareto`)", "ParetoCfg", "[workload.pareto]", "An inline table, e.g. `pareto = { shape = 1.5, mean_bytes = 20000 }`."),
+    ("`[[workload.classes]]`", "ClassCfg", "[[workload.classes]]", "A flow mixture, e.g. VMS §V-E: `classes = [{ name = \"small\", fraction = 0.99, pareto = { shape = 1.5, mean_bytes = 20000 } }, { name = \"large\", fraction = 0.01, pareto = { shape = 1.5, mean_bytes = 50e6 } }]`."),
     ("`[workload.incast]`", "IncastCfg", "[workload.incast]", ""),
     ("`[lb]`", "LbCfg", "[lb]", "Each scheme's own parameters go in `[lb.params]`: `lbsim schemes` lists them with units and defaults."),
     ("`[[failures]]`", "FailureCfg", "[[failures]]", ""),

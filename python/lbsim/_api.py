@@ -139,7 +139,7 @@ class Result:
         had been dropped: simulator truth), path_changes (data segments
         that left the source leaf by another uplink than the previous one)
         and uplinks_used (distinct source-leaf uplinks), incast_request (-1
-        if none).
+        if none), class (the flow's workload.classes name; "all" without).
         Unfinished flows have NaN finish/fct and completed = False; flows
         whose arrival came after the run stopped have started = False.
         Counters are signed 64-bit integers."""
@@ -216,7 +216,7 @@ _SCHEMAS = {
         "duplicate_segments": pa.int64(),
         "fast_recoveries_reordering": pa.int64(), "fast_recoveries_loss": pa.int64(),
         "path_changes": pa.int64(), "uplinks_used": pa.int64(),
-        "incast_request": pa.int64(),
+        "incast_request": pa.int64(), "class": pa.string(),
     },
     "ports": {
         "port": pa.string(), "rate_gbps": pa.float64(), "tx_pkts": pa.int64(), "tx_bytes": pa.int64(),

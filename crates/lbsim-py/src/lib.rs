@@ -132,6 +132,10 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     flows.set_item("path_changes", f.iter().map(|x| signed(x.path_changes)).collect::<Vec<_>>())?;
     flows.set_item("uplinks_used", f.iter().map(|x| x.uplinks_used as i64).collect::<Vec<_>>())?;
     flows.set_item("incast_request", f.iter().map(|x| x.incast_request.map_or(-1i64, |r| r as i64)).collect::<Vec<_>>())?;
+    // the class label of each flow (workload.classes; "all" without)
+    let names: Vec<String> =
+        out.summary["workload"]["classes"].as_array().map(|a| a.iter().map(|c| c["name"].as_str().unwrap_or("all").to_string()).collect()).unwrap_or_default();
+    flows.set_item("class", f.iter().map(|x| names.get(x.class as usize).map_or("all", |n| n.as_str())).collect::<Vec<_>>())?;
     res.set_item("flows", flows)?;
     // ports
     let ports = PyDict::new(py);

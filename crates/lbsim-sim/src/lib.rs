@@ -36,7 +36,9 @@ pub use scenario::{Scenario, ScenarioError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
 use lbsim_net::{NodeId, NodeKind, Payload, PortEnds, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
-use lbsim_workload::{per_sender_flows, poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSpec, HostLayout, PairSampler, Pattern};
+use lbsim_workload::{
+    per_sender_flows, poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSizes, FlowSpec, HostLayout, PairSampler, Pattern, SizeClass, SizeDist,
+};
 use scenario::bad;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -180,6 +182,43 @@ fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64,
     })
 }
 
+/// One size distribution from a workload's (or a class's) size keys;
+/// `prefix` names them in errors.
+fn size_dist(
+    base_dir: Option<&Path>,
+    prefix: &str,
+    size_bytes: Option<u64>,
+    pareto: Option<&scenario::ParetoCfg>,
+    cdf: Option<&str>,
+    cdf_file: Option<&str>,
+    unit: Option<f64>,
+) -> Result<SizeDist, ScenarioError> {
+    Ok(if let Some(sz) = size_bytes {
+        SizeDist::Cdf(Cdf::fixed(sz))
+    } else if let Some(p) = pareto {
+        SizeDist::Pareto(p.build(&format!("{prefix}.pareto"))?)
+    } else if let Some(f) = cdf_file {
+        let path = resolve(base_dir, f);
+        let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("{prefix}.cdf_file"), format!("{}: {e}", path.display())))?;
+        let fmt = match unit {
+            Some(u) => CdfFormat::Packets { unit: u },
+            None => CdfFormat::Bytes,
+        };
+        SizeDist::Cdf(Cdf::parse(f, &text, fmt).map_err(|e| bad(format!("{prefix}.cdf_file"), e.0))?)
+    } else {
+        SizeDist::Cdf(Cdf::builtin(cdf.unwrap_or("websearch"), unit).map_err(|e| bad(format!("{prefix}.cdf"), e.0))?)
+    })
+}
+
+/// The classes of a workload for the summary: name, share, sizes, mean.
+fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
+    sizes
+        .classes
+        .iter()
+        .map(|c| json!({"name": c.name, "fraction": c.fraction, "sizes": c.dist.name(), "mean_flow_bytes": FlowSizes::single(c.dist.clone()).mean(mss)}))
+        .collect()
+}
+
 /// Builds the topology and the open-loop flow list of a scenario (no run).
 /// `base_dir` resolves relative file paths (the scenario file's folder).
 pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
@@ -190,18 +229,24 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
     let start = SimTime::from_us_f64(w.start_us);
     let (flows, info) = match w.kind.as_str() {
         "poisson" | "per_sender" => {
-            let cdf = if let Some(sz) = w.size_bytes {
-                Cdf::fixed(sz)
-            } else if let Some(f) = &w.cdf_file {
-                let path = resolve(base_dir, f);
-                let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.cdf_file", format!("{}: {e}", path.display())))?;
-                let fmt = match w.cdf_unit_bytes {
-                    Some(u) => CdfFormat::Packets { unit: u },
-                    None => CdfFormat::Bytes,
-                };
-                Cdf::parse(f, &text, fmt).map_err(|e| bad("workload.cdf_file", e.0))?
+            let sizes = if w.classes.is_empty() {
+                let cdf = (!w.cdf.is_empty()).then_some(w.cdf.as_str());
+                FlowSizes::single(size_dist(base_dir, "workload", w.size_bytes, w.pareto.as_ref(), cdf, w.cdf_file.as_deref(), w.cdf_unit_bytes)?)
             } else {
-                Cdf::builtin(&w.cdf, w.cdf_unit_bytes).map_err(|e| bad("workload.cdf", e.0))?
+                let mut classes = vec![];
+                for (i, c) in w.classes.iter().enumerate() {
+                    let dist = size_dist(
+                        base_dir,
+                        &format!("workload.classes[{i}]"),
+                        c.size_bytes,
+                        c.pareto.as_ref(),
+                        c.cdf.as_deref(),
+                        c.cdf_file.as_deref(),
+                        c.cdf_unit_bytes,
+                    )?;
+                    classes.push(SizeClass { name: c.name.clone(), fraction: c.fraction, dist });
+                }
+                FlowSizes { classes }
             };
             let pattern = match w.pattern.as_str() {
                 "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
@@ -223,12 +268,13 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
             }
             let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
                 .map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
-            let mean = cdf.mean(mss);
+            let mean = sizes.mean(mss);
             if w.kind == "per_sender" {
-                let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &cdf, mss, &pairs, &mut rng);
+                let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
                 let info = json!({
                     "kind": "per_sender",
-                    "cdf": cdf.name,
+                    "cdf": sizes.name(),
+                    "classes": class_info(&sizes, mss),
                     "mean_flow_bytes": mean,
                     "pattern": w.pattern,
                     "start_gap_us": w.start_gap_us,
@@ -237,16 +283,19 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                 (flows, info)
             } else {
                 let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
-                let offered = w.load * cap;
-                let rate = offered / (8.0 * mean);
-                let flows = poisson_flows(w.flows, rate, start, &cdf, mss, &pairs, &mut rng);
+                let (rate, offered) = match w.rate_per_s {
+                    Some(r) => (r, r * 8.0 * mean),
+                    None => (w.load * cap / (8.0 * mean), w.load * cap),
+                };
+                let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
                 let info = json!({
                     "kind": "poisson",
-                    "cdf": cdf.name,
-                    "size_sampling": "linear interpolation between CDF points, first point a point mass, clamped to >= 1 MSS",
+                    "cdf": sizes.name(),
+                    "classes": class_info(&sizes, mss),
+                    "size_sampling": "CDFs: linear interpolation between points, first point a point mass; Pareto: inverse CDF; clamped to >= 1 MSS",
                     "mean_flow_bytes": mean,
                     "pattern": w.pattern,
-                    "load": w.load,
+                    "load": if w.rate_per_s.is_some() { offered / cap } else { w.load },
                     "load_of": w.load_of,
                     "capacity_gbps": cap / 1e9,
                     "capacity_definition": cap_desc,
@@ -842,6 +891,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "fct_us": fct,
         "slowdown": slow,
         "buckets": buckets,
+        "classes": metrics::class_summary(&w.flows, &sc.workload.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>()),
         "network": {
             "packets_sent": c.sent,
             "bytes_sent": c.sent_bytes,

@@ -37,6 +37,8 @@ pub struct FlowRecord {
     /// many distinct uplinks the flow's connection used while it ran.
     pub path_changes: u64,
     pub uplinks_used: u32,
+    /// Index of the flow's size class (`workload.classes`; 0 without).
+    pub class: u8,
 }
 
 /// A connection's cumulative counters; a flow's are the difference between
@@ -90,6 +92,7 @@ impl FlowRecord {
             fr_loss: 0,
             path_changes: 0,
             uplinks_used: 0,
+            class: 0,
         };
         f.set_counters(base);
         f
@@ -249,6 +252,28 @@ pub fn describe(v: &mut [f64]) -> Value {
     json!({"n": n, "mean": mean, "p50": pct(0.50), "p95": pct(0.95), "p99": pct(0.99), "max": v[n - 1]})
 }
 
+/// FCT (µs) and slowdown statistics of each flow class (`names[i]` is
+/// class i's name), with counts of flows, completed and unfinished.
+pub fn class_summary(flows: &[FlowRecord], names: &[String]) -> Vec<Value> {
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let all: Vec<&FlowRecord> = flows.iter().filter(|f| f.class as usize == i).collect();
+            let mut fct: Vec<f64> = all.iter().filter_map(|f| f.fct()).map(|t| t.as_us_f64()).collect();
+            let mut slow: Vec<f64> = all.iter().filter(|f| f.ideal > SimTime::ZERO).filter_map(|f| f.fct().map(|t| t.0 as f64 / f.ideal.0 as f64)).collect();
+            json!({
+                "class": name,
+                "flows": all.len(),
+                "completed": fct.len(),
+                "unfinished": all.len() - fct.len(),
+                "fct_us": describe(&mut fct),
+                "slowdown": describe(&mut slow),
+            })
+        })
+        .collect()
+}
+
 /// FCT (µs) and slowdown statistics overall and per size bucket.
 pub fn fct_summary(flows: &[FlowRecord], edges: &[u64]) -> (Value, Value, Vec<Value>) {
     let done: Vec<&FlowRecord> = flows.iter().filter(|f| f.finish.is_some()).collect();
@@ -328,6 +353,7 @@ mod tests {
             fr_loss: 0,
             path_changes: 0,
             uplinks_used: 0,
+            class: 0,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
         let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000]);

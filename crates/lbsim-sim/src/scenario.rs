@@ -522,8 +522,18 @@ pub struct WorkloadCfg {
     pub cdf_unit_bytes: Option<f64>,
     /// Every flow this size instead of a CDF.
     pub size_bytes: Option<u64>,
+    /// Pareto flow sizes instead of a CDF (VMS §V-E, AG §VI-C).
+    pub pareto: Option<ParetoCfg>,
+    /// A mixture of flow classes instead of one size distribution: each has
+    /// a name, a share of the flows and its own sizes; flows.parquet labels
+    /// every flow with its class and the summary reports FCTs per class.
+    pub classes: Vec<ClassCfg>,
     /// Offered load as a fraction of the capacity named by `load_of`.
     pub load: f64,
+    /// Flow arrivals per second (kind = "poisson"), instead of deriving the
+    /// rate from `load` (which is then ignored; the summary prints the load
+    /// this rate offers).
+    pub rate_per_s: Option<f64>,
     /// The capacity `load` is a fraction of: "leaf_uplinks" (the sending
     /// leaves' uplinks), "host_links" (the senders' links), "bisection" (half
     /// the smallest per-tier sum of uplink rates) or "bottleneck_tier" (the
@@ -564,7 +574,10 @@ impl Default for WorkloadCfg {
             cdf_file: None,
             cdf_unit_bytes: None,
             size_bytes: None,
+            pareto: None,
+            classes: vec![],
             load: 0.5,
+            rate_per_s: None,
             load_of: s("leaf_uplinks"),
             capacity_gbps: None,
             allow_overload: false,
@@ -580,6 +593,54 @@ impl Default for WorkloadCfg {
             incast: IncastCfg::default(),
         }
     }
+}
+
+/// A Pareto flow-size distribution: shape α and either its mean or its
+/// minimum; with `max_bytes` a bounded Pareto (needed for shape <= 1).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParetoCfg {
+    /// Shape α (> 0; > 1 unless `max_bytes` bounds it). Smaller is heavier-tailed.
+    pub shape: f64,
+    /// Mean flow size (exclusive with `min_bytes`).
+    pub mean_bytes: Option<f64>,
+    /// Smallest flow size, the Pareto's scale (exclusive with `mean_bytes`).
+    pub min_bytes: Option<f64>,
+    /// Largest flow size: a bounded Pareto (optional).
+    pub max_bytes: Option<f64>,
+}
+
+impl ParetoCfg {
+    /// The distribution, or an error naming `prefix.<field>`.
+    pub fn build(&self, prefix: &str) -> Result<lbsim_workload::Pareto, ScenarioError> {
+        let r = match (self.mean_bytes, self.min_bytes) {
+            (Some(m), None) => lbsim_workload::Pareto::with_mean(self.shape, m, self.max_bytes),
+            (None, Some(l)) => lbsim_workload::Pareto::new(self.shape, l, self.max_bytes),
+            _ => return Err(bad(prefix.to_string(), "give exactly one of mean_bytes and min_bytes")),
+        };
+        r.map_err(|(field, msg)| bad(format!("{prefix}.{field}"), msg))
+    }
+}
+
+/// One class of a flow mixture (`[[workload.classes]]`): its sizes are given
+/// like the workload's own (`size_bytes`, `pareto`, `cdf` or `cdf_file`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassCfg {
+    /// Class label (in flows.parquet's `class` column and the summary).
+    pub name: String,
+    /// Share of the flows (by count) in this class; the shares sum to 1.
+    pub fraction: f64,
+    /// Every flow of the class this size.
+    pub size_bytes: Option<u64>,
+    /// Pareto sizes.
+    pub pareto: Option<ParetoCfg>,
+    /// A built-in CDF name.
+    pub cdf: Option<String>,
+    /// A CDF file of `bytes cdf` lines.
+    pub cdf_file: Option<String>,
+    /// Bytes per packet for a packet-form CDF.
+    pub cdf_unit_bytes: Option<f64>,
 }
 
 /// Partition-aggregate incast (CONGA §5.3, Clove §5.3): a client requests
@@ -1029,6 +1090,62 @@ impl Scenario {
             }
             if !PATTERNS.contains(&w.pattern.as_str()) {
                 return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
+            }
+        }
+        if w.kind == "poisson" || w.kind == "per_sender" {
+            if let Some(r) = w.rate_per_s {
+                if w.kind != "poisson" {
+                    return Err(bad("workload.rate_per_s", "applies to workload.kind = \"poisson\" only"));
+                }
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(bad("workload.rate_per_s", format!("must be a number of flows per second > 0, got {}", lbsim_engine::fmt_num(r))));
+                }
+            }
+            if !w.classes.is_empty() {
+                if w.size_bytes.is_some() || w.pareto.is_some() || w.cdf_file.is_some() {
+                    return Err(bad("workload.classes", "give sizes per class: workload.size_bytes, pareto and cdf_file apply without classes"));
+                }
+                if w.classes.len() > 255 {
+                    return Err(bad("workload.classes", format!("at most 255 classes, got {}", w.classes.len())));
+                }
+                let mut sum = 0.0;
+                for (i, c) in w.classes.iter().enumerate() {
+                    let f = format!("workload.classes[{i}]");
+                    if c.name.trim().is_empty() {
+                        return Err(bad(format!("{f}.name"), "must not be empty"));
+                    }
+                    if w.classes[..i].iter().any(|o| o.name == c.name) {
+                        return Err(bad(format!("{f}.name"), format!("{:?} names two classes", c.name)));
+                    }
+                    if !(c.fraction.is_finite() && c.fraction > 0.0 && c.fraction <= 1.0) {
+                        return Err(bad(format!("{f}.fraction"), format!("must be in (0, 1], got {}", lbsim_engine::fmt_num(c.fraction))));
+                    }
+                    sum += c.fraction;
+                    let given = [c.size_bytes.is_some(), c.pareto.is_some(), c.cdf.is_some(), c.cdf_file.is_some()].iter().filter(|&&b| b).count();
+                    if given != 1 {
+                        return Err(bad(format!("{f}"), "give exactly one of size_bytes, pareto, cdf, cdf_file"));
+                    }
+                    if c.size_bytes == Some(0) {
+                        return Err(bad(format!("{f}.size_bytes"), "must be at least 1 byte"));
+                    }
+                    if let Some(u) = c.cdf_unit_bytes {
+                        if !(u.is_finite() && u >= 1.0) {
+                            return Err(bad(format!("{f}.cdf_unit_bytes"), format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u))));
+                        }
+                    }
+                    if let Some(p) = &c.pareto {
+                        p.build(&format!("{f}.pareto"))?;
+                    }
+                }
+                if (sum - 1.0).abs() > 1e-6 {
+                    return Err(bad("workload.classes", format!("the fractions sum to {}, not 1", lbsim_engine::fmt_num(sum))));
+                }
+            }
+            if let Some(p) = &w.pareto {
+                if w.size_bytes.is_some() || w.cdf_file.is_some() {
+                    return Err(bad("workload.pareto", "give one size distribution: pareto, size_bytes or cdf_file"));
+                }
+                p.build("workload.pareto")?;
             }
         }
         if w.kind == "flow_list" && w.flow_list.is_none() {

@@ -448,3 +448,84 @@ fn traceroute_expiries_are_not_reported_as_drops() {
     assert!(n["probe_ttl_expiries"].as_u64().unwrap() > 100, "{n}");
     assert_eq!(n["drops"]["ttl"], 0, "{n}");
 }
+
+/// VMS §V-E's workload: a two-class mixture of Pareto sizes (mean 20 KB and
+/// 5 MB here, shape 1.5), each flow labelled with its class, FCTs per class;
+/// and a Poisson workload given by its arrival rate instead of a load.
+#[test]
+fn a_pareto_mixture_labels_its_flows_and_reports_each_class() {
+    let mix = [
+        "workload.flows=3000",
+        "workload.load=0.3",
+        r#"workload.classes=[{name="small", fraction=0.95, pareto={shape=1.5, mean_bytes=20000}}, {name="large", fraction=0.05, pareto={shape=1.5, mean_bytes=5000000, max_bytes=50000000}}]"#,
+    ];
+    let out = run_ok(TESTBED, &mix);
+    let classes = out.summary["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 2);
+    assert_eq!(classes[0]["class"], "small");
+    let n = |k: usize| classes[k]["flows"].as_u64().unwrap() as usize;
+    assert_eq!(n(0) + n(1), out.flows.len());
+    // 5 % large: binomial sd ~ 0.4 %
+    let share = n(1) as f64 / out.flows.len() as f64;
+    assert!((share - 0.05).abs() < 0.015, "{share}");
+    // every flow's label agrees with the summary's counts, and the small
+    // class's sizes average near its Pareto mean (heavy tail: loose bound)
+    let small: Vec<u64> = out.flows.iter().filter(|f| f.class == 0).map(|f| f.size).collect();
+    assert_eq!(small.len(), n(0));
+    let mean = small.iter().sum::<u64>() as f64 / small.len() as f64;
+    assert!((mean / 20_000.0 - 1.0).abs() < 0.25, "{mean}");
+    assert!(small.iter().all(|&s| s >= 6_666), "the Pareto minimum is 20 KB / 3");
+    assert!(out.flows.iter().filter(|f| f.class == 1).all(|f| f.size <= 50_000_000 && f.size >= 100_000));
+    // the large class is slower per flow (it is 250x larger on average)
+    let p50 = |k: usize| classes[k]["fct_us"]["p50"].as_f64().unwrap();
+    assert!(p50(1) > 5.0 * p50(0), "{} vs {}", p50(1), p50(0));
+    // the offered load printed is the one asked for, from the mixture's mean
+    let wl = &out.summary["workload"];
+    assert_eq!(wl["load"], 0.3);
+    let mean_all = wl["mean_flow_bytes"].as_f64().unwrap();
+    assert!((mean_all - (0.95 * 20_000.0 + 0.05 * 5e6)).abs() / mean_all < 0.01, "{mean_all}");
+    // by arrival rate: 20,000 flows/s of 1 packet, the load follows
+    let out = run_ok(TESTBED, &["workload.flows=2000", "workload.rate_per_s=20000", "workload.size_bytes=1000"]);
+    let wl = &out.summary["workload"];
+    assert_eq!(wl["arrival_rate_per_s"], 20000.0);
+    let span = out.flows.iter().map(|f| f.start.as_secs_f64()).fold(0.0, f64::max);
+    assert!((2000.0 / span / 20_000.0 - 1.0).abs() < 0.06, "{}", 2000.0 / span);
+    let cap = wl["capacity_gbps"].as_f64().unwrap();
+    assert!((wl["load"].as_f64().unwrap() - 20_000.0 * 1448.0 * 8.0 / (cap * 1e9)).abs() < 1e-9, "one MSS per flow at least");
+}
+
+#[test]
+fn bad_size_distributions_fail_with_the_field_named() {
+    let e = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        match Scenario::from_toml(TESTBED, &sets).map_err(SimError::from).and_then(|sc| run(&sc, None, &mut |_| true)) {
+            Err(SimError::Scenario(e)) => e,
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted {sets:?}"),
+        }
+    };
+    // issue 14: a Pareto shape <= 1 with no cap has no mean
+    let s = e(&["workload.pareto={shape=1.0, mean_bytes=20000}"]);
+    assert_eq!(s.field, "workload.pareto.shape");
+    assert!(s.msg.contains("max_bytes"), "{}", s.msg);
+    assert_eq!(e(&["workload.pareto={shape=0.8, min_bytes=1000}"]).field, "workload.pareto.shape");
+    assert_eq!(e(&["workload.pareto={shape=1.5}"]).field, "workload.pareto");
+    assert_eq!(e(&["workload.pareto={shape=1.5, mean_bytes=20000, min_bytes=5}"]).field, "workload.pareto");
+    assert_eq!(e(&["workload.pareto={shape=1.5, mean_bytes=20000, max_bytes=10000}"]).field, "workload.pareto.max_bytes");
+    assert_eq!(e(&["workload.pareto={shape=-1, mean_bytes=20000}"]).field, "workload.pareto.shape");
+    assert_eq!(e(&["workload.pareto={shape=1.5, mean_bytes=20000}", "workload.size_bytes=5"]).field, "workload.pareto");
+    let two = |a: &str, b: &str| format!("workload.classes=[{{name=\"a\", fraction=0.5, {a}}}, {{name=\"b\", fraction=0.5, {b}}}]");
+    assert!(Scenario::from_toml(TESTBED, &[two("size_bytes=1000", "cdf=\"websearch\"")]).is_ok());
+    assert_eq!(e(&[&two("size_bytes=1000", "size_bytes=0")]).field, "workload.classes[1].size_bytes");
+    assert_eq!(e(&[&two("size_bytes=1000", "pareto={shape=1, mean_bytes=9}")]).field, "workload.classes[1].pareto.shape");
+    assert_eq!(e(&[&two("size_bytes=1000", "cdf_unit_bytes=1000")]).field, "workload.classes[1]");
+    assert_eq!(e(&[&two("size_bytes=1000", "size_bytes=1, cdf=\"websearch\"")]).field, "workload.classes[1]");
+    assert_eq!(e(&[&two("size_bytes=1000", "cdf=\"nope\"")]).field, "workload.classes[1].cdf");
+    assert_eq!(e(&[r#"workload.classes=[{name="a", fraction=0.5, size_bytes=1}, {name="a", fraction=0.5, size_bytes=1}]"#]).field, "workload.classes[1].name");
+    let sum = e(&[r#"workload.classes=[{name="a", fraction=0.5, size_bytes=1}, {name="b", fraction=0.4, size_bytes=1}]"#]);
+    assert_eq!(sum.field, "workload.classes");
+    assert!(sum.msg.contains("0.9"), "{}", sum.msg);
+    assert_eq!(e(&[r#"workload.classes=[{name="a", fraction=1.5, size_bytes=1}]"#]).field, "workload.classes[0].fraction");
+    assert_eq!(e(&["workload.rate_per_s=0"]).field, "workload.rate_per_s");
+    assert_eq!(e(&["workload.rate_per_s=nan"]).field, "workload.rate_per_s");
+}

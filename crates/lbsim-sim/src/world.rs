@@ -1194,6 +1194,7 @@ impl World {
             // counters are read as differences at completion
             let base = self.start_mptcp_flow(f, fid);
             self.flows[fid as usize] = FlowRecord::new(f.src, f.dst, f.size, start, ideal, base, incast_request);
+            self.flows[fid as usize].class = f.class;
             return;
         }
         let conn = match self.persistent {
@@ -1224,6 +1225,7 @@ impl World {
         let end = c.sender.app_end() + f.size;
         c.flow_ends.push_back((end, fid));
         self.flows.push(FlowRecord::new(f.src, f.dst, f.size, f.start.max(now), ideal, c.counters(), incast_request));
+        self.flows[fid as usize].class = f.class;
         c.sender.write(f.size);
         let src = c.src;
         let budget = self.nic_budget(src);
@@ -1259,6 +1261,7 @@ impl World {
             let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
             let mut r = FlowRecord::new(f.src, f.dst, f.size, f.start, ideal, FlowCounters::default(), None);
             r.started = false;
+            r.class = f.class;
             self.flows.push(r);
         }
         self.next_arrival = self.arrivals.len();
@@ -1336,7 +1339,7 @@ impl World {
         let client = inc.client;
         for (k, &srv) in pool[..n].iter().enumerate() {
             let size = base + if (k as u64) < extra { 1 } else { 0 };
-            self.start_flow(FlowSpec { src: srv, dst: client, size: size.max(1), start: now }, Some(r));
+            self.start_flow(FlowSpec { src: srv, dst: client, size: size.max(1), start: now, class: 0 }, Some(r));
         }
     }
 

@@ -12,7 +12,9 @@
 //! Closed-loop traffic (incast) is driven by the simulator itself.
 
 pub mod cdf;
+pub mod sizes;
 pub mod traffic;
 
 pub use cdf::{Cdf, CdfFormat};
+pub use sizes::{FlowSizes, Pareto, SizeClass, SizeDist};
 pub use traffic::{per_sender_flows, poisson_flows, read_flow_list, write_flow_list, FlowSpec, HostLayout, PairSampler, Pattern};

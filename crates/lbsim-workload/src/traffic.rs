@@ -6,7 +6,7 @@
 //! capacity of the fabric (see `lbsim-sim`'s scenario docs) and the mean is
 //! that of the sampler actually used.
 
-use crate::cdf::Cdf;
+use crate::sizes::FlowSizes;
 use lbsim_engine::{Rng, SimTime};
 use std::fmt::Write as _;
 
@@ -17,6 +17,9 @@ pub struct FlowSpec {
     pub dst: u32,
     pub size: u64,
     pub start: SimTime,
+    /// Index of the flow's size class ([`crate::FlowSizes`]); 0 when the
+    /// workload has one.
+    pub class: u8,
 }
 
 /// Where hosts sit: rack and pod of each host index.
@@ -208,7 +211,7 @@ fn inter_pod_permutation(hosts: &[u32], pod: &[u32], rng: &mut Rng) -> Result<Ve
 /// One flow per source of `pairs` (Expeditus §6.2's stress tests): sizes
 /// from `cdf`, sources started in a random order with exponential gaps of
 /// mean `mean_gap` between consecutive starts (0: all at `t0`).
-pub fn per_sender_flows(t0: SimTime, mean_gap: SimTime, cdf: &Cdf, min_bytes: u64, pairs: &PairSampler, rng: &mut Rng) -> Vec<FlowSpec> {
+pub fn per_sender_flows(t0: SimTime, mean_gap: SimTime, sizes: &FlowSizes, min_bytes: u64, pairs: &PairSampler, rng: &mut Rng) -> Vec<FlowSpec> {
     let srcs = pairs.sources();
     let order = rng.permutation(srcs.len());
     let mut t = t0;
@@ -219,21 +222,22 @@ pub fn per_sender_flows(t0: SimTime, mean_gap: SimTime, cdf: &Cdf, min_bytes: u6
         }
         let src = srcs[i];
         let dst = pairs.destination(src, rng);
-        v.push(FlowSpec { src, dst, size: cdf.sample(rng, min_bytes), start: t });
+        let (size, class) = sizes.sample(rng, min_bytes);
+        v.push(FlowSpec { src, dst, size, start: t, class });
     }
     v
 }
 
 /// `n` flows with Poisson arrivals at `rate` flows/s starting at `t0`.
-pub fn poisson_flows(n: usize, rate_per_s: f64, t0: SimTime, cdf: &Cdf, min_bytes: u64, pairs: &PairSampler, rng: &mut Rng) -> Vec<FlowSpec> {
+pub fn poisson_flows(n: usize, rate_per_s: f64, t0: SimTime, sizes: &FlowSizes, min_bytes: u64, pairs: &PairSampler, rng: &mut Rng) -> Vec<FlowSpec> {
     let mut t = t0.as_secs_f64();
     let mean_gap = 1.0 / rate_per_s;
     (0..n)
         .map(|_| {
             t += rng.exp(mean_gap);
             let (src, dst) = pairs.draw(rng);
-            let size = cdf.sample(rng, min_bytes);
-            FlowSpec { src, dst, size, start: SimTime::from_secs_f64(t) }
+            let (size, class) = sizes.sample(rng, min_bytes);
+            FlowSpec { src, dst, size, start: SimTime::from_secs_f64(t), class }
         })
         .collect()
 }
@@ -292,7 +296,7 @@ fn checked(ln: usize, hosts: u32, src: u32, dst: u32, size: u64, start: SimTime)
     if size == 0 {
         return Err(format!("flow list line {}: size_bytes must be > 0", ln + 1));
     }
-    Ok(FlowSpec { src, dst, size, start })
+    Ok(FlowSpec { src, dst, size, start, class: 0 })
 }
 
 /// An htsim connection matrix (see [`read_flow_list`]).
@@ -324,6 +328,7 @@ fn read_connection_matrix(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Cdf, SizeDist};
 
     fn layout() -> HostLayout {
         HostLayout { rack: (0..32).map(|h| h / 16).collect(), pod: vec![0; 32] }
@@ -403,7 +408,7 @@ mod tests {
         let mut rng = Rng::stream(1, "t");
         assert!(PairSampler::new(Pattern::RandomInterPod { pods: vec![1] }, &l, &mut rng).is_err());
         // per sender: one flow each; gap 0 = all at t0; gap 30 us: mean spacing 30 us
-        let cdf = Cdf::fixed(50_000_000);
+        let cdf = FlowSizes::single(SizeDist::Cdf(Cdf::fixed(50_000_000)));
         let ps = PairSampler::new(Pattern::Stride { stride: 4 }, &l, &mut rng).unwrap();
         let f = per_sender_flows(SimTime::ZERO, SimTime::ZERO, &cdf, 1448, &ps, &mut rng);
         assert_eq!(f.len(), 12);
@@ -421,7 +426,7 @@ mod tests {
     #[test]
     fn poisson_rate_and_flow_list_round_trip() {
         let mut rng = Rng::stream(9, "t");
-        let cdf = Cdf::builtin("websearch", None).unwrap();
+        let cdf = FlowSizes::single(SizeDist::Cdf(Cdf::builtin("websearch", None).unwrap()));
         let ps = PairSampler::new(Pattern::AllToAll, &layout(), &mut rng).unwrap();
         let flows = poisson_flows(20_000, 1e5, SimTime::ZERO, &cdf, 1448, &ps, &mut rng);
         let span = flows.last().unwrap().start.as_secs_f64();
