@@ -184,6 +184,12 @@ impl Discovery {
     }
 
     /// The current path set (no side effects).
+    /// Replaces the path set of a pair (tests: a rediscovery's outcome).
+    #[cfg(test)]
+    pub(crate) fn set_paths(&mut self, src: u32, dst: u32, set: PathSet) {
+        self.dests[src as usize].entry(dst).or_default().set = set;
+    }
+
     pub fn get(&self, src: u32, dst: u32) -> Option<&PathSet> {
         self.dests[src as usize].get(&dst).map(|d| &d.set)
     }

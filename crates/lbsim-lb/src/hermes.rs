@@ -685,6 +685,39 @@ mod tests {
     }
 
     #[test]
+    fn a_probing_round_follows_a_shrunken_path_set_and_probes_distinct_paths() {
+        use crate::edge::PathSet;
+        use crate::testutil::Env;
+        let mut env = Env::testbed();
+        let g = std::collections::BTreeMap::new();
+        let mut h = Hermes::new(&Params::new(&g, PARAMS, "hermes").unwrap(), &env.scheme_env()).unwrap();
+        let now = SimTime::from_us(10);
+        let set = |n: u16, epoch| PathSet { ports: (0..n).map(|i| 50_000 + i).collect(), paths: vec![vec![]; n as usize], epoch };
+        // four paths known, the last one rated best
+        h.disc.set_paths(0, 16, set(4, 1));
+        h.dest(0, 16, 4, 1).stats[3].rtt_sample(0, SimTime::from_us(50));
+        // a rediscovery finds two: the round must probe within those two
+        h.disc.set_paths(0, 16, set(2, 2));
+        h.active_pairs.push((0, 16));
+        h.probe_round(&mut env.ctx(now));
+        let sent: Vec<u16> = h.probes.iter().map(|e| e.2).collect();
+        assert_eq!(sent.len(), 2, "best + probe_paths others, capped by the set");
+        assert!(sent.iter().all(|&p| p < 2), "{sent:?}");
+        assert_ne!(sent[0], sent[1], "distinct paths");
+        // with 8 paths and probe_paths = 2, three distinct paths every round
+        h.disc.set_paths(0, 16, set(8, 3));
+        for _ in 0..200 {
+            h.probes.clear();
+            h.active_pairs.push((0, 16));
+            h.probe_round(&mut env.ctx(now));
+            let mut p: Vec<u16> = h.probes.iter().map(|e| e.2).collect();
+            p.sort();
+            p.dedup();
+            assert_eq!(p.len(), 3, "{p:?}");
+        }
+    }
+
+    #[test]
     fn rtt_minima_age_by_period() {
         let mut s = PathStat::default();
         s.rtt_sample(3, SimTime::from_us(50));
