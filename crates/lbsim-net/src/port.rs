@@ -71,6 +71,9 @@ pub struct PortQueue {
     /// whole-Gb/s rate): then a packet's transmit time is one multiply
     /// instead of a 128-bit division. 0 = use [`BitsPerSec::tx_time`].
     ps_per_byte: u64,
+    /// Whether the limit or the ECN threshold counts bytes (then admission
+    /// needs the queue's bytes, not just its packets).
+    counts_bytes: bool,
     pub delay: SimTime,
     limit: Threshold,
     ecn: Option<Threshold>,
@@ -115,6 +118,7 @@ impl PortQueue {
             up: true,
             rate,
             ps_per_byte: if rate.0 > 0 && BIT_PS % rate.0 == 0 { BIT_PS / rate.0 } else { 0 },
+            counts_bytes: matches!(limit, Threshold::Bytes(_)) || matches!(ecn, Some(Threshold::Bytes(_))),
             delay,
             limit,
             ecn,
@@ -213,7 +217,7 @@ impl PortQueue {
     #[inline]
     pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes, jitter: SimTime) -> Admit {
         let qp = self.qlen_pkts(now);
-        let qb = if matches!(self.limit, Threshold::Bytes(_)) || matches!(self.ecn, Some(Threshold::Bytes(_))) { self.qlen_bytes(now) } else { 0 };
+        let qb = if self.counts_bytes { self.qlen_bytes(now) } else { 0 };
         let full = match self.limit {
             Threshold::Packets(n) => qp >= n,
             Threshold::Bytes(b) => qb + size.0 > b,
