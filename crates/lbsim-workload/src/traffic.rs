@@ -266,12 +266,12 @@ pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("flow list is empty")?;
     let cols: Vec<&str> = header.split(',').map(|c| c.trim()).collect();
-    let idx = |name: &str| cols.iter().position(|c| *c == name).ok_or(format!("flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"));
+    let idx = |name: &str| cols.iter().position(|c| *c == name).ok_or_else(|| format!("flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"));
     let (is, id, iz, it) = (idx("src")?, idx("dst")?, idx("size_bytes")?, idx("start_us")?);
     let mut v = vec![];
     for (ln, l) in lines {
         let f: Vec<&str> = l.split(',').map(|c| c.trim()).collect();
-        let get = |i: usize, what: &str| f.get(i).copied().ok_or(format!("flow list line {}: missing {what}", ln + 1));
+        let get = |i: usize, what: &str| f.get(i).copied().ok_or_else(|| format!("flow list line {}: missing {what}", ln + 1));
         let src: u32 = get(is, "src")?.parse().map_err(|e| format!("flow list line {}: src: {e}", ln + 1))?;
         let dst: u32 = get(id, "dst")?.parse().map_err(|e| format!("flow list line {}: dst: {e}", ln + 1))?;
         let size: u64 = get(iz, "size_bytes")?.parse().map_err(|e| format!("flow list line {}: size_bytes: {e}", ln + 1))?;
