@@ -281,3 +281,18 @@ def test_a_class_mixture_labels_every_flow_by_name(tmp_path, small):
     # without classes every flow is "all"
     cli("run", small, "--out", tmp_path / "p", "--set", "workload.flows=50", "--quiet")
     assert set(pd.read_parquet(tmp_path / "p" / "flows.parquet")["class"]) == {"all"}
+
+
+def test_cwnd_samples_and_extra_percentiles_reach_the_files(tmp_path, small):
+    cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=100", "--set", "metrics.cwnd_sample_interval_us=50",
+        "--set", "metrics.percentiles=[99.9, 99.99]", "--quiet")
+    cw = pd.read_parquet(tmp_path / "o" / "cwnd.parquet")
+    assert list(cw.columns) == ["t_us", "flow_id", "conn", "cwnd_bytes", "ssthresh_bytes"]
+    assert cw.flow_id.between(0, 99).all() and (cw.cwnd_bytes >= 1448).all()
+    assert ((cw.ssthresh_bytes == -1) | (cw.ssthresh_bytes >= 2 * 1448)).all()
+    assert cw.t_us.is_monotonic_increasing
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["fct_us"]["p99"] <= s["fct_us"]["p99_9"] <= s["fct_us"]["p99_99"] <= s["fct_us"]["max"]
+    # off by default: no stale file from the first run
+    cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=20", "--quiet")
+    assert not (tmp_path / "o" / "cwnd.parquet").exists()

@@ -172,13 +172,21 @@ class Result:
         return self._frame("scheme_samples")
 
     @property
+    def cwnd(self):
+        """Congestion windows every ``metrics.cwnd_sample_interval_us``: t_us,
+        flow_id, conn (an MPTCP subflow is its own connection), cwnd_bytes,
+        ssthresh_bytes (-1 before the first reduction: "infinite"); only
+        connections whose flow is not yet delivered in full."""
+        return self._frame("cwnd")
+
+    @property
     def ports(self):
         """Every egress port's totals at the end of the run."""
         return self._frame("ports")
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes flows.parquet, summary.json and (if sampled) links.parquet,
-        queues.parquet, flow_rates.parquet (removing an earlier run's when
+        queues.parquet, flow_rates.parquet, cwnd.parquet (removing an earlier run's when
         this one has none), plus ports.parquet. Same scenario and seed give
         byte-identical flows.parquet."""
         d = Path(out_dir)
@@ -194,7 +202,7 @@ class Result:
 
                     write_pcaps(t.to_pandas(), d)
                 continue
-            if name in ("links", "queues", "flow_rates", "scheme_samples") and t.num_rows == 0:
+            if name in ("links", "queues", "flow_rates", "scheme_samples", "cwnd") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
                 continue
             tmp = d / f".{name}.parquet.tmp"
@@ -224,6 +232,7 @@ _SCHEMAS = {
     },
     "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64(), "gbps": pa.float64(), "utilisation": pa.float64()},
     "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
+    "cwnd": {"t_us": pa.float64(), "flow_id": pa.int64(), "conn": pa.int64(), "cwnd_bytes": pa.int64(), "ssthresh_bytes": pa.int64()},
     "flow_rates": {"t_ms": pa.float64(), "flow_id": pa.int64(), "bytes": pa.int64(), "gbps": pa.float64()},
     "scheme_samples": {"t_us": pa.float64(), "metric": pa.string(), "a": pa.int64(), "b": pa.int64(), "value": pa.float64()},
     "pcap": {"t_ps": pa.int64(), "port": pa.string(), "src": pa.int64(), "dst": pa.int64(), "sport": pa.int64(), "dport": pa.int64(),

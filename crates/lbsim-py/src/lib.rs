@@ -183,6 +183,15 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     sch.set_item("b", ss.iter().map(|x| x.3 as i64).collect::<Vec<_>>())?;
     sch.set_item("value", ss.iter().map(|x| x.4).collect::<Vec<_>>())?;
     res.set_item("scheme_samples", sch)?;
+    let cw = PyDict::new(py);
+    let c = &out.cwnd_samples;
+    cw.set_item("t_us", c.iter().map(|x| x.0.as_us_f64()).collect::<Vec<_>>())?;
+    cw.set_item("flow_id", c.iter().map(|x| x.1 as i64).collect::<Vec<_>>())?;
+    cw.set_item("conn", c.iter().map(|x| x.2 as i64).collect::<Vec<_>>())?;
+    cw.set_item("cwnd_bytes", c.iter().map(|x| x.3.min(i64::MAX as u64) as i64).collect::<Vec<_>>())?;
+    // -1: no slow-start threshold yet (the initial "infinite" one)
+    cw.set_item("ssthresh_bytes", c.iter().map(|x| if x.4 >= i64::MAX as u64 { -1 } else { x.4 as i64 }).collect::<Vec<_>>())?;
+    res.set_item("cwnd", cw)?;
     // captured packets: the header fields a pcap writer needs
     let cap = PyDict::new(py);
     let c = &out.pcap;

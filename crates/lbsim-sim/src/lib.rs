@@ -56,6 +56,9 @@ pub struct RunOutput {
     pub link_window: SimTime,
     /// Packets captured on `metrics.pcap_ports`.
     pub pcap: Vec<metrics::CapturedPacket>,
+    /// Congestion-window samples (`metrics.cwnd_sample_interval_us`):
+    /// (time, flow id, connection, cwnd bytes, ssthresh bytes).
+    pub cwnd_samples: Vec<(SimTime, u32, u32, u64, u64)>,
     /// Scheme state samples (`metrics.scheme_sample_interval_us`).
     pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     /// Every egress port's totals, indexed by `PortId`.
@@ -558,6 +561,9 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
     w.link_events = link_events;
     w.drop_plan = drop_plan;
+    if sc.metrics.cwnd_sample_interval_us > 0.0 {
+        w.cwnd_interval = Some(SimTime::from_us_f64(sc.metrics.cwnd_sample_interval_us));
+    }
     if sc.metrics.scheme_sample_interval_us > 0.0 {
         w.scheme_interval = Some(SimTime::from_us_f64(sc.metrics.scheme_sample_interval_us));
     }
@@ -763,6 +769,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         flows: std::mem::take(&mut w.flows),
         link_samples: std::mem::take(&mut w.link_samples),
         queue_samples: std::mem::take(&mut w.queue_samples),
+        cwnd_samples: std::mem::take(&mut w.cwnd_samples),
         flow_rates: std::mem::take(&mut w.flow_rates),
         flow_rate_window: w.flow_rate_window,
         scheme_samples: std::mem::take(&mut w.scheme_samples),
@@ -832,7 +839,7 @@ fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
 }
 
 fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
-    let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes);
+    let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes, &sc.metrics.percentiles);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
     let not_started = w.flows.iter().filter(|f| !f.started).count();
     let (retx, tos) = w.tcp_totals();
@@ -891,7 +898,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         "fct_us": fct,
         "slowdown": slow,
         "buckets": buckets,
-        "classes": metrics::class_summary(&w.flows, &sc.workload.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>()),
+        "classes": metrics::class_summary(&w.flows, &sc.workload.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), &sc.metrics.percentiles),
         "network": {
             "packets_sent": c.sent,
             "bytes_sent": c.sent_bytes,

@@ -242,19 +242,43 @@ pub fn ideal_fct(topo: &Topology, routing: &Routing, tcp: &TcpConfig, src: u32, 
 
 /// Mean and nearest-rank percentiles of a sample.
 pub fn describe(v: &mut [f64]) -> Value {
-    if v.is_empty() {
-        return json!({"n": 0, "mean": null, "p50": null, "p95": null, "p99": null, "max": null});
+    describe_with(v, &[])
+}
+
+/// [`describe`] plus the percentiles `extra` (in percent, e.g. 99.99 as
+/// `"p99_99"`; nearest-rank, like the fixed ones).
+pub fn describe_with(v: &mut [f64], extra: &[f64]) -> Value {
+    let mut out = if v.is_empty() {
+        json!({"n": 0, "mean": null, "p50": null, "p95": null, "p99": null, "max": null})
+    } else {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        let n = v.len();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        json!({"n": n, "mean": mean, "p50": nearest_rank(v, 0.50), "p95": nearest_rank(v, 0.95), "p99": nearest_rank(v, 0.99), "max": v[n - 1]})
+    };
+    for &q in extra {
+        // rank ceil(q n / 100), multiplied first so that 99.9 % of 10,000 is 9,990
+        let rank = ((q * v.len() as f64) / 100.0).ceil() as usize;
+        out[percentile_key(q)] = if v.is_empty() { Value::Null } else { json!(v[rank.clamp(1, v.len()) - 1]) };
     }
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    out
+}
+
+/// The nearest-rank `q`-quantile (q in (0, 1]) of sorted, non-empty `v`.
+fn nearest_rank(v: &[f64], q: f64) -> f64 {
     let n = v.len();
-    let pct = |q: f64| v[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    let mean = v.iter().sum::<f64>() / n as f64;
-    json!({"n": n, "mean": mean, "p50": pct(0.50), "p95": pct(0.95), "p99": pct(0.99), "max": v[n - 1]})
+    v[((q * n as f64).ceil() as usize).clamp(1, n) - 1]
+}
+
+/// "p99_99" for 99.99, "p90" for 90 (no dot: summary keys are addressed
+/// by dotted paths, e.g. `fct_us.p99_99`).
+pub fn percentile_key(q: f64) -> String {
+    format!("p{}", lbsim_engine::fmt_num(q).replace('.', "_"))
 }
 
 /// FCT (µs) and slowdown statistics of each flow class (`names[i]` is
 /// class i's name), with counts of flows, completed and unfinished.
-pub fn class_summary(flows: &[FlowRecord], names: &[String]) -> Vec<Value> {
+pub fn class_summary(flows: &[FlowRecord], names: &[String], extra: &[f64]) -> Vec<Value> {
     names
         .iter()
         .enumerate()
@@ -267,15 +291,15 @@ pub fn class_summary(flows: &[FlowRecord], names: &[String]) -> Vec<Value> {
                 "flows": all.len(),
                 "completed": fct.len(),
                 "unfinished": all.len() - fct.len(),
-                "fct_us": describe(&mut fct),
-                "slowdown": describe(&mut slow),
+                "fct_us": describe_with(&mut fct, extra),
+                "slowdown": describe_with(&mut slow, extra),
             })
         })
         .collect()
 }
 
 /// FCT (µs) and slowdown statistics overall and per size bucket.
-pub fn fct_summary(flows: &[FlowRecord], edges: &[u64]) -> (Value, Value, Vec<Value>) {
+pub fn fct_summary(flows: &[FlowRecord], edges: &[u64], extra: &[f64]) -> (Value, Value, Vec<Value>) {
     let done: Vec<&FlowRecord> = flows.iter().filter(|f| f.finish.is_some()).collect();
     let fct = |fs: &[&FlowRecord]| -> Vec<f64> { fs.iter().map(|f| f.fct().unwrap().as_us_f64()).collect() };
     let slow =
@@ -299,14 +323,14 @@ pub fn fct_summary(flows: &[FlowRecord], edges: &[u64]) -> (Value, Value, Vec<Va
             "flows": all,
             "completed": d.len(),
             "unfinished": all - d.len(),
-            "fct_us": describe(&mut fct(&d)),
-            "slowdown": describe(&mut slow(&d)),
+            "fct_us": describe_with(&mut fct(&d), extra),
+            "slowdown": describe_with(&mut slow(&d), extra),
         }));
         if let Some(h) = hi {
             lo = h;
         }
     }
-    (describe(&mut fct(&done)), describe(&mut slow(&done)), buckets)
+    (describe_with(&mut fct(&done), extra), describe_with(&mut slow(&done), extra), buckets)
 }
 
 fn human(b: u64) -> String {
@@ -356,7 +380,7 @@ mod tests {
             class: 0,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
-        let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000]);
+        let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000], &[99.99]);
         assert_eq!(all["n"], 2);
         assert_eq!(b[0]["bucket"], "<100KB");
         assert_eq!(b[0]["completed"], 1);
@@ -364,6 +388,22 @@ mod tests {
         assert_eq!(b[1]["completed"], 1);
         assert_eq!(b[2]["bucket"], ">10MB");
         assert_eq!(b[2]["unfinished"], 1);
+        assert_eq!(b[2]["fct_us"]["p99_99"], Value::Null, "no completed flow");
+        assert!(all.get("p99_99").is_some());
+    }
+
+    #[test]
+    fn extra_percentiles_are_nearest_rank_like_the_fixed_ones() {
+        let mut v: Vec<f64> = (1..=10_000).rev().map(|x| x as f64).collect();
+        let d = describe_with(&mut v, &[99.99, 99.9, 90.0]);
+        // nearest rank: ceil(q n)-th smallest
+        assert_eq!(d["p99_99"], 9_999.0);
+        assert_eq!(d["p99_9"], 9_990.0);
+        assert_eq!(d["p90"], 9_000.0);
+        assert_eq!(d["p99"], 9_900.0);
+        assert_eq!(d["max"], 10_000.0);
+        let mut few = vec![3.0, 1.0, 2.0];
+        assert_eq!(describe_with(&mut few, &[99.99])["p99_99"], 3.0);
     }
 }
 

@@ -781,6 +781,10 @@ fn d1500() -> u32 {
 pub struct MetricsCfg {
     /// Bucket edges for the per-size FCT summary, bytes.
     pub size_buckets_bytes: Vec<u64>,
+    /// Percentiles reported besides p50, p95 and p99 in every FCT and
+    /// slowdown summary, in percent (e.g. [99.9, 99.99] adds "p99_9" and
+    /// "p99_99": AG Fig. 9d).
+    pub percentiles: Vec<f64>,
     /// Ports (or links, both directions) to sample throughput on.
     pub link_samplers: Vec<String>,
     /// Per-flow receive-side goodput (bytes newly in order at the receiving
@@ -789,6 +793,9 @@ pub struct MetricsCfg {
     /// Sample the scheme's state (AG: train size, congested paths, path
     /// delays) every this many µs; 0 = off.
     pub scheme_sample_interval_us: f64,
+    /// Sample every busy connection's congestion window and slow-start
+    /// threshold (cwnd.parquet) every this many µs; 0 = off.
+    pub cwnd_sample_interval_us: f64,
     /// Ports whose admitted packets are captured to pcap files (headers
     /// only), at most `pcap_max_packets` in all.
     pub pcap_ports: Vec<String>,
@@ -815,9 +822,11 @@ impl Default for MetricsCfg {
     fn default() -> Self {
         MetricsCfg {
             size_buckets_bytes: vec![100_000, 10_000_000],
+            percentiles: vec![],
             link_samplers: vec![],
             flow_rate_window_ms: 0.0,
             scheme_sample_interval_us: 0.0,
+            cwnd_sample_interval_us: 0.0,
             pcap_ports: vec![],
             pcap_max_packets: 100_000,
             path_record: false,
@@ -1200,6 +1209,9 @@ impl Scenario {
             }
         }
         dur_ms("metrics.utilization_window_ms", self.metrics.utilization_window_ms, true)?;
+        if self.metrics.cwnd_sample_interval_us != 0.0 {
+            dur_us("metrics.cwnd_sample_interval_us", self.metrics.cwnd_sample_interval_us, true)?;
+        }
         if self.metrics.scheme_sample_interval_us != 0.0 {
             dur_us("metrics.scheme_sample_interval_us", self.metrics.scheme_sample_interval_us, true)?;
         }
@@ -1212,6 +1224,9 @@ impl Scenario {
         dur_us("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us, true)?;
         for (i, g) in self.metrics.flowlet_gaps_us.iter().enumerate() {
             dur_us(&format!("metrics.flowlet_gaps_us[{i}]"), *g, true)?;
+        }
+        if let Some(q) = self.metrics.percentiles.iter().find(|q| !(q.is_finite() && **q > 0.0 && **q < 100.0)) {
+            return Err(bad("metrics.percentiles", format!("each must be a percent strictly between 0 and 100, got {}", lbsim_engine::fmt_num(*q))));
         }
         if self.metrics.size_buckets_bytes.windows(2).any(|w| w[1] <= w[0]) {
             return Err(bad("metrics.size_buckets_bytes", "must be strictly increasing"));

@@ -527,5 +527,27 @@ fn bad_size_distributions_fail_with_the_field_named() {
     assert!(sum.msg.contains("0.9"), "{}", sum.msg);
     assert_eq!(e(&[r#"workload.classes=[{name="a", fraction=1.5, size_bytes=1}]"#]).field, "workload.classes[0].fraction");
     assert_eq!(e(&["workload.rate_per_s=0"]).field, "workload.rate_per_s");
+    assert_eq!(e(&["metrics.percentiles=[99.99, 100]"]).field, "metrics.percentiles");
+    assert_eq!(e(&["metrics.percentiles=[0]"]).field, "metrics.percentiles");
     assert_eq!(e(&["workload.rate_per_s=nan"]).field, "workload.rate_per_s");
+}
+
+/// AG Fig. 3b's cwnd trace: one flow alone on the dumbbell starts at the
+/// initial window and grows in slow start; a sampler that ignored the
+/// sender (or sampled idle connections) would fail here.
+#[test]
+fn the_cwnd_sampler_traces_slow_start_of_a_lone_flow() {
+    let fl = flow_file("cwnd", &[(0, 1, 3_000_000, 0.0)]);
+    let out = run_ok(&dumbbell(1), &[&format!("workload.flow_list={fl:?}"), "metrics.cwnd_sample_interval_us=5", "transport.init_cwnd_pkts=10"]);
+    let s = &out.cwnd_samples;
+    assert!(s.len() > 20, "{}", s.len());
+    assert!(s.iter().all(|x| x.1 == 0 && x.2 == 0), "one flow, one connection");
+    let mss = 1448u64;
+    assert_eq!(s[0].3, 10 * mss, "the first sample is the initial window");
+    // slow start: never shrinks before the first loss, and grows well past IW
+    let first_drop = s.windows(2).position(|w| w[1].3 < w[0].3).unwrap_or(s.len() - 1);
+    assert!(s[first_drop].3 >= 40 * mss, "{}", s[first_drop].3);
+    // the last sample is before the flow completed, and none after
+    let fin = out.flows[0].finish.unwrap();
+    assert!(s.iter().all(|x| x.0 <= fin));
 }

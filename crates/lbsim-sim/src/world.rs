@@ -49,6 +49,8 @@ pub(crate) enum Ev {
     IncastRequest,
     SampleLinks,
     SampleQueues,
+    /// Every live connection's congestion window is sampled.
+    SampleCwnd,
     SampleScheme,
     /// Host `host`'s NIC queue has drained: wake senders waiting for it.
     NicReady {
@@ -243,6 +245,10 @@ pub(crate) struct World {
     pub pcap_left: u64,
     /// Scheme state samples (time, metric, a, b, value) every `scheme_interval`.
     pub scheme_interval: Option<SimTime>,
+    /// `metrics.cwnd_sample_interval_us`, and the samples: (time, flow id,
+    /// connection, cwnd bytes, ssthresh bytes).
+    pub cwnd_interval: Option<SimTime>,
+    pub cwnd_samples: Vec<(SimTime, u32, u32, u64, u64)>,
     pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     pub c: Counters,
     /// NIC back-pressure: a TCP sender may keep this many packets queued at
@@ -311,6 +317,8 @@ impl World {
             queue_interval: SimTime::from_us(100),
             queue_samples: Vec::new(),
             scheme_interval: None,
+            cwnd_interval: None,
+            cwnd_samples: Vec::new(),
             pcap_port: Vec::new(),
             pcap: Vec::new(),
             pcap_left: 0,
@@ -354,6 +362,9 @@ impl World {
         }
         if let Some(dt) = self.scheme_interval {
             self.q.schedule(dt, Ev::SampleScheme);
+        }
+        if let Some(dt) = self.cwnd_interval {
+            self.q.schedule(dt, Ev::SampleCwnd);
         }
         self.lb.start(&mut ctx!(self));
         self.run_actions();
@@ -423,6 +434,7 @@ impl World {
             Ev::IncastRequest => self.incast_request(),
             Ev::SampleLinks => self.sample_links(),
             Ev::SampleQueues => self.sample_queues(),
+            Ev::SampleCwnd => self.sample_cwnd(),
             Ev::SampleScheme => {
                 let now = self.now();
                 let n = self.scheme_samples.len();
@@ -1418,6 +1430,32 @@ impl World {
         }
         if !self.finished() {
             self.q.schedule_later(now + self.link_window, Ev::SampleLinks);
+        }
+    }
+
+    /// Samples the congestion window of every connection with data
+    /// outstanding or still to send (AG Fig. 3b; an MPTCP subflow is
+    /// labelled with its connection's flow).
+    fn sample_cwnd(&mut self) {
+        let now = self.now();
+        for (i, c) in self.conns.iter().enumerate() {
+            let Some(c) = c else { continue };
+            if c.sender.app_end() <= c.sender.snd_una() {
+                continue; // idle
+            }
+            let ends = match c.parent {
+                u32::MAX => &c.flow_ends,
+                m => match &self.mps[m as usize] {
+                    Some(mp) => &mp.flow_ends,
+                    None => &c.flow_ends,
+                },
+            };
+            // a flow already delivered in full is over, whatever ACKs remain
+            let Some(&(_, flow)) = ends.front() else { continue };
+            self.cwnd_samples.push((now, flow, i as u32, c.sender.cwnd(), c.sender.ssthresh()));
+        }
+        if !self.finished() {
+            self.q.schedule_later(now + self.cwnd_interval.unwrap(), Ev::SampleCwnd);
         }
     }
 

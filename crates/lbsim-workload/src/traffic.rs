@@ -266,7 +266,8 @@ pub fn read_flow_list(text: &str, hosts: u32) -> Result<Vec<FlowSpec>, String> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or("flow list is empty")?;
     let cols: Vec<&str> = header.split(',').map(|c| c.trim()).collect();
-    let idx = |name: &str| cols.iter().position(|c| *c == name).ok_or_else(|| format!("flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"));
+    let idx =
+        |name: &str| cols.iter().position(|c| *c == name).ok_or_else(|| format!("flow list header lacks column {name:?} (need src,dst,size_bytes,start_us)"));
     let (is, id, iz, it) = (idx("src")?, idx("dst")?, idx("size_bytes")?, idx("start_us")?);
     let mut v = vec![];
     for (ln, l) in lines {
