@@ -103,7 +103,8 @@ def run_stat(run: Path, name: str) -> float:
     ``rx_gbps_{mean,min,iqr}:PREFIX:FROM:TO`` (goodput of each sampled
     receiver link starting with PREFIX over (FROM, TO] ms, then its mean,
     minimum or interquartile range), ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
-    packet sent: AG Fig. 3a's "3-dupack ratio"), ``goodput_gbps`` (bytes of
+    packet sent: AG Fig. 3a's "3-dupack ratio"), ``cwnd_mean_bytes`` (mean of
+    the cwnd samples: AG Fig. 3b), ``goodput_gbps`` (bytes of
     completed flows over the time from the first start to the last finish),
     ``throughput_mean_gbps`` (mean over completed flows of size / FCT:
     Expeditus Fig. 13), ``nfct_{mean,p95,p99}[lo:hi]`` (per-flow FCT over
@@ -121,6 +122,10 @@ def run_stat(run: Path, name: str) -> float:
         if not inside.any() or inside.all():
             return math.nan
         return _ratio(float(g[inside].value.median()), float(g[~inside].value.median()))
+    if name == "cwnd_mean_bytes":
+        # mean over every congestion-window sample (metrics.cwnd_sample_interval_us)
+        p = run / "cwnd.parquet"
+        return float(pd.read_parquet(p).cwnd_bytes.mean()) if p.exists() else math.nan
     if name.startswith("rate_ratio:"):
         # rate_ratio:A:B:FROM:TO — goodput of flow A over flow B (flow_rates)
         a, b, lo, hi = name[len("rate_ratio:"):].split(":")
