@@ -338,6 +338,7 @@ impl Scheme {
                     ("packets_held", s.reseq.held_total as f64),
                     ("reseq_timeouts", s.reseq.timeouts as f64),
                     ("reseq_overflows", s.reseq.overflows as f64),
+                    ("states_expired", s.expired as f64),
                 ];
                 let total: u64 = s.channel_bytes.iter().sum();
                 const NAMES: [&str; 8] = [

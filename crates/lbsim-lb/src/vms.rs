@@ -26,15 +26,19 @@
 //!   ΣW = W_0 (Q14).
 //! - §III-C resequencing: `reseq.rs` (T = 2 ms, S = 2.5 MB per host).
 //! - Q1: sVMS sets ECT, rVMS clears CE: the guests never see underlay ECN.
-//! - lbsim's persistent connections have no handshake: their state is made
-//!   by the first data segment with N channels (the paper's "state recreated
-//!   by a non-SYN packet is single-channel" concerns state lost mid-flow,
-//!   which cannot happen here).
+//! - §III-I state lifetime: a flow's state at either end is dropped after
+//!   `state_idle_ms` without a packet (lbsim has no FIN); state recreated by
+//!   a non-SYN packet is single-channel ("equivalent to AC/DC TCP"), by a
+//!   SYN scattered again. lbsim's persistent connections have no handshake:
+//!   their first state is made by the first data segment with N channels
+//!   (our choice: otherwise they would never scatter), but once expired it
+//!   comes back single-channel like any state recreated mid-flow.
 
 use crate::edge::IdMap;
 use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::reseq::Reseq;
 use crate::SchemeEnv;
+use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Payload, PktId};
 use lbsim_tcp::header::SYN;
 
@@ -45,6 +49,7 @@ pub const PARAMS: &[ParamDef] = &[
     num("reseq_buffer_bytes", "bytes", 2_500_000.0, "S: resequencing buffer per host, all flows (§III-C: 2.5 MB)"),
     num("init_window_pkts", "packets", 10.0, "initial sum of the channel windows, in MSS (our choice, Q2: a normal TCP's initial window, split over the channels)"),
     ParamDef { name: "cut", unit: "", default: DefaultValue::Str("every_rtt"), help: "\"every_rtt\": Algorithm 2 literally (every channel that carried data is cut by alpha/2 each RTT); \"on_ce\": only in RTTs with CE (DCTCP's rule; Q6)" },
+    num("state_idle_ms", "ms", 1000.0, "flow state (both ends) dropped after this long without a packet; recreated by a non-SYN packet as one channel (§III-I: \"e.g. 1 second\")"),
     ParamDef { name: "enabled_hosts", unit: "host indices", default: DefaultValue::List, help: "the VMS-enable table: flows between two listed hosts are scattered (empty = every host; §III-A)" },
     ParamDef { name: "one_channel_hosts", unit: "host indices", default: DefaultValue::List, help: "hosts whose flows use one channel (Fig. 10b's 1-channel VMS)" },
 ];
@@ -86,13 +91,15 @@ pub struct Sender {
     pub d: f64,
     pub reset: bool,
     pub ch: Vec<Channel>,
+    /// Time of the flow's last packet through sVMS (either direction).
+    pub last: SimTime,
 }
 
 impl Sender {
     pub fn new(n: usize, init_bytes: f64, mss: f64) -> Sender {
         let w = (init_bytes / n as f64).max(mss / n as f64);
         let ch = vec![Channel { w, ssthresh: f64::INFINITY, alpha: 0.0, send_seq: 0, fbk_seq: 0, rtt_size: 0, rtt_ce: 0 }; n];
-        Sender { next_seq: 0, milestone: 0, sum_w: w * n as f64, current: 0, n, d: n as f64, reset: false, ch }
+        Sender { next_seq: 0, milestone: 0, sum_w: w * n as f64, current: 0, n, d: n as f64, reset: false, ch, last: SimTime::ZERO }
     }
 
     /// Algorithm 1: the channel for a segment of `len` payload bytes.
@@ -189,6 +196,8 @@ struct Receiver {
     fb_channel: usize,
     last_ack: Option<u64>,
     reset: bool,
+    /// Time of the flow's last packet through rVMS (either direction).
+    last: SimTime,
 }
 
 pub struct Vms {
@@ -197,6 +206,9 @@ pub struct Vms {
     mss: f64,
     init_bytes: f64,
     cut_every_rtt: bool,
+    state_idle: SimTime,
+    /// Flow states dropped after `state_idle` and recreated.
+    pub expired: u64,
     enabled: Vec<bool>,
     one_channel: Vec<bool>,
     /// sVMS state per (sending host) → connection.
@@ -240,6 +252,8 @@ impl Vms {
             mss,
             init_bytes: p.count("init_window_pkts", 1000)? as f64 * mss,
             cut_every_rtt: p.string("cut", &["every_rtt", "on_ce"])? == "every_rtt",
+            state_idle: p.duration("state_idle_ms", false)?,
+            expired: 0,
             enabled,
             one_channel: list("one_channel_hosts")?,
             senders: (0..hosts).map(|_| IdMap::default()).collect(),
@@ -271,8 +285,18 @@ impl LoadBalancer for Vms {
         }
         if to_receiver {
             // sVMS: outbound data (or SYN)
-            let n = if self.one_channel[me as usize] { 1 } else { self.n };
-            let s = self.senders[me as usize].entry(conn).or_insert_with(|| Sender::new(n, self.init_bytes, self.mss));
+            let mut n = if self.one_channel[me as usize] { 1 } else { self.n };
+            let states = &mut self.senders[me as usize];
+            if states.get(&conn).is_some_and(|s| ctx.now - s.last > self.state_idle) {
+                // expired (§III-I): recreated below; by a non-SYN packet as one channel
+                states.remove(&conn);
+                self.expired += 1;
+                if hdr.flags & SYN == 0 {
+                    n = 1;
+                }
+            }
+            let s = states.entry(conn).or_insert_with(|| Sender::new(n, self.init_bytes, self.mss));
+            s.last = ctx.now;
             let mut channel = 0;
             if hdr.len > 0 {
                 let end = hdr.seq + hdr.len as u64;
@@ -291,6 +315,7 @@ impl LoadBalancer for Vms {
         } else {
             // rVMS: outbound ACK from the receiving guest
             let Some(r) = self.receivers[me as usize].get_mut(&conn) else { return };
+            r.last = ctx.now;
             if hdr.flags & SYN == 0 {
                 if r.last_ack == Some(hdr.ack) && hdr.len == 0 {
                     r.reset = true; // a duplicate ACK: a loss (§III-G)
@@ -331,7 +356,13 @@ impl LoadBalancer for Vms {
         if to_receiver {
             // rVMS: inbound data (or SYN) — restore the port, count, resequence
             pm.set_sport(original_port(p.sport, channel));
-            let r = self.receivers[me as usize].entry(conn).or_default();
+            let states = &mut self.receivers[me as usize];
+            if states.get(&conn).is_some_and(|r| ctx.now - r.last > self.state_idle) {
+                states.remove(&conn); // expired (§III-I): counters start afresh
+                self.expired += 1;
+            }
+            let r = states.entry(conn).or_default();
+            r.last = ctx.now;
             r.reset |= sin;
             let c = (channel & 7) as usize;
             if hdr.len > 0 {
@@ -346,6 +377,7 @@ impl LoadBalancer for Vms {
         // (the feedback option is stripped before the guest, §III-E: its 8
         // bytes stay counted as delivered to the edge)
         let Some(s) = self.senders[me as usize].get_mut(&conn) else { return HostRx::Deliver };
+        s.last = ctx.now;
         if sin && s.reset() {
             self.resets += 1;
         }

@@ -551,3 +551,38 @@ fn the_cwnd_sampler_traces_slow_start_of_a_lone_flow() {
     let fin = out.flows[0].finish.unwrap();
     assert!(s.iter().all(|x| x.0 <= fin));
 }
+
+/// VMS §III-I: a flow's state is dropped after `state_idle_ms` without a
+/// packet, and state recreated by a non-SYN packet is single-channel. On a
+/// persistent connection, a second flow 1.5 s after the first goes out on
+/// channel 0 only; with a 5 s lifetime it is scattered like the first.
+#[test]
+fn vms_state_expires_when_idle_and_comes_back_single_channel() {
+    let fl = flow_file("vms_idle", &[(0, 16, 2_000_000, 0.0), (0, 16, 2_000_000, 1_500_000.0)]);
+    let run_with = |idle_ms: &str| {
+        let out = run_ok(
+            TESTBED,
+            &[
+                "workload.kind=\"flow_list\"",
+                &format!("workload.flow_list={fl:?}"),
+                "workload.src_racks=[]",
+                "workload.dst_racks=[]",
+                "transport.connections=\"persistent\"",
+                "transport.cc=\"dctcp\"",
+                "network.ecn_k_pkts=65",
+                "lb.scheme=\"vms\"",
+                &format!("lb.params.state_idle_ms={idle_ms}"),
+            ],
+        );
+        assert!(out.flows.iter().all(|f| f.finish.is_some()));
+        let st = &out.summary["scheme"]["stats"];
+        (st["channel0_share"].as_f64().unwrap(), st["states_expired"].as_f64().unwrap())
+    };
+    let (share, expired) = run_with("1000");
+    assert_eq!(expired, 2.0, "sVMS and rVMS state of the one connection");
+    // first flow: 1/8 on channel 0; second: all of it
+    assert!(share > 0.5 && share < 0.65, "{share}");
+    let (share, expired) = run_with("5000");
+    assert_eq!(expired, 0.0);
+    assert!(share < 0.25, "{share}");
+}
