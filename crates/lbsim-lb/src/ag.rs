@@ -34,7 +34,7 @@
 
 use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
-use lbsim_engine::SimTime;
+use lbsim_engine::{Bytes, SimTime};
 use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier};
 
 /// The model of §IV-A, eqs. (1)–(7), as pure functions.
@@ -259,7 +259,7 @@ impl Ag {
 
     /// The train size and congested-path count of every pair with
     /// measurements, and every measured path delay (time set by the caller).
-    pub fn sample(&self, out: &mut Vec<crate::SchemeSample>) {
+    pub fn sample(&self, ctx: &Ctx, out: &mut Vec<crate::SchemeSample>) {
         for s in 0..self.n_leaves {
             for d in (0..self.n_leaves).filter(|&d| d != s) {
                 let i = s * self.n_leaves + d;
@@ -270,6 +270,9 @@ impl Ag {
                 for k in 0..self.uplinks[s].len() {
                     if let Some(o) = self.owd(s, d, k) {
                         out.push((SimTime::ZERO, "owd_us", s as u32, (d * 64 + k) as u32, o.as_us_f64()));
+                        if let Some(t) = true_owd(ctx, self.uplinks[s][k], ctx.topo.racks[d]) {
+                            out.push((SimTime::ZERO, "true_owd_us", s as u32, (d * 64 + k) as u32, t.as_us_f64()));
+                        }
                     }
                 }
             }
@@ -444,6 +447,29 @@ impl LoadBalancer for Ag {
         }
         Forward::Port(port)
     }
+}
+
+/// Simulator truth for AG Fig. 12 (reported beside the measurement, never
+/// used by the scheme): the one-way delay from leaf uplink `up` to leaf node
+/// `dst_leaf` that a full-size packet entering `up` now would see — per hop,
+/// the bytes queued ahead of it at their port's rate, its own
+/// serialisation and the propagation delay, with the spine's queue read now
+/// (the port toward `dst_leaf` with the least queued, if parallel links).
+/// None when the spine has no link to `dst_leaf`.
+pub fn true_owd(ctx: &Ctx, up: PortId, dst_leaf: NodeId) -> Option<SimTime> {
+    const PKT: Bytes = Bytes(1500);
+    let hop = |p: PortId| {
+        let q = &ctx.ports[p.idx()];
+        q.rate.tx_time(Bytes(q.qlen_bytes(ctx.now)) + PKT) + q.delay
+    };
+    let spine = ctx.topo.ports[ctx.topo.ports[up.idx()].peer.idx()].node;
+    let down = ctx.topo.nodes[spine.idx()]
+        .ports
+        .iter()
+        .copied()
+        .filter(|&p| ctx.topo.ports[ctx.topo.ports[p.idx()].peer.idx()].node == dst_leaf)
+        .min_by_key(|&p| ctx.ports[p.idx()].qlen_bytes(ctx.now))?;
+    Some(hop(up) + hop(down))
 }
 
 #[cfg(test)]

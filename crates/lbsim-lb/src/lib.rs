@@ -418,10 +418,11 @@ impl Scheme {
         }
     }
 
-    /// Appends the scheme's state now (time filled in by the caller).
-    pub fn sample(&self, out: &mut Vec<SchemeSample>) {
+    /// Appends the scheme's state now (time filled in by the caller);
+    /// `ctx` lets a scheme report simulator truth beside its own view.
+    pub fn sample(&self, ctx: &Ctx, out: &mut Vec<SchemeSample>) {
         if let Scheme::Ag(s) = self {
-            s.sample(out)
+            s.sample(ctx, out)
         }
     }
 

@@ -438,7 +438,9 @@ impl World {
             Ev::SampleScheme => {
                 let now = self.now();
                 let n = self.scheme_samples.len();
-                self.lb.sample(&mut self.scheme_samples);
+                let mut out = std::mem::take(&mut self.scheme_samples);
+                self.lb.sample(&ctx!(self), &mut out);
+                self.scheme_samples = out;
                 for r in &mut self.scheme_samples[n..] {
                     r.0 = now;
                 }

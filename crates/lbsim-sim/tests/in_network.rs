@@ -422,3 +422,44 @@ fn a_udp_source_pinned_via_a_spine_bypasses_the_load_balancer() {
     let e = common::run_err(TWO_PATHS, &sets(&[&flows, "udp=[{src=0, dst=4, rate_gbps=2, via=\"S9\"}]"]));
     assert!(e.contains("udp[0].via") && e.contains("no switch named \"S9\""), "{e}");
 }
+
+/// AG Fig. 12's truth: beside each measured path delay the samples carry
+/// the delay a full-size packet entering that uplink would see now (queues
+/// read from the ports). On AG's fabric the two agree within a queue's
+/// fluctuation, the slow path's truth is its wire time, and a truth that
+/// left out a hop, the propagation or the queues would miss both checks.
+#[test]
+fn ag_reports_the_true_path_delay_beside_its_measurement() {
+    let flows = common::flow_file("ag_truth", &[(0, 4, 5_000_000, 0.0), (5, 1, 5_000_000, 0.0)]);
+    let mut s = sets(&[&flows]);
+    s.push("metrics.scheme_sample_interval_us=500".into());
+    let o = run_ok(AG_FABRIC, &s);
+    let get = |m: &str| -> Vec<(u64, u32, u32, f64)> { o.scheme_samples.iter().filter(|x| x.1 == m).map(|x| (x.0 .0, x.2, x.3, x.4)).collect() };
+    let (meas, truth) = (get("owd_us"), get("true_owd_us"));
+    assert_eq!(meas.len(), truth.len(), "one truth per measurement");
+    assert!(meas.len() > 100, "{}", meas.len());
+    let pairs: Vec<(f64, f64)> = meas
+        .iter()
+        .zip(&truth)
+        .map(|(m, t)| {
+            assert_eq!((m.0, m.1, m.2), (t.0, t.1, t.2));
+            (m.3, t.3)
+        })
+        .collect();
+    // a packet on the S3 path (80 + 30 us of wire, two 12 us serialisations)
+    // never beats 134 us; the others never beat 84 us
+    for (m, t) in meas.iter().zip(&truth) {
+        let floor = if m.2 % 64 == 3 { 134.0 } else { 84.0 };
+        assert!(t.3 >= floor - 1e-6, "truth {} below the wire time {floor}", t.3);
+    }
+    // the measurement follows the truth: mean absolute error under 20 us,
+    // and the slow path stands out in both
+    let mae = pairs.iter().map(|(m, t)| (m - t).abs()).sum::<f64>() / pairs.len() as f64;
+    assert!(mae < 20.0, "mean |measured - true| = {mae:.1} us");
+    eprintln!("AG truth: {} samples, mean |measured - true| {mae:.2} us", pairs.len());
+    let mean = |k: u32, v: &[(u64, u32, u32, f64)]| {
+        let x: Vec<f64> = v.iter().filter(|s| s.2 % 64 == k).map(|s| s.3).collect();
+        x.iter().sum::<f64>() / x.len() as f64
+    };
+    assert!(mean(3, &truth) > mean(0, &truth) + 40.0 && mean(3, &meas) > mean(0, &meas) + 40.0);
+}

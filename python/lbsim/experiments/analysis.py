@@ -104,7 +104,10 @@ def run_stat(run: Path, name: str) -> float:
     receiver link starting with PREFIX over (FROM, TO] ms, then its mean,
     minimum or interquartile range), ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
     packet sent: AG Fig. 3a's "3-dupack ratio"), ``cwnd_mean_bytes`` (mean of
-    the cwnd samples: AG Fig. 3b), ``goodput_gbps`` (bytes of
+    the cwnd samples: AG Fig. 3b), ``owd_r2`` / ``owd_mae_us`` (AG's
+    measured path delays against the true ones beside them: R^2 = 1 -
+    SS_res / SS_tot over every (time, leaf pair, path) sample, and the mean
+    absolute error: Fig. 12), ``goodput_gbps`` (bytes of
     completed flows over the time from the first start to the last finish),
     ``throughput_mean_gbps`` (mean over completed flows of size / FCT:
     Expeditus Fig. 13), ``nfct_{mean,p95,p99}[lo:hi]`` (per-flow FCT over
@@ -122,6 +125,20 @@ def run_stat(run: Path, name: str) -> float:
         if not inside.any() or inside.all():
             return math.nan
         return _ratio(float(g[inside].value.median()), float(g[~inside].value.median()))
+    if name in ("owd_r2", "owd_mae_us"):
+        # AG Fig. 12: the measured path delays against the simulator's truth
+        # reported beside them (scheme_samples owd_us / true_owd_us)
+        ss = pd.read_parquet(run / "scheme_samples.parquet")
+        key = ["t_us", "a", "b"]
+        m = ss[ss.metric == "owd_us"].set_index(key).value
+        t = ss[ss.metric == "true_owd_us"].set_index(key).value
+        both = pd.concat([m.rename("m"), t.rename("t")], axis=1).dropna()
+        if both.empty:
+            return math.nan
+        if name == "owd_mae_us":
+            return float((both.m - both.t).abs().mean())
+        ss_tot = float(((both.t - both.t.mean()) ** 2).sum())
+        return 1.0 - float(((both.m - both.t) ** 2).sum()) / ss_tot if ss_tot > 0 else math.nan
     if name == "cwnd_mean_bytes":
         # mean over every congestion-window sample (metrics.cwnd_sample_interval_us)
         p = run / "cwnd.parquet"
