@@ -4,8 +4,10 @@
 //! Leaves only; spines forward as ECMP; hosts are untouched.
 //!
 //! - **Latency measurement** (§V, Algorithm 1): every T, for each
-//!   (destination leaf d, uplink k), the next packet the source leaf sends
-//!   to d on k becomes a probe: an AG header with the leaf's arrival time
+//!   (destination leaf d, uplink k), the next data packet the source leaf
+//!   sends to d on k becomes a probe ("only a few data packets are selected
+//!   as the probe packets", §III; ../shared/specs/ag.md §1.5 treated ACKs
+//!   alike, which the paper does not): an AG header with the leaf's arrival time
 //!   (`ingress_global_timestamp` in the P4 prototype). The destination leaf
 //!   computes the one-way delay and returns it on the next packet it sends
 //!   toward the source leaf out of the port the probe came in on (no
@@ -432,7 +434,9 @@ impl LoadBalancer for Ag {
             port
         };
         // one role per packet: feedback owed toward `dst_leaf` on this
-        // uplink first, else a due probe (TCP packets only: AG reads TCP)
+        // uplink first (any TCP packet: "few data and ACK packets carry
+        // the delay information", §V), else a due probe on a data packet
+        // ("only a few data packets are selected as the probe packets", §III)
         let k = self.up_index[port.idx()] as usize;
         if k != u32::MAX as usize && p.tcp().is_some() {
             let fi = self.idx(me, dst_leaf, k);
@@ -440,7 +444,7 @@ impl LoadBalancer for Ag {
                 let ns = (owd.0 / 1000).min(u32::MAX as u64) as u32;
                 ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: false, feedback: true, ns, leaf: me as u16 };
                 self.feedbacks_sent += 1;
-            } else if std::mem::take(&mut self.probe_due[fi]) {
+            } else if p.tcp().is_some_and(|h| h.len > 0) && std::mem::take(&mut self.probe_due[fi]) {
                 ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: true, feedback: false, ns: now_ns, leaf: me as u16 };
                 self.probes += 1;
             }

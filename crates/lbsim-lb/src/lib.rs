@@ -77,6 +77,8 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // fits the pair's path state to a rediscovered path set (it indexed
     // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
     ("hermes", 1),
+    // 1: probes ride data packets only (§III), not ACKs
+    ("ag", 1),
 ];
 
 pub const SCHEMES: &[SchemeInfo] = &[
