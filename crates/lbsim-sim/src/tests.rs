@@ -278,16 +278,20 @@ fn udp_background_is_delivered_at_its_rate() {
     assert_eq!(u["recv_pkts"], sent);
 }
 
+/// The one-line error TESTBED with `sets` fails with (validation or the
+/// run's setup); panics if it runs.
+fn testbed_error(sets: &[&str]) -> ScenarioError {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match Scenario::from_toml(TESTBED, &sets).map_err(SimError::from).and_then(|sc| run(&sc, None, &mut |_| true)) {
+        Err(SimError::Scenario(e)) => e,
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("accepted {sets:?}"),
+    }
+}
+
 #[test]
 fn malformed_scenarios_fail_with_the_field_named() {
-    let e = |sets: &[&str]| {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        match Scenario::from_toml(TESTBED, &sets).map_err(SimError::from).and_then(|sc| run(&sc, None, &mut |_| true)) {
-            Err(SimError::Scenario(e)) => e,
-            Err(e) => panic!("{e}"),
-            Ok(_) => panic!("accepted {sets:?}"),
-        }
-    };
+    let e = testbed_error;
     assert_eq!(e(&["topology.fabric_rate_gbps=-40"]).field, "topology.fabric_rate_gbps");
     assert_eq!(e(&["workload.load=1.0"]).field, "workload.load");
     assert_eq!(e(&["lb.scheme=nope"]).field, "lb.scheme");
@@ -496,14 +500,7 @@ fn a_pareto_mixture_labels_its_flows_and_reports_each_class() {
 
 #[test]
 fn bad_size_distributions_fail_with_the_field_named() {
-    let e = |sets: &[&str]| {
-        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-        match Scenario::from_toml(TESTBED, &sets).map_err(SimError::from).and_then(|sc| run(&sc, None, &mut |_| true)) {
-            Err(SimError::Scenario(e)) => e,
-            Err(e) => panic!("{e}"),
-            Ok(_) => panic!("accepted {sets:?}"),
-        }
-    };
+    let e = testbed_error;
     // issue 14: a Pareto shape <= 1 with no cap has no mean
     let s = e(&["workload.pareto={shape=1.0, mean_bytes=20000}"]);
     assert_eq!(s.field, "workload.pareto.shape");
