@@ -387,7 +387,9 @@ impl Expeditus {
         match self.pst(sw).lookup(p.hash, now, cands) {
             Lookup::Valid(port) => {
                 self.tor_hits += 1;
-                if self.synack && self.pst(sw).take_mark(p.hash) {
+                // (a retransmitted SYN-ACK answers again: the first may be lost)
+                let synack = p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN != 0 && h.flags & lbsim_tcp::header::ACK != 0);
+                if self.synack && (self.pst(sw).take_mark(p.hash) || synack) {
                     // the artifact: this packet (the SYN-ACK) is the Exp-response
                     ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
                     let d = self.tag_delta(0);
@@ -709,6 +711,45 @@ mod tests {
             assert_eq!(at(&mut env, &mut x, now, "A0_0", "A0_0->T0_0", d), Forward::Port(port(&env, "A0_0->C1")));
         }
         assert_eq!((x.selections, x.responses_sent, x.responses_received, x.stage2_decisions, x.agg_appends), (1, 1, 1, 1, 1));
+    }
+
+    #[test]
+    fn in_synack_mode_every_syn_ack_carries_the_response_but_data_once() {
+        use lbsim_tcp::header::{ACK, SYN};
+        use lbsim_tcp::TcpHeader;
+        let mut env = fig7();
+        let mut x = build(&env, &[("response", crate::Value::Str("synack".into()))]);
+        let t0 = SimTime::from_us(1);
+        // SYN host 0 (T0_0) -> host 6 (T1_0): tagged at the source ToR,
+        // decided at the destination ToR, which marks the reverse flow
+        let syn = env.packet(0, 6, 64);
+        at(&mut env, &mut x, t0, "T0_0", "host:0", syn);
+        at(&mut env, &mut x, t0, "T1_0", "T1_0->A1_0", syn);
+        assert!(take_sends(&mut env).is_empty(), "no separate response packet");
+        let s = *env.pkts.get(syn.0);
+        let reply = |env: &mut Env, flags: u8| {
+            let mut r = Packet::new(
+                s.dst,
+                s.src,
+                s.dport,
+                s.sport,
+                s.proto,
+                64,
+                Payload::Tcp { conn: 0, to_receiver: false, hdr: TcpHeader { flags, ..Default::default() } },
+                t0,
+            );
+            r.lb = LbHeader::None;
+            env.ctx(t0).new_packet(r)
+        };
+        let responds = |env: &Env, id: PktId| matches!(env.pkts.get(id.0).lb, LbHeader::Expeditus { sf: true, .. });
+        // the SYN-ACK answers; a retransmitted SYN-ACK answers again (the
+        // first may have been lost); a later data packet does not
+        for (flags, want) in [(SYN | ACK, true), (SYN | ACK, true), (ACK, false)] {
+            let r = reply(&mut env, flags);
+            at(&mut env, &mut x, t0, "T1_0", "host:6", r);
+            assert_eq!(responds(&env, r), want, "flags {flags}");
+        }
+        assert_eq!(x.responses_sent, 2);
     }
 
     #[test]
