@@ -168,7 +168,9 @@ class Result:
         """The scheme's state every ``metrics.scheme_sample_interval_us``:
         t_us, metric, a, b, value (AG: granularity_pkts and congested_paths
         with a = source leaf, b = destination leaf; owd_us with b =
-        destination leaf x 64 + path)."""
+        destination leaf x 64 + path, only while AG still uses it, and
+        beside it true_owd_us, the simulator's delay for a full-size packet
+        entering that uplink at that instant)."""
         return self._frame("scheme_samples")
 
     @property

@@ -6,7 +6,7 @@
 //! - **Latency measurement** (§V, Algorithm 1): every T, for each
 //!   (destination leaf d, uplink k), the next data packet the source leaf
 //!   sends to d on k becomes a probe ("only a few data packets are selected
-//!   as the probe packets", §III; ../shared/specs/ag.md §1.5 treated ACKs
+//!   as the probe packets", §III; ../shared/specs/ag.md §1.3/§1.5 treat ACKs
 //!   alike, which the paper does not): an AG header with the leaf's arrival time
 //!   (`ingress_global_timestamp` in the P4 prototype). The destination leaf
 //!   computes the one-way delay and returns it on the next packet it sends
@@ -270,7 +270,9 @@ impl Ag {
                     out.push((SimTime::ZERO, "congested_paths", s as u32, d as u32, self.congested[i] as f64));
                 }
                 for k in 0..self.uplinks[s].len() {
-                    if let Some(o) = self.owd(s, d, k) {
+                    // the delays AG itself uses: refreshed within owd_max_age
+                    let fresh = self.owd[self.idx(s, d, k)].filter(|o| ctx.now.saturating_sub(o.at) <= self.max_age);
+                    if let Some(o) = fresh.map(|o| o.value) {
                         out.push((SimTime::ZERO, "owd_us", s as u32, (d * 64 + k) as u32, o.as_us_f64()));
                         if let Some(t) = true_owd(ctx, self.uplinks[s][k], ctx.topo.racks[d]) {
                             out.push((SimTime::ZERO, "true_owd_us", s as u32, (d * 64 + k) as u32, t.as_us_f64()));
@@ -456,15 +458,17 @@ impl LoadBalancer for Ag {
 /// Simulator truth for AG Fig. 12 (reported beside the measurement, never
 /// used by the scheme): the one-way delay from leaf uplink `up` to leaf node
 /// `dst_leaf` that a full-size packet entering `up` now would see — per hop,
-/// the bytes queued ahead of it at their port's rate, its own
-/// serialisation and the propagation delay, with the spine's queue read now
-/// (the port toward `dst_leaf` with the least queued, if parallel links).
+/// the time until the port is free, its own serialisation and the
+/// propagation delay, with the spine's port read now (not when the packet
+/// would reach it; the least busy of parallel links toward `dst_leaf`).
 /// None when the spine has no link to `dst_leaf`.
 pub fn true_owd(ctx: &Ctx, up: PortId, dst_leaf: NodeId) -> Option<SimTime> {
     const PKT: Bytes = Bytes(1500);
+    // the wait is until the port is free (the packet in service counts
+    // only its remaining part), then its own serialisation and the wire
     let hop = |p: PortId| {
         let q = &ctx.ports[p.idx()];
-        q.rate.tx_time(Bytes(q.qlen_bytes(ctx.now)) + PKT) + q.delay
+        (q.busy_until().max(ctx.now) - ctx.now) + q.tx_time(PKT) + q.delay
     };
     let spine = ctx.topo.ports[ctx.topo.ports[up.idx()].peer.idx()].node;
     let down = ctx.topo.nodes[spine.idx()]
@@ -472,7 +476,7 @@ pub fn true_owd(ctx: &Ctx, up: PortId, dst_leaf: NodeId) -> Option<SimTime> {
         .iter()
         .copied()
         .filter(|&p| ctx.topo.ports[ctx.topo.ports[p.idx()].peer.idx()].node == dst_leaf)
-        .min_by_key(|&p| ctx.ports[p.idx()].qlen_bytes(ctx.now))?;
+        .min_by_key(|&p| ctx.ports[p.idx()].busy_until())?;
     Some(hop(up) + hop(down))
 }
 

@@ -79,6 +79,9 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     ("hermes", 1),
     // 1: probes ride data packets only (§III), not ACKs
     ("ag", 1),
+    // 1: flow state expires after state_idle_ms (persistent connections
+    // idle longer come back single-channel)
+    ("vms", 1),
 ];
 
 pub const SCHEMES: &[SchemeInfo] = &[

@@ -49,7 +49,7 @@ pub const PARAMS: &[ParamDef] = &[
     num("reseq_buffer_bytes", "bytes", 2_500_000.0, "S: resequencing buffer per host, all flows (§III-C: 2.5 MB)"),
     num("init_window_pkts", "packets", 10.0, "initial sum of the channel windows, in MSS (our choice, Q2: a normal TCP's initial window, split over the channels)"),
     ParamDef { name: "cut", unit: "", default: DefaultValue::Str("every_rtt"), help: "\"every_rtt\": Algorithm 2 literally (every channel that carried data is cut by alpha/2 each RTT); \"on_ce\": only in RTTs with CE (DCTCP's rule; Q6)" },
-    num("state_idle_ms", "ms", 1000.0, "flow state (both ends) dropped after this long without a packet; recreated by a non-SYN packet as one channel (§III-I: \"e.g. 1 second\")"),
+    num("state_idle_ms", "ms", 1000.0, "a flow's state at each end is dropped, when the flow next sends, if it has been idle this long (each end times its own packets; nothing is swept); recreated by a non-SYN packet as one channel (§III-I: \"e.g. 1 second\")"),
     ParamDef { name: "enabled_hosts", unit: "host indices", default: DefaultValue::List, help: "the VMS-enable table: flows between two listed hosts are scattered (empty = every host; §III-A)" },
     ParamDef { name: "one_channel_hosts", unit: "host indices", default: DefaultValue::List, help: "hosts whose flows use one channel (Fig. 10b's 1-channel VMS)" },
 ];

@@ -233,8 +233,15 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
     let (flows, info) = match w.kind.as_str() {
         "poisson" | "per_sender" => {
             let sizes = if w.classes.is_empty() {
-                let cdf = (!w.cdf.is_empty()).then_some(w.cdf.as_str());
-                FlowSizes::single(size_dist(base_dir, "workload", w.size_bytes, w.pareto.as_ref(), cdf, w.cdf_file.as_deref(), w.cdf_unit_bytes)?)
+                FlowSizes::single(size_dist(
+                    base_dir,
+                    "workload",
+                    w.size_bytes,
+                    w.pareto.as_ref(),
+                    Some(w.cdf.as_str()),
+                    w.cdf_file.as_deref(),
+                    w.cdf_unit_bytes,
+                )?)
             } else {
                 let mut classes = vec![];
                 for (i, c) in w.classes.iter().enumerate() {
@@ -290,6 +297,17 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                     Some(r) => (r, r * 8.0 * mean),
                     None => (w.load * cap / (8.0 * mean), w.load * cap),
                 };
+                if w.rate_per_s.is_some() && offered >= cap && !w.allow_overload {
+                    return Err(bad(
+                        "workload.rate_per_s",
+                        format!(
+                            "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
+                            lbsim_engine::fmt_num(offered / cap),
+                            w.load_of,
+                            lbsim_engine::fmt_num(offered / 1e9)
+                        ),
+                    ));
+                }
                 let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
                 let info = json!({
                     "kind": "poisson",

@@ -258,7 +258,9 @@ pub fn describe_with(v: &mut [f64], extra: &[f64]) -> Value {
     };
     for &q in extra {
         // rank ceil(q n / 100), multiplied first so that 99.9 % of 10,000 is 9,990
-        let rank = ((q * v.len() as f64) / 100.0).ceil() as usize;
+        // (snapped to an integer within rounding error: 99.9 % of 41,000 is 40,959)
+        let x = (q * v.len() as f64) / 100.0;
+        let rank = if (x - x.round()).abs() <= 1e-9 * x.max(1.0) { x.round() } else { x.ceil() } as usize;
         out[percentile_key(q)] = if v.is_empty() { Value::Null } else { json!(v[rank.clamp(1, v.len()) - 1]) };
     }
     out
@@ -400,6 +402,8 @@ mod tests {
         assert_eq!(d["p99_99"], 9_999.0);
         assert_eq!(d["p99_9"], 9_990.0);
         assert_eq!(d["p90"], 9_000.0);
+        let mut w: Vec<f64> = (1..=41_000).map(|x| x as f64).collect();
+        assert_eq!(describe_with(&mut w, &[99.9])["p99_9"], 40_959.0);
         assert_eq!(d["p99"], 9_900.0);
         assert_eq!(d["max"], 10_000.0);
         let mut few = vec![3.0, 1.0, 2.0];

@@ -1101,6 +1101,15 @@ impl Scenario {
                 return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
             }
         }
+        if !(w.kind == "poisson" || w.kind == "per_sender") {
+            for (f, set) in
+                [("workload.pareto", w.pareto.is_some()), ("workload.classes", !w.classes.is_empty()), ("workload.rate_per_s", w.rate_per_s.is_some())]
+            {
+                if set {
+                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", w.kind)));
+                }
+            }
+        }
         if w.kind == "poisson" || w.kind == "per_sender" {
             if let Some(r) = w.rate_per_s {
                 if w.kind != "poisson" {
@@ -1108,6 +1117,19 @@ impl Scenario {
                 }
                 if !(r.is_finite() && r > 0.0) {
                     return Err(bad("workload.rate_per_s", format!("must be a number of flows per second > 0, got {}", lbsim_engine::fmt_num(r))));
+                }
+                // the arrivals must fit the clock (and a run a user waits for)
+                let span_s = w.flows as f64 / r;
+                if span_s > 1e6 {
+                    return Err(bad(
+                        "workload.rate_per_s",
+                        format!(
+                            "{} flows at {} per second span {} s of simulated time (at most 1e6 s)",
+                            w.flows,
+                            lbsim_engine::fmt_num(r),
+                            lbsim_engine::fmt_num(span_s)
+                        ),
+                    ));
                 }
             }
             if !w.classes.is_empty() {
@@ -1133,6 +1155,9 @@ impl Scenario {
                     let given = [c.size_bytes.is_some(), c.pareto.is_some(), c.cdf.is_some(), c.cdf_file.is_some()].iter().filter(|&&b| b).count();
                     if given != 1 {
                         return Err(bad(format!("{f}"), "give exactly one of size_bytes, pareto, cdf, cdf_file"));
+                    }
+                    if c.cdf_unit_bytes.is_some() && c.cdf.is_none() && c.cdf_file.is_none() {
+                        return Err(bad(format!("{f}.cdf_unit_bytes"), "applies to a class's cdf or cdf_file only"));
                     }
                     if c.size_bytes == Some(0) {
                         return Err(bad(format!("{f}.size_bytes"), "must be at least 1 byte"));

@@ -526,6 +526,20 @@ fn bad_size_distributions_fail_with_the_field_named() {
     assert_eq!(e(&["workload.rate_per_s=0"]).field, "workload.rate_per_s");
     assert_eq!(e(&["metrics.percentiles=[99.99, 100]"]).field, "metrics.percentiles");
     assert_eq!(e(&["metrics.percentiles=[0]"]).field, "metrics.percentiles");
+    // an arrival rate that overloads the capacity, or spans the clock
+    assert_eq!(e(&["workload.rate_per_s=1e6", "workload.size_bytes=100000"]).field, "workload.rate_per_s");
+    assert!(
+        Scenario::from_toml(TESTBED, &["workload.rate_per_s=1e6".into(), "workload.size_bytes=100000".into(), "workload.allow_overload=true".into()]).is_ok()
+    );
+    assert_eq!(e(&["workload.rate_per_s=1e-6"]).field, "workload.rate_per_s");
+    // size keys that a kind would silently ignore
+    assert_eq!(e(&["workload.kind=\"incast\"", "workload.pareto={shape=1.5, mean_bytes=20000}"]).field, "workload.pareto");
+    assert_eq!(e(&["workload.kind=\"none\"", "run.stop_ms=1", "workload.rate_per_s=10"]).field, "workload.rate_per_s");
+    assert_eq!(e(&[&two("size_bytes=1000", "size_bytes=5, cdf_unit_bytes=1000")]).field, "workload.classes[1].cdf_unit_bytes");
+    // a shape so large that min^shape overflows still has its exact mean
+    let big = run_ok(TESTBED, &["workload.flows=50", "workload.pareto={shape=60, mean_bytes=1000000}"]);
+    assert!((big.summary["workload"]["mean_flow_bytes"].as_f64().unwrap() / 1e6 - 1.0).abs() < 1e-9);
+    assert_eq!(e(&["workload.cdf=\"\""]).field, "workload.cdf");
     assert_eq!(e(&["workload.rate_per_s=nan"]).field, "workload.rate_per_s");
 }
 

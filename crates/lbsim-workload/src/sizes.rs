@@ -39,7 +39,11 @@ impl Pareto {
             }
             _ => {}
         }
-        Ok(Pareto { shape, min, max })
+        let p = Pareto { shape, min, max };
+        if !p.mean(1).is_finite() {
+            return Err(("shape", format!("{shape} with these bounds gives no finite mean")));
+        }
+        Ok(p)
     }
 
     /// The Pareto of shape `shape` (and cap `max`) whose mean is `mean`
@@ -60,7 +64,11 @@ impl Pareto {
             if shape <= 1.0 {
                 return Err(("shape", format!("{shape} <= 1: an unbounded Pareto has no finite mean; set max_bytes (a bounded Pareto)")));
             }
-            return Pareto::new(shape, mean * (shape - 1.0) / shape, None);
+            let min = mean * (shape - 1.0) / shape;
+            if min < 1.0 {
+                return Err(("mean_bytes", format!("{mean} B with shape {shape} puts the Pareto's minimum below 1 byte ({min:.3} B)")));
+            }
+            return Pareto::new(shape, min, None);
         }
         // bounded: the mean rises with the minimum, from ~0 to above `mean`
         let (mut lo, mut hi) = (1.0f64, mean);
@@ -79,13 +87,15 @@ impl Pareto {
         Pareto::new(shape, 0.5 * (lo + hi), max)
     }
 
-    fn tail_mass(&self) -> f64 {
-        self.max.map_or(0.0, |h| (self.min / h).powf(self.shape))
+    /// 1 − (min/max)^shape, the bounded Pareto's normaliser, without
+    /// cancellation for tiny shapes.
+    fn norm(&self) -> f64 {
+        self.max.map_or(1.0, |h| -(self.shape * (self.min / h).ln()).exp_m1())
     }
 
     /// The size at quantile `u` in [0, 1).
     pub fn quantile(&self, u: f64) -> f64 {
-        let x = self.min / (1.0 - u * (1.0 - self.tail_mass())).powf(1.0 / self.shape);
+        let x = self.min / (1.0 - u * self.norm()).powf(1.0 / self.shape);
         self.max.map_or(x, |h| x.min(h))
     }
 
@@ -97,23 +107,25 @@ impl Pareto {
         if self.max.is_some_and(|h| x >= h) {
             return 1.0;
         }
-        (1.0 - (self.min / x).powf(self.shape)) / (1.0 - self.tail_mass())
+        (1.0 - (self.min / x).powf(self.shape)) / self.norm()
     }
 
-    /// E[X; X >= a] (the partial expectation above `a`).
+    /// E[X; X >= a] (the partial expectation above `a`), written with
+    /// ratios (min/a)^α <= 1 so that large shapes cannot overflow.
     fn mean_above(&self, a: f64) -> f64 {
         let (l, al) = (self.min, self.shape);
         let a = a.max(l);
-        let c = al * l.powf(al) / (1.0 - self.tail_mass());
         let b = self.max.unwrap_or(f64::INFINITY);
         if a >= b {
             return 0.0;
         }
+        let n = self.norm();
         if (al - 1.0).abs() < 1e-12 {
-            return c * (b / a).ln();
+            return l * (b / a).ln() / n;
         }
-        let pow = |x: f64| if x.is_infinite() { 0.0 } else { x.powf(1.0 - al) };
-        c * (pow(b) - pow(a)) / (1.0 - al)
+        // α L^α ∫_a^b x^-α dx = α/(α−1) (a (L/a)^α − b (L/b)^α)
+        let term = |x: f64| if x.is_infinite() { 0.0 } else { x * (l / x).powf(al) };
+        al / (al - 1.0) * (term(a) - term(b)) / n
     }
 
     /// Exact mean of the sampler clamped to at least `min_bytes`.
@@ -255,6 +267,20 @@ mod tests {
     }
 
     #[test]
+    fn large_and_tiny_shapes_keep_finite_exact_means() {
+        // shape 60: the mean is just above the minimum, min * 60/59, with
+        // no overflow of min^shape; bounded, the bisection finds it exactly
+        let p = Pareto::with_mean(60.0, 1e6, None).unwrap();
+        assert!((p.mean(1) - 1e6).abs() < 1e-3, "{}", p.mean(1));
+        let q = Pareto::with_mean(60.0, 1e6, Some(1e7)).unwrap();
+        assert!((q.mean(1) / 1e6 - 1.0).abs() < 1e-9, "{}", q.mean(1));
+        // a tiny shape with a cap: nearly log-uniform, finite
+        let t = Pareto::new(1e-9, 1000.0, Some(1e6)).unwrap();
+        let want = (1e6 - 1000.0) / (1e6f64 / 1000.0).ln(); // the α -> 0 limit
+        assert!((t.mean(1) / want - 1.0).abs() < 1e-3, "{} vs {want}", t.mean(1));
+    }
+
+    #[test]
     fn bad_pareto_parameters_name_the_field() {
         assert_eq!(Pareto::new(1.0, 1000.0, None).unwrap_err().0, "shape");
         assert_eq!(Pareto::new(0.5, 1000.0, None).unwrap_err().0, "shape");
@@ -264,6 +290,7 @@ mod tests {
         assert_eq!(Pareto::with_mean(1.0, 1000.0, None).unwrap_err().0, "shape");
         assert_eq!(Pareto::with_mean(1.5, 0.0, None).unwrap_err().0, "mean_bytes");
         assert_eq!(Pareto::with_mean(1.5, 1000.0, Some(900.0)).unwrap_err().0, "max_bytes");
+        assert_eq!(Pareto::with_mean(1.001, 500.0, None).unwrap_err().0, "mean_bytes");
     }
 
     #[test]

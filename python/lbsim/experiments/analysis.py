@@ -388,6 +388,8 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
                     f = _flows(path)
                     f = f[f.completed & (f.size_bytes >= fig.get("min_bytes", 0)) & (f.size_bytes < fig.get("max_bytes", float("inf")))]
                     if "class" in fig:  # one class of a workload.classes mixture
+                        if "class" not in f.columns:
+                            raise ValueError(f"{path}: no flow classes in this run (written before workload.classes existed?)")
                         f = f[f["class"] == fig["class"]]
                     vals.append(f.fct_us.to_numpy() * fig.get("scale", 1.0))
             if not vals:
