@@ -446,7 +446,7 @@ impl LoadBalancer for Ag {
                 let ns = (owd.0 / 1000).min(u32::MAX as u64) as u32;
                 ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: false, feedback: true, ns, leaf: me as u16 };
                 self.feedbacks_sent += 1;
-            } else if p.tcp().is_some_and(|h| h.len > 0) && std::mem::take(&mut self.probe_due[fi]) {
+            } else if p.is_data() && std::mem::take(&mut self.probe_due[fi]) {
                 ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: true, feedback: false, ns: now_ns, leaf: me as u16 };
                 self.probes += 1;
             }

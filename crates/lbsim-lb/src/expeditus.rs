@@ -384,11 +384,11 @@ impl Expeditus {
             return Forward::Port(ctx.ecmp(sw, pkt, cands));
         }
         let now = ctx.now;
+        let synack = p.tcp().is_some_and(|h| h.has(lbsim_tcp::header::SYN) && h.has(lbsim_tcp::header::ACK));
         match self.pst(sw).lookup(p.hash, now, cands) {
             Lookup::Valid(port) => {
                 self.tor_hits += 1;
                 // (a retransmitted SYN-ACK answers again: the first may be lost)
-                let synack = p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN != 0 && h.flags & lbsim_tcp::header::ACK != 0);
                 if self.synack && (self.pst(sw).take_mark(p.hash) || synack) {
                     // the artifact: this packet (the SYN-ACK) is the Exp-response
                     ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe: 0, cd: [0; 2] };
@@ -408,7 +408,6 @@ impl Expeditus {
                 // the source ToR decides; the reverse flow stays on ECMP
                 self.selections += 1;
                 self.pst(sw).set_pending(p.hash, now);
-                let synack = p.tcp().is_some_and(|h| h.flags & lbsim_tcp::header::SYN != 0 && h.flags & lbsim_tcp::header::ACK != 0);
                 if synack {
                     let (cd, noe) = self.local_metrics(ctx, sw, true, false);
                     ctx.pkt_mut(pkt).lb = LbHeader::Expeditus { sf: true, noe, cd };

@@ -215,11 +215,7 @@ fn size_dist(
 
 /// The classes of a workload for the summary: name, share, sizes, mean.
 fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
-    sizes
-        .classes
-        .iter()
-        .map(|c| json!({"name": c.name, "fraction": c.fraction, "sizes": c.dist.name(), "mean_flow_bytes": FlowSizes::single(c.dist.clone()).mean(mss)}))
-        .collect()
+    sizes.classes.iter().map(|c| json!({"name": c.name, "fraction": c.fraction, "sizes": c.dist.name(), "mean_flow_bytes": c.dist.mean(mss)})).collect()
 }
 
 /// Builds the topology and the open-loop flow list of a scenario (no run).

@@ -8,6 +8,7 @@
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
 use lbsim_net::{PortId, Routing, Topology};
 use lbsim_tcp::TcpConfig;
+use lbsim_workload::FlowSpec;
 use serde_json::{json, Value};
 
 #[derive(Clone, Debug)]
@@ -74,11 +75,11 @@ impl std::ops::Add for FlowCounters {
 impl FlowRecord {
     /// A flow starting now on a connection whose counters read `base`
     /// (kept until [`FlowRecord::close`] turns them into the flow's own).
-    pub fn new(src: u32, dst: u32, size: u64, start: SimTime, ideal: SimTime, base: FlowCounters, incast_request: Option<u32>) -> FlowRecord {
+    pub fn new(spec: &FlowSpec, start: SimTime, ideal: SimTime, base: FlowCounters, incast_request: Option<u32>) -> FlowRecord {
         let mut f = FlowRecord {
-            src,
-            dst,
-            size,
+            src: spec.src,
+            dst: spec.dst,
+            size: spec.size,
             start,
             finish: None,
             ideal,
@@ -92,7 +93,7 @@ impl FlowRecord {
             fr_loss: 0,
             path_changes: 0,
             uplinks_used: 0,
-            class: 0,
+            class: spec.class,
         };
         f.set_counters(base);
         f

@@ -901,6 +901,13 @@ impl Scenario {
     }
 
     fn validate(&self) -> Result<(), ScenarioError> {
+        // bytes per packet of a packet-form CDF
+        fn unit_bytes(field: &str, u: Option<f64>) -> Result<(), ScenarioError> {
+            match u {
+                Some(u) if !(u.is_finite() && u >= 1.0) => Err(bad(field, format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u)))),
+                _ => Ok(()),
+            }
+        }
         fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
             if !(x.is_finite() && x > 0.0) {
                 return Err(bad(field, format!("must be > 0, got {x}")));
@@ -1092,11 +1099,7 @@ impl Scenario {
             if w.size_bytes == Some(0) {
                 return Err(bad("workload.size_bytes", "must be at least 1 byte"));
             }
-            if let Some(u) = w.cdf_unit_bytes {
-                if !(u.is_finite() && u >= 1.0) {
-                    return Err(bad("workload.cdf_unit_bytes", format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u))));
-                }
-            }
+            unit_bytes("workload.cdf_unit_bytes", w.cdf_unit_bytes)?;
             if !PATTERNS.contains(&w.pattern.as_str()) {
                 return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
             }
@@ -1162,11 +1165,7 @@ impl Scenario {
                     if c.size_bytes == Some(0) {
                         return Err(bad(format!("{f}.size_bytes"), "must be at least 1 byte"));
                     }
-                    if let Some(u) = c.cdf_unit_bytes {
-                        if !(u.is_finite() && u >= 1.0) {
-                            return Err(bad(format!("{f}.cdf_unit_bytes"), format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u))));
-                        }
-                    }
+                    unit_bytes(&format!("{f}.cdf_unit_bytes"), c.cdf_unit_bytes)?;
                     if let Some(p) = &c.pareto {
                         p.build(&format!("{f}.pareto"))?;
                     }

@@ -1204,11 +1204,10 @@ impl World {
         let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
         if self.mptcp_n.is_some() {
             let start = f.start.max(now);
-            self.flows.push(FlowRecord::new(f.src, f.dst, f.size, start, ideal, FlowCounters::default(), incast_request));
+            self.flows.push(FlowRecord::new(&f, start, ideal, FlowCounters::default(), incast_request));
             // counters are read as differences at completion
             let base = self.start_mptcp_flow(f, fid);
-            self.flows[fid as usize] = FlowRecord::new(f.src, f.dst, f.size, start, ideal, base, incast_request);
-            self.flows[fid as usize].class = f.class;
+            self.flows[fid as usize] = FlowRecord::new(&f, start, ideal, base, incast_request);
             return;
         }
         let conn = match self.persistent {
@@ -1238,8 +1237,7 @@ impl World {
         }
         let end = c.sender.app_end() + f.size;
         c.flow_ends.push_back((end, fid));
-        self.flows.push(FlowRecord::new(f.src, f.dst, f.size, f.start.max(now), ideal, c.counters(), incast_request));
-        self.flows[fid as usize].class = f.class;
+        self.flows.push(FlowRecord::new(&f, f.start.max(now), ideal, c.counters(), incast_request));
         c.sender.write(f.size);
         let src = c.src;
         let budget = self.nic_budget(src);
@@ -1273,9 +1271,8 @@ impl World {
         for i in self.next_arrival..self.arrivals.len() {
             let f = self.arrivals[i];
             let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
-            let mut r = FlowRecord::new(f.src, f.dst, f.size, f.start, ideal, FlowCounters::default(), None);
+            let mut r = FlowRecord::new(&f, f.start, ideal, FlowCounters::default(), None);
             r.started = false;
-            r.class = f.class;
             self.flows.push(r);
         }
         self.next_arrival = self.arrivals.len();

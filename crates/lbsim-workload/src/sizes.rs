@@ -149,7 +149,8 @@ impl SizeDist {
             SizeDist::Pareto(p) => (p.quantile(rng.f64()).round() as u64).max(min_bytes).max(1),
         }
     }
-    fn mean(&self, min_bytes: u64) -> f64 {
+    /// Exact mean of this distribution's clamped sampler.
+    pub fn mean(&self, min_bytes: u64) -> f64 {
         match self {
             SizeDist::Cdf(c) => c.mean(min_bytes),
             SizeDist::Pareto(p) => p.mean(min_bytes),
