@@ -174,6 +174,12 @@ def test_ag_model_from_python_is_the_schemes_model():
         lbsim.ag_optimal_granularity(4, 5, 250, 300)
     with pytest.raises(ValueError, match="search"):
         lbsim.ag_optimal_granularity(4, 1, 250, 300, search="golden")
+    # eq. (1), Fig. 7: two trains (gran 22 of W = 44) reorder iff the first
+    # is on a congested path and the second is not; one train never does
+    assert lbsim.ag_reorder_probability(22, 45, 1) == pytest.approx(1 / 45 * 44 / 45)
+    assert lbsim.ag_reorder_probability(44, 45, 20) == 0.0
+    with pytest.raises(ValueError, match="gran"):
+        lbsim.ag_reorder_probability(0, 45, 1)
 
 
 def test_every_generated_flow_is_in_the_flow_table_with_signed_counters():

@@ -216,3 +216,60 @@ def test_a_bad_point_fails_the_sweep_before_any_run_naming_the_point(tmp_path):
     assert "scheme=cong" in msg and "lb.scheme" in msg and "\n" not in msg, msg
     runs = tmp_path / "root" / "tiny" / "runs"
     assert not runs.exists() or not list(runs.iterdir()), "nothing ran"
+
+
+def test_an_axis_mixing_numbers_and_strings_is_refused_naming_it(tmp_path):
+    from lbsim.experiments.sweep import SweepError
+
+    f = tmp_path / "mixed.toml"
+    f.write_text(TINY.read_text().replace("seed = [1, 2]\n", 'seed = [1, "two"]\n', 1))
+    with pytest.raises(SweepError) as e:
+        load(f)
+    msg = str(e.value)
+    assert "axis seed mixes number and str" in msg and "\n" not in msg, msg
+
+
+def test_model_figures_and_claims_evaluate_the_schemes_own_model(tmp_path):
+    """kind = "model": the curve is the bindings' function at every x, the
+    simulated overlay is the per-x argmin over the runs, and model claims
+    (value, ratio, argmax) get a verdict; an unknown function is refused."""
+    import lbsim
+    from lbsim.experiments.analysis import Runs, draw, evaluate
+
+    text = TINY.read_text().split("[axes]")[0] + """
+[axes]
+load = [0.2, 0.4]
+seed = [1, 2]
+
+[keys]
+load = "workload.load"
+seed = "seed"
+"""
+    f = tmp_path / "model.toml"
+    f.write_text(text)
+    sw = load(f)
+    run_sweep(sw, tmp_path / "root", workers=2, quiet=True)
+    runs = Runs(sw, tmp_path / "root")
+    fig = {"id": "m", "kind": "model", "function": "ag_reorder_probability", "x": "congested", "x_values": [0, 10, 22, 45],
+           "series": "gran", "series_values": [1, 15], "args": {"paths": 45, "window_pkts": 44},
+           "sim_argmin": {"x": "seed", "over": "load", "label": "sim"}}
+    t = draw(runs, fig, tmp_path / "figs", "m")
+    for g in (1, 15):
+        got = t[t.series == f"gran = {g}"].set_index("congested").value
+        assert got.to_dict() == pytest.approx({m: lbsim.ag_reorder_probability(g, 45, m) for m in (0, 10, 22, 45)})
+    sim = t[t.series == "sim"].set_index("congested").value
+    for seed in (1, 2):
+        best = min((0.2, 0.4), key=lambda x: runs.mean_stat({"load": x, "seed": seed}, "fct_us.mean")[0])
+        assert sim[seed] == best
+    peak = {"kind": "model", "function": "ag_reorder_probability", "a": {"gran": 8, "paths": 45, "window_pkts": 44},
+            "argmax": "congested", "values": list(range(46))}
+    assert evaluate(runs, {**peak, "paper": 22.5}) == {"ours": 23.0, "paper": 22.5, "verdict": "agrees", "per_seed": []}
+    assert evaluate(runs, {**peak, "paper": 5})["verdict"] == "same direction, different size"
+    ratio = {"kind": "model", "function": "ag_optimal_granularity", "a": {"paths": 45, "congested": 10, "rtt_good_us": 250, "rtt_bad_us": 500},
+             "b": {"paths": 45, "congested": 1, "rtt_good_us": 250, "rtt_bad_us": 500}}
+    r = evaluate(runs, {**ratio, "expect": "greater"})
+    assert r["ours"] == pytest.approx(22 / 6) and r["verdict"] == "agrees (direction)"
+    with pytest.raises(ValueError, match="^function: 'ag_rate' is not a model"):
+        evaluate(runs, {**ratio, "function": "ag_rate"})
+    with pytest.raises(ValueError, match="args of ag_optimal_granularity"):
+        evaluate(runs, {**ratio, "a": {"paths": 45, "congestd": 1, "rtt_good_us": 250, "rtt_bad_us": 500}})

@@ -10,13 +10,14 @@ calls it, and turns its columns into Arrow / pandas tables.
 """
 
 from lbsim._api import Result, ScenarioError, flows, load_scenario, run, schemes, validate
-from lbsim._lbsim import __version__, ag_optimal_granularity, ag_rate_gbps
+from lbsim._lbsim import __version__, ag_optimal_granularity, ag_rate_gbps, ag_reorder_probability
 
 __all__ = [
     "Result",
     "ScenarioError",
     "ag_optimal_granularity",
     "ag_rate_gbps",
+    "ag_reorder_probability",
     "flows",
     "load_scenario",
     "run",

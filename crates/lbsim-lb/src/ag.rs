@@ -28,6 +28,17 @@
 //!   next gran* − 1 packets follow it; a new gran* applies at once to every
 //!   flow's current train.
 //!
+//! - **Adaptive T** (§VI-D, `adaptive_window_ms` > 0): during the first
+//!   window (the paper: 10 ms) every data packet is a probe, and each
+//!   source leaf keeps every delay returned to it. At the end, per path, a
+//!   sample above the path's mean over the window is "congested"; T_avg is
+//!   the mean time between consecutive state changes; the leaf's T becomes
+//!   0.5 · min over its paths of T_avg (Nyquist), clamped to [10 us, 10 ms]
+//!   (our bounds, ../shared/specs/ag.md §1.6 item 9). A leaf whose paths
+//!   changed state fewer than twice keeps `sample_interval_us`. The paper
+//!   repeats the learning periodically ("the 1st second in every one
+//!   hour"); a run learns once.
+//!
 //! Model inputs where the paper is silent (../shared/specs/ag.md §1.4, our
 //! choices): RTT_x = base RTT + mean over the class's paths of (OWD −
 //! smallest OWD seen toward that leaf); a class with no member takes the
@@ -62,7 +73,8 @@ pub mod model {
     /// train picks a congested path with probability `p_b`.
     pub fn reorder_probability(x: u32, p_b: f64) -> f64 {
         let p_g = 1.0 - p_b;
-        (1..x).map(|i| p_g.powi(i as i32 - 1) * p_b * (1.0 - p_b.powi((x - i) as i32))).sum()
+        // (a fold from +0.0: an empty sum, X = 1, is 0 and not -0.0)
+        (1..x).map(|i| p_g.powi(i as i32 - 1) * p_b * (1.0 - p_b.powi((x - i) as i32))).fold(0.0, |a, b| a + b)
     }
 
     /// Eq. (6): the average rate r(gran) in bit/s (X = ⌈W / gran⌉ trains).
@@ -133,7 +145,38 @@ pub const PARAMS: &[ParamDef] = &[
     num("congested_margin_us", "us", 0.0, "a path is congested when its delay exceeds the mean by more than this (paper: 0)"),
     num("flow_table_size", "entries", 65536.0, "per-leaf flow table for train state (hashed; §VII uses CRC16)"),
     num("fixed_granularity_pkts", "packets", 0.0, "0: adapt the train size (AG); n > 0: every train is n packets (Fig. 8's fixed-granularity runs)"),
+    num("adaptive_window_ms", "ms", 0.0, "0: T fixed at sample_interval_us; w > 0: each leaf learns T = 0.5 T_min from the congestion-state changes of its paths in the first w ms, every data packet a probe meanwhile (§VI-D: 10 ms)"),
 ];
+
+/// Bounds of a learned sample interval (our choice; the paper gives none).
+pub const ADAPTIVE_T_MIN: SimTime = SimTime(10_000_000);
+pub const ADAPTIVE_T_MAX: SimTime = SimTime(10_000_000_000);
+
+/// §VI-D's statistic for one path: its delay samples `(arrival, delay)` in
+/// arrival order, each congested when above the mean over all of them (by
+/// more than `margin`, as the train-size update); returns the mean time
+/// between consecutive congestion-state changes, or None with fewer than
+/// two changes.
+pub fn mean_state_period(samples: &[(SimTime, SimTime)], margin: SimTime) -> Option<SimTime> {
+    if samples.len() < 3 {
+        return None;
+    }
+    let mean = samples.iter().map(|s| s.1 .0 as f64).sum::<f64>() / samples.len() as f64;
+    let congested = |s: &(SimTime, SimTime)| s.1 .0 as f64 > mean + margin.0 as f64;
+    let changes: Vec<SimTime> = samples.windows(2).filter(|w| congested(&w[0]) != congested(&w[1])).map(|w| w[1].0).collect();
+    match (changes.first(), changes.last()) {
+        (Some(&a), Some(&b)) if changes.len() >= 2 => Some(SimTime((b.0 - a.0) / (changes.len() as u64 - 1))),
+        _ => None,
+    }
+}
+
+/// The learned T of a leaf: half the shortest mean state period over its
+/// paths, clamped to [`ADAPTIVE_T_MIN`], [`ADAPTIVE_T_MAX`]; None if no path
+/// changed state twice.
+pub fn adaptive_interval<'a>(paths: impl IntoIterator<Item = &'a [(SimTime, SimTime)]>, margin: SimTime) -> Option<SimTime> {
+    let t_min = paths.into_iter().filter_map(|p| mean_state_period(p, margin)).min()?;
+    Some(SimTime(t_min.0 / 2).max(ADAPTIVE_T_MIN).min(ADAPTIVE_T_MAX))
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Train {
@@ -149,7 +192,15 @@ struct Owd {
 }
 
 pub struct Ag {
-    t: SimTime,
+    /// Per leaf: its sample interval T (all `sample_interval_us` unless learned).
+    t: Vec<SimTime>,
+    /// Adaptive T: learning ends at this time (ZERO: off); per leaf whether
+    /// it has learned and whether that changed its T (not when no path
+    /// changed state twice); per [src][dst][uplink] the delays returned so far.
+    learn_until: SimTime,
+    learned: Vec<bool>,
+    adapted: Vec<bool>,
+    samples: Vec<Vec<(SimTime, SimTime)>>,
     window: u32,
     search: Search,
     max_age: SimTime,
@@ -201,8 +252,13 @@ impl Ag {
         let n = topo.racks.len();
         let (uplinks, up_index) = topo.leaf_uplinks();
         let max_up = uplinks.iter().map(|u| u.len()).max().unwrap_or(0).max(1);
+        let learn_until = p.duration("adaptive_window_ms", true)?;
         Ok(Ag {
-            t: p.duration("sample_interval_us", false)?,
+            t: vec![p.duration("sample_interval_us", false)?; n],
+            learn_until,
+            learned: vec![false; n],
+            adapted: vec![false; n],
+            samples: if learn_until > SimTime::ZERO { vec![vec![]; n * n * max_up] } else { vec![] },
             window: p.count("window_pkts", 4096)? as u32,
             search: if p.string("search", &["exhaustive", "bisect"])? == "bisect" { Search::Bisect } else { Search::Exhaustive },
             max_age: p.duration("owd_max_age_us", false)?,
@@ -300,6 +356,7 @@ impl Ag {
             for &up in &self.uplinks[s] {
                 v.push(("trains_by_uplink", name(s), port(up), self.trains_by_port[up.idx()] as f64));
             }
+            v.push(("sample_interval_us", name(s), if self.adapted[s] { "learned" } else { "fixed" }.into(), self.t[s].as_us_f64()));
         }
         v
     }
@@ -309,10 +366,32 @@ impl Ag {
         self.owd[self.idx(s, d, k)].map(|o| o.value)
     }
 
-    /// Recomputes M_b and gran* for every pair from the delays now known.
-    fn update(&mut self, ctx: &Ctx) {
+    /// The sample interval leaf `s` uses now.
+    pub fn interval(&self, s: usize) -> SimTime {
+        self.t[s]
+    }
+
+    /// The mean over leaves of their sample interval (us).
+    pub fn mean_interval_us(&self) -> f64 {
+        self.t.iter().map(|t| t.as_us_f64()).sum::<f64>() / self.t.len().max(1) as f64
+    }
+
+    /// Adaptive T: leaf `s`'s interval from the delays returned to it.
+    fn learn(&mut self, s: usize) {
+        let n = self.n_leaves * self.max_up;
+        let mine = &self.samples[s * n..(s + 1) * n];
+        if let Some(t) = adaptive_interval(mine.iter().map(|v| v.as_slice()), self.margin) {
+            self.t[s] = t;
+            self.adapted[s] = true;
+        }
+        self.learned[s] = true;
+        self.samples[s * n..(s + 1) * n].iter_mut().for_each(|v| *v = vec![]);
+    }
+
+    /// Recomputes M_b and gran* for leaf `s`'s pairs from the delays now known.
+    fn update(&mut self, ctx: &Ctx, s: usize) {
         let now = ctx.now;
-        for s in 0..self.n_leaves {
+        {
             let m = self.uplinks[s].len();
             // C: the slowest uplink of the leaf (AG's fabrics are uniform)
             let c = self.uplinks[s].iter().map(|p| ctx.ports[p.idx()].rate.0).min().unwrap_or(0) as f64;
@@ -363,13 +442,21 @@ impl Ag {
 
 impl LoadBalancer for Ag {
     fn start(&mut self, ctx: &mut Ctx) {
-        ctx.schedule(SimTime::ZERO, 0);
+        // one timer per leaf (token = its rack index): T can differ by leaf
+        for s in 0..self.n_leaves {
+            ctx.schedule(SimTime::ZERO, s as u64);
+        }
     }
 
-    fn on_timer(&mut self, ctx: &mut Ctx, _token: u64) {
-        self.update(ctx);
-        self.probe_due.iter_mut().for_each(|x| *x = true);
-        ctx.schedule(ctx.now + self.t, 0);
+    fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
+        let s = token as usize;
+        if self.learn_until > SimTime::ZERO && !self.learned[s] && ctx.now >= self.learn_until {
+            self.learn(s);
+        }
+        self.update(ctx, s);
+        let n = self.n_leaves * self.max_up;
+        self.probe_due[s * n..(s + 1) * n].iter_mut().for_each(|x| *x = true);
+        ctx.schedule(ctx.now + self.t[s], token);
     }
 
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId, c: &[PortId]) -> Forward {
@@ -401,6 +488,9 @@ impl LoadBalancer for Ag {
                         let f = &mut self.floor[me * self.n_leaves + leaf as usize];
                         *f = (*f).min(owd);
                         self.feedbacks_received += 1;
+                        if ctx.now < self.learn_until {
+                            self.samples[i].push((ctx.now, owd));
+                        }
                     }
                 }
                 ctx.pkt_mut(pkt).lb = LbHeader::None;
@@ -446,7 +536,7 @@ impl LoadBalancer for Ag {
                 let ns = (owd.0 / 1000).min(u32::MAX as u64) as u32;
                 ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: false, feedback: true, ns, leaf: me as u16 };
                 self.feedbacks_sent += 1;
-            } else if p.is_data() && std::mem::take(&mut self.probe_due[fi]) {
+            } else if p.is_data() && (std::mem::take(&mut self.probe_due[fi]) || ctx.now < self.learn_until) {
                 ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: true, feedback: false, ns: now_ns, leaf: me as u16 };
                 self.probes += 1;
             }
@@ -533,5 +623,34 @@ mod tests {
         assert_eq!(optimal_granularity(&m, Search::Bisect), 9);
         // where r is unimodal they agree
         assert_eq!(optimal_granularity(&input(45, 2, 500.0), Search::Bisect), 8);
+    }
+
+    /// §VI-D by hand: a path alternating between 100 us and 150 us every
+    /// 300 us (samples every 50 us) changes state every 300 us.
+    #[test]
+    fn state_period_is_the_mean_time_between_changes() {
+        use super::{adaptive_interval, mean_state_period, SimTime, ADAPTIVE_T_MAX, ADAPTIVE_T_MIN};
+        let us = |x: u64| SimTime(x * 1_000_000);
+        let square =
+            |half: u64, n: u64| -> Vec<(SimTime, SimTime)> { (0..n).map(|i| (us(50 * i), us(if (50 * i / half) % 2 == 0 { 100 } else { 150 }))).collect() };
+        let a = square(300, 200);
+        assert_eq!(mean_state_period(&a, SimTime::ZERO), Some(us(300)));
+        // a constant path never changes; one change is not a period
+        let flat: Vec<_> = (0..50).map(|i| (us(10 * i), us(84))).collect();
+        assert_eq!(mean_state_period(&flat, SimTime::ZERO), None);
+        assert_eq!(mean_state_period(&square(1000, 30), SimTime::ZERO), None, "a single step");
+        // the margin: 30 us above the mean (about 125) is not exceeded by 150 ...
+        assert_eq!(mean_state_period(&a, us(30)), None);
+        // ... and 1-us jitter around 84 us is ignored with a 2-us margin
+        let jitter: Vec<_> = (0..50).map(|i| (us(10 * i), us(84 + i % 2))).collect();
+        assert_eq!(mean_state_period(&jitter, SimTime::ZERO), Some(us(10)));
+        assert_eq!(mean_state_period(&jitter, us(2)), None);
+        // the leaf takes half the shortest period over its paths, clamped
+        let b = square(900, 200);
+        assert_eq!(adaptive_interval([a.as_slice(), b.as_slice(), flat.as_slice()], SimTime::ZERO), Some(us(150)));
+        assert_eq!(adaptive_interval([flat.as_slice()], SimTime::ZERO), None);
+        assert_eq!(adaptive_interval([jitter.as_slice()], SimTime::ZERO), Some(ADAPTIVE_T_MIN), "5 us clamps to 10");
+        let slow: Vec<_> = (0..10).map(|i| (us(20_000 * i), us(if i % 2 == 0 { 100 } else { 200 }))).collect();
+        assert_eq!(adaptive_interval([slow.as_slice()], SimTime::ZERO), Some(ADAPTIVE_T_MAX), "10 ms of 20 ms periods clamps to 10 ms");
     }
 }

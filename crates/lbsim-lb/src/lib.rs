@@ -290,6 +290,7 @@ impl Scheme {
                 ("trains_ended_short", s.short_trains as f64),
                 ("mean_granularity_pkts", if s.updates > 0 { s.gran_sum as f64 / s.updates as f64 } else { 1.0 }),
                 ("mean_congested_paths", if s.updates > 0 { s.congested_sum as f64 / s.updates as f64 } else { 0.0 }),
+                ("mean_sample_interval_us", s.mean_interval_us()),
             ],
             Scheme::Expeditus(s) => {
                 let mut v = vec![

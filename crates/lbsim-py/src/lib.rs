@@ -242,8 +242,7 @@ fn schemes(py: Python<'_>) -> PyResult<PyObject> {
     Ok(list.into_any().unbind())
 }
 
-/// The model revision that results of `scheme` depend on (the simulator's,
-/// plus the scheme's own when it has one).
+/// Checks the model's inputs (each error names its argument).
 fn ag_input(
     paths: u32,
     congested: u32,
@@ -310,6 +309,20 @@ fn ag_optimal_granularity(
     Ok(optimal_granularity(&m, s))
 }
 
+/// AG's model (§IV-A, eq. 1): the probability that a window of W packets in
+/// trains of `gran` is reordered when M_b of M paths are congested (Fig. 7).
+#[pyfunction]
+#[pyo3(signature = (gran, paths, congested, window_pkts=44))]
+fn ag_reorder_probability(gran: u32, paths: u32, congested: u32, window_pkts: u32) -> PyResult<f64> {
+    let m = ag_input(paths, congested, 250.0, 250.0, window_pkts, 1500, 1.0)?;
+    if gran == 0 || gran > window_pkts {
+        return Err(PyValueError::new_err(format!("gran: must be from 1 to window_pkts ({window_pkts})")));
+    }
+    Ok(lbsim_lb::ag::model::reorder_probability(m.window_pkts.div_ceil(gran), m.congested as f64 / m.paths as f64))
+}
+
+/// The model revision that results of `scheme` depend on (the simulator's,
+/// plus the scheme's own when it has one).
 #[pyfunction]
 fn model_revision(scheme: &str) -> String {
     lbsim_sim::model_revision(scheme)
@@ -318,6 +331,7 @@ fn model_revision(scheme: &str) -> String {
 #[pymodule]
 fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(ag_reorder_probability, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;

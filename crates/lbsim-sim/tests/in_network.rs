@@ -369,6 +369,49 @@ fn ag_measures_leaf_to_leaf_delays_and_sizes_trains_from_them() {
     assert!((0.9..=1.05).contains(&mb), "M_b {mb}: S3 alone (none before the first delays come back)");
 }
 
+/// §VI-D's adaptive T end to end: during the first 10 ms every data
+/// packet is a probe; then each leaf sets T from how often its paths
+/// changed congestion state. Background pulses on L0's uplink to S1 (on and
+/// off every 1 ms) make L0's path via S1 flip; L1's paths carry no
+/// background and keep a constant delay (a 2-us margin ignores the
+/// sub-microsecond interleaving of ACKs), so L1 keeps the configured 500 us.
+#[test]
+fn ag_adaptive_interval_follows_state_changes_of_its_paths() {
+    let flows = common::flow_file("ag_adapt", &[(0, 4, 5_000_000, 0.0), (5, 1, 5_000_000, 0.0)]);
+    let pulses: Vec<String> = (0..10).map(|i| format!("{{src=1, dst=5, rate_gbps=0.6, start_ms={}, stop_ms={}, via=\"S1\"}}", 2 * i, 2 * i + 1)).collect();
+    let udp = format!("udp=[{}]", pulses.join(", "));
+    let text = AG_FABRIC.replace("[[link_overrides]]\nlink = \"S3-L1#0\"\ndelay_us = 80\n", "");
+    let run = |extra: &[&str]| {
+        let mut a = vec![flows.as_str(), "lb.params.congested_margin_us=2"];
+        a.extend_from_slice(extra);
+        run_ok(&text, &sets(&a))
+    };
+    let t = |o: &RunOutput, leaf: &str| o.summary["scheme"]["sample_interval_us"][leaf].clone();
+    let probes = |o: &RunOutput| o.summary["scheme"]["stats"]["probes"].as_f64().unwrap();
+    let fixed = run(&[&udp]);
+    let adaptive = run(&[&udp, "lb.params.adaptive_window_ms=10"]);
+    let quiet = run(&["lb.params.adaptive_window_ms=10"]);
+    eprintln!(
+        "AG adaptive T: pulses {} / {}, quiet {} / {}; probes fixed {}, adaptive {}",
+        t(&adaptive, "L0"),
+        t(&adaptive, "L1"),
+        t(&quiet, "L0"),
+        t(&quiet, "L1"),
+        probes(&fixed),
+        probes(&adaptive)
+    );
+    assert_eq!(t(&fixed, "L0")["fixed"], 500.0);
+    // L0 learned a T from S1's flips; the pulses last 1 ms, so no T above 1 ms
+    let l0 = t(&adaptive, "L0")["learned"].as_f64().unwrap_or_else(|| panic!("{}", adaptive.summary["scheme"]));
+    assert!((10.0..1000.0).contains(&l0) && l0 != 500.0, "L0 learned {l0} us");
+    assert_eq!(t(&adaptive, "L1")["fixed"], 500.0, "L1's paths never changed state");
+    assert_eq!(t(&quiet, "L0")["fixed"], 500.0, "no background: nothing to learn");
+    // 10 ms of two 1 Gb/s flows is ~1,600 data packets, every one a probe;
+    // a fixed T probes each of 2 x 4 paths at most once per 500 us
+    assert!(probes(&adaptive) > probes(&fixed) + 1000.0, "{} vs {}", probes(&adaptive), probes(&fixed));
+    assert_eq!(adaptive.summary["flows"]["unfinished"], 0);
+}
+
 #[test]
 fn ag_trains_have_exactly_the_forced_size_and_spread_uniformly() {
     // 8 spines at 10G, one 60 MB flow, trains forced to 4 packets: about

@@ -303,6 +303,45 @@ def overloaded(spec: dict, axes: dict) -> Optional[dict]:
     return None
 
 
+# ---------------------------------------------------------------- models
+
+# Analytic models a figure or claim may evaluate: the simulator's own code
+# through the bindings (the `ag` scheme runs the same functions).
+MODEL_FUNCTIONS = ("ag_reorder_probability", "ag_rate_gbps", "ag_optimal_granularity")
+
+
+def model_call(function: str, args: dict) -> float:
+    """One value of a named model function (ValueError naming the field)."""
+    import lbsim
+
+    if function not in MODEL_FUNCTIONS:
+        raise ValueError(f"function: {function!r} is not a model; choose one of {', '.join(MODEL_FUNCTIONS)}")
+    try:
+        return float(getattr(lbsim, function)(**args))
+    except TypeError as e:
+        raise ValueError(f"args of {function}: {e}") from None
+
+
+def model_argmax(function: str, args: dict, over: str, values: list) -> float:
+    """The value of argument `over` (among `values`) where the model peaks (the first on ties)."""
+    best = max(values, key=lambda v: (model_call(function, {**args, over: v}), -values.index(v)))
+    return float(best)
+
+
+def argmin_over(runs: "Runs", where: dict, x_axis: str, over: str, stat: str) -> list[tuple[Any, Any, float]]:
+    """Per value of `x_axis`, the value of axis `over` with the lowest mean `stat` (and that mean)."""
+    out = []
+    for x in sorted({p.axes[x_axis] for p in runs.select(where)}):
+        best = None
+        for o in sorted({p.axes[over] for p in runs.select({**where, x_axis: x})}):
+            m, _, _, n = runs.mean_stat({**where, x_axis: x, over: o}, stat)
+            if n and (best is None or m < best[1]):
+                best = (o, m)
+        if best is not None:
+            out.append((x, best[0], best[1]))
+    return out
+
+
 # ---------------------------------------------------------------- figures
 
 def _series_values(runs: Runs, fig: dict, series_axis: str) -> list:
@@ -404,6 +443,25 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
         ax.set_ylabel("CDF")
         if fig.get("logx"):
             ax.set_xscale("log")
+    elif kind == "model":
+        # an analytic curve from the simulator's own model code, no runs:
+        # `function` of `x` over `x_values`, one line per `series_values`,
+        # fixed `args`; `sim_argmin` overlays, per value of its `x`, the
+        # axis value `over` with the lowest mean `stat` in the runs
+        x_name, s_name = fig["x"], fig.get("series")
+        for sv in fig.get("series_values", [None]):
+            args = {**fig.get("args", {}), **({s_name: sv} if s_name else {})}
+            ys = [model_call(fig["function"], {**args, x_name: x}) for x in fig["x_values"]]
+            label = _label(fig, f"{s_name} = {sv}") if s_name else fig.get("label", fig["function"])
+            ax.plot(fig["x_values"], ys, marker=".", ms=3, lw=1, label=label)
+            rows.extend({"series": label, x_name: x, "value": y} for x, y in zip(fig["x_values"], ys))
+        sim = fig.get("sim_argmin")
+        if sim:
+            best = argmin_over(runs, where, sim["x"], sim["over"], sim.get("stat", "fct_us.mean"))
+            if best:
+                ax.plot([float(b[0]) for b in best], [float(b[1]) for b in best], "ks", ms=5, label=sim.get("label", "simulation"))
+                rows.extend({"series": sim.get("label", "simulation"), x_name: b[0], "value": b[1], "stat": b[2]} for b in best)
+        ax.set_xlabel(fig.get("xlabel", x_name))
     elif kind == "scheme_timeseries":
         # one run per series value (the first matching point): a scheme
         # metric over time (scheme_samples), e.g. AG's train size
@@ -430,7 +488,7 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
     else:
         raise ValueError(f"figure kind {kind!r} unknown")
     ax.set_ylabel(fig.get("ylabel", ax.get_ylabel()))
-    if kind not in ("line", "fct_vs_load", "flow_timeseries", "scheme_timeseries"):
+    if kind not in ("line", "fct_vs_load", "flow_timeseries", "scheme_timeseries", "model"):
         ax.set_xlabel(fig.get("xlabel", ""))
     ax.set_title(fig.get("title", ""), fontsize=9)
     ax.grid(alpha=0.3)
@@ -462,6 +520,17 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     where = claim.get("where", {})
     stat = claim.get("stat", "fct_us.mean")
     kind = claim.get("kind", "ratio")
+    if kind == "model":
+        # the analytic model, no runs: f(a) (or f(a) / f(b)), or with
+        # `argmax` the value of that argument where f(a) peaks
+        f, args = claim["function"], claim.get("a", {})
+        if "argmax" in claim:
+            ours = model_argmax(f, args, claim["argmax"], claim["values"])
+        elif "b" in claim:
+            ours = _ratio(model_call(f, args), model_call(f, claim["b"]))
+        else:
+            ours = model_call(f, args)
+        return _verdict(claim, ours, [], pivot_default=1.0 if "b" in claim else 0.0)
     o = overloaded(runs.sw.spec, where)
     if o is not None:
         return {"ours": math.nan, "paper": claim.get("paper"), "per_seed": [],
@@ -500,6 +569,11 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         ours = _ratio(_ratio(m(claim["a"]), m(claim["b"])), _ratio(m(claim["c"]), m(claim["d"])))
     else:
         raise ValueError(f"claim kind {kind!r} unknown")
+    return _verdict(claim, ours, per_seed, pivot_default=1.0 if kind in ("ratio", "ratio2") else 0.0)
+
+
+def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> dict:
+    kind = claim.get("kind", "ratio")
     paper = claim.get("paper")
     expect = claim.get("expect")
     verdict = "n/a"
@@ -508,10 +582,10 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     elif paper is not None:
         # compare effect sizes: for a ratio, its distance from 1 ("1.2x
         # better" is an effect of 0.2); for other kinds, the value itself
-        pivot = claim.get("pivot", 1.0 if kind in ("ratio", "ratio2") else 0.0)
+        pivot = claim.get("pivot", pivot_default)
         e_ours, e_paper = ours - pivot, paper - pivot
         # (a plain value with no pivot is compared by ratio however small it is)
-        if abs(e_paper) < 0.05 * max(abs(pivot), 1.0) and not (kind == "value" and pivot == 0 and paper != 0):
+        if abs(e_paper) < 0.05 * max(abs(pivot), 1.0) and not (kind in ("value", "model") and pivot == 0 and paper != 0):
             # the paper says "about the same"
             verdict = "agrees" if abs(e_ours) <= 0.15 * max(abs(pivot), 1.0) else "disagrees"
         elif e_ours * e_paper <= 0:
@@ -519,7 +593,7 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         else:
             verdict = "agrees" if 0.5 <= e_ours / e_paper <= 2.0 else "same direction, different size"
     elif expect in ("greater", "less"):
-        pivot = claim.get("pivot", 1.0 if kind in ("ratio", "ratio2") else 0.0)
+        pivot = claim.get("pivot", pivot_default)
         ok = ours > pivot if expect == "greater" else ours < pivot
         verdict = "agrees (direction)" if ok else "disagrees"
         paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"

@@ -172,6 +172,9 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
     for a, vals in axes.items():
         if not isinstance(vals, list) or not vals:
             raise SweepError(f"{p}: axis {a} must be a non-empty list")
+        kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__ for v in vals}
+        if len(kinds) > 1:
+            raise SweepError(f"{p}: axis {a} mixes {' and '.join(sorted(kinds))} values; write them all as strings (\"100\", \"adaptive\")")
         for v in vals:
             if str(v) not in options.get(a, {}) and a not in keys:
                 raise SweepError(f"{p}: axis {a} value {v!r} has no [options.{a}.{v}] and no [keys].{a}")
