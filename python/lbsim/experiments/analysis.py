@@ -463,18 +463,59 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
                 rows.extend({"series": sim.get("label", "simulation"), x_name: b[0], "value": b[1], "stat": b[2]} for b in best)
         ax.set_xlabel(fig.get("xlabel", x_name))
     elif kind == "scheme_timeseries":
-        # one run per series value (the first matching point): a scheme
-        # metric over time (scheme_samples), e.g. AG's train size
-        metric, a, b = fig["metric"], fig.get("a", 0), fig.get("b", 1)
-        for sv in _series_values(runs, fig, series_axis):
-            pts = runs.select({**where, series_axis: sv})
-            if not pts or not (runs.path(pts[0]) / "scheme_samples.parquet").exists():
+        # a scheme metric over time (scheme_samples), e.g. AG's train size:
+        # one run per series value (the first matching point), or with
+        # `metrics = [...]` several metrics of the first run matching
+        # `where` (e.g. AG's measured delay beside the true one)
+        a, b = fig.get("a", 0), fig.get("b", 1)
+        if "metrics" in fig:
+            pts = runs.select(where)
+            lines = [(m, pts[0], m) for m in fig["metrics"]] if pts else []
+        else:
+            lines = [(sv, p[0], fig["metric"]) for sv in _series_values(runs, fig, series_axis) if (p := runs.select({**where, series_axis: sv}))]
+        for sv, pt, metric in lines:
+            if not (runs.path(pt) / "scheme_samples.parquet").exists():
                 continue
-            ss = pd.read_parquet(runs.path(pts[0]) / "scheme_samples.parquet")
+            ss = pd.read_parquet(runs.path(pt) / "scheme_samples.parquet")
             g = ss[(ss.metric == metric) & (ss.a == a) & (ss.b == b)]
             ax.plot(g.t_us / 1e3, g.value, lw=1, label=_label(fig, sv))
             rows.extend({"series": sv, "t_ms": t / 1e3, "value": v} for t, v in zip(g.t_us, g.value))
         ax.set_xlabel(fig.get("xlabel", "time (ms)"))
+    elif kind == "link_timeseries":
+        # one run (the first point matching `where`): throughput over time
+        # (links.parquet, metrics.link_samplers) summed per group of ports,
+        # `groups = { label = [port, ...] }` (e.g. a path's uplinks at both leaves)
+        pts = runs.select(where)
+        if pts:
+            lk = pd.read_parquet(runs.path(pts[0]) / "links.parquet")
+            for label, ports in fig["groups"].items():
+                g = lk[lk.port.isin(ports)].groupby("t_ms").gbps.sum()
+                ax.plot(g.index, g.values, marker=".", ms=3, lw=1, label=label)
+                rows.extend({"series": label, "t_ms": t, "value": v} for t, v in g.items())
+        ax.set_xlabel(fig.get("xlabel", "time (ms)"))
+    elif kind == "bar":
+        # one bar per series value (mean over the matching runs, whiskers
+        # min to max); `stats = [...]` groups several stats per value
+        stats = fig.get("stats", [fig.get("stat", "fct_us.mean")])
+        names = fig.get("stat_labels", stats)
+        scale = fig.get("scale", 1.0)
+        svals = _series_values(runs, fig, series_axis)
+        width = 0.8 / len(stats)
+        for j, (st, name) in enumerate(zip(stats, names)):
+            xs, ys, lo, hi = [], [], [], []
+            for i, sv in enumerate(svals):
+                m, mn, mx, n = runs.mean_stat({**where, series_axis: sv}, st)
+                if n == 0:
+                    continue
+                xs.append(i + (j - (len(stats) - 1) / 2) * width)
+                ys.append(m * scale)
+                lo.append(m * scale - mn * scale)
+                hi.append(mx * scale - m * scale)
+                rows.append({"series": sv, "stat": st, "value": m * scale, "min": mn * scale, "max": mx * scale, "runs": n})
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=name if len(stats) > 1 else None)
+        ax.set_xticks(range(len(svals)), [_label(fig, sv) for sv in svals])
+        if fig.get("logy"):
+            ax.set_yscale("log")
     elif kind == "flow_timeseries":
         # one run (the first point matching `where`): each flow's receive-side
         # goodput per window (metrics.flow_rate_window_ms)
@@ -488,11 +529,12 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
     else:
         raise ValueError(f"figure kind {kind!r} unknown")
     ax.set_ylabel(fig.get("ylabel", ax.get_ylabel()))
-    if kind not in ("line", "fct_vs_load", "flow_timeseries", "scheme_timeseries", "model"):
+    if kind not in ("line", "fct_vs_load", "flow_timeseries", "scheme_timeseries", "link_timeseries", "model"):
         ax.set_xlabel(fig.get("xlabel", ""))
     ax.set_title(fig.get("title", ""), fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=7)
     fig_.tight_layout()
     out_dir.mkdir(parents=True, exist_ok=True)
     for ext in ("png", "svg"):

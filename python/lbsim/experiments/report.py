@@ -94,6 +94,10 @@ run there, and no ratio is quoted. A dashed line, where drawn, is ECMP on
 the same fabric with 10x faster switch-to-switch links: what no load
 balancer can beat, since the fabric no longer queues.
 
+Not reproduced: AG Figs. 14-15 (a Mininet/BMv2 testbed: FCT on 20 Mb/s
+links and the P4 switch's CPU and memory), out of scope for a packet-level
+simulator.
+
 """
 
 
