@@ -80,10 +80,10 @@ pub fn tag_bytes(noe: u8) -> u32 {
     3 + (noe as u32).div_ceil(2)
 }
 
-/// Where each switch's uplinks lead, indexed so that entry `j` means the
-/// same aggregation plane (at every ToR) and entry `k` the same core (at
-/// every aggregation switch of a plane): ordered by the peer's index, then
-/// the parallel link.
+/// Where each switch's uplinks lead ([`Topology::uplink_index`]: entry `j`
+/// means the same aggregation plane at every ToR and entry `k` the same
+/// core at every aggregation switch of a plane), checked for what a tag
+/// needs: every switch of a tier has as many uplinks, at most 16.
 pub(crate) struct Fabric {
     /// Per port: its position among its switch's uplinks (`u32::MAX` if it
     /// is not the uplink of a ToR or aggregation switch).
@@ -103,8 +103,8 @@ impl Fabric {
             });
         }
         let three_tier = topo.nodes.iter().any(|n| n.tier == Tier::Core);
-        let mut up_index = vec![u32::MAX; topo.ports.len()];
-        let mut uplinks = vec![vec![]; topo.nodes.len()];
+        // a tag's entry j must mean the same plane / core at both ends
+        let (uplinks, up_index) = topo.uplink_index();
         let mut count: [Option<(usize, String)>; 2] = [None, None];
         for (i, n) in topo.nodes.iter().enumerate() {
             let level = match n.tier {
@@ -112,11 +112,7 @@ impl Fabric {
                 Tier::Spine if three_tier => 1,
                 _ => continue,
             };
-            let mut ups: Vec<PortId> = n.ports.iter().copied().filter(|&p| topo.is_uplink(p)).collect();
-            ups.sort_by_key(|p| {
-                let port = topo.port(*p);
-                (topo.node(topo.port(port.peer).node).index, port.lane)
-            });
+            let ups = &uplinks[i];
             match &count[level] {
                 None => count[level] = Some((ups.len(), n.name.clone())),
                 Some((c, first)) if *c != ups.len() => {
@@ -138,10 +134,6 @@ impl Fabric {
                     msg: format!("{scheme}: a tag carries at most 16 entries; {} has {} uplinks", n.name, ups.len()),
                 });
             }
-            for (j, &p) in ups.iter().enumerate() {
-                up_index[p.idx()] = j as u32;
-            }
-            uplinks[i] = ups;
         }
         Ok(Fabric { up_index, uplinks, three_tier })
     }

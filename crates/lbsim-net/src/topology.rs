@@ -55,7 +55,10 @@ pub struct Node {
     pub pod: u32,
     /// Egress ports of this node.
     pub ports: Vec<PortId>,
-    /// For a host: its index 0..H−1. For a leaf: its rack index.
+    /// For a host: its index 0..H−1. For a leaf-spine leaf: its rack index
+    /// (a 3-tier ToR: 0). For a spine: its index; for an aggregation switch:
+    /// its plane (position in its pod); for a core: its index. Uplinks are
+    /// numbered by it ([`Topology::uplink_index`]).
     pub index: u32,
 }
 
@@ -447,21 +450,41 @@ impl Topology {
         from.kind == NodeKind::Switch && rank(to.tier) > rank(from.tier)
     }
 
-    /// Per leaf (rack index), its uplinks in port order; and per port, its
-    /// position among its leaf's uplinks (`u32::MAX` for other ports). The
-    /// path tag of leaf-based schemes (CONGA's LBTag, AG's path index).
-    pub fn leaf_uplinks(&self) -> (Vec<Vec<PortId>>, Vec<u32>) {
-        let mut uplinks = vec![vec![]; self.racks.len()];
+    /// Every switch's uplinks numbered alike at every switch of its tier:
+    /// ordered by the index of the switch they lead to, then by lane. In a
+    /// leaf-spine fabric entry j of a leaf is spine j; in a 3-tier one entry
+    /// j of a ToR is aggregation plane j of its pod, and entry j of an
+    /// aggregation switch its j-th core (the same core for every switch of
+    /// that plane). So an uplink index names the same switch at both ends of
+    /// a path: the meaning of a path tag (CONGA's LBTag, AG's path index,
+    /// Expeditus' congestion-data entries). Returns, per node, its uplinks
+    /// in that order, and per port its position (`u32::MAX` for a port that
+    /// is not an uplink).
+    pub fn uplink_index(&self) -> (Vec<Vec<PortId>>, Vec<u32>) {
+        let mut uplinks = vec![vec![]; self.nodes.len()];
         let mut index = vec![u32::MAX; self.ports.len()];
-        for (r, &leaf) in self.racks.iter().enumerate() {
-            for &port in &self.nodes[leaf.idx()].ports {
-                if self.is_uplink(port) {
-                    index[port.idx()] = uplinks[r].len() as u32;
-                    uplinks[r].push(port);
-                }
+        for (i, n) in self.nodes.iter().enumerate() {
+            let mut ups: Vec<PortId> = n.ports.iter().copied().filter(|&p| self.is_uplink(p)).collect();
+            ups.sort_by_key(|&p| (self.nodes[self.ports[self.ports[p.idx()].peer.idx()].node.idx()].index, self.ports[p.idx()].lane));
+            for (j, &p) in ups.iter().enumerate() {
+                index[p.idx()] = j as u32;
             }
+            uplinks[i] = ups;
         }
         (uplinks, index)
+    }
+
+    /// [`Topology::uplink_index`] for leaves only: per leaf (rack index) its
+    /// uplinks, and per port its position among its leaf's uplinks
+    /// (`u32::MAX` for any other port).
+    pub fn leaf_uplinks(&self) -> (Vec<Vec<PortId>>, Vec<u32>) {
+        let (mut by_node, mut index) = self.uplink_index();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.tier != Tier::Leaf {
+                by_node[i].iter().for_each(|p| index[p.idx()] = u32::MAX);
+            }
+        }
+        (self.racks.iter().map(|r| std::mem::take(&mut by_node[r.idx()])).collect(), index)
     }
 
     /// Ports whose name matches `pattern` (`*` and `?` wildcards; a link name
@@ -554,6 +577,56 @@ mod tests {
         assert_eq!(t.match_ports("L0->S*").len(), 4);
         assert!(t.is_uplink(t.match_ports("L0->S0#1")[0]));
         assert!(!t.is_uplink(t.match_ports("S0->L0#1")[0]));
+    }
+
+    /// Uplink j leads to the same plane (ToR) or the same core (aggregation
+    /// switch of a plane) at every switch, whatever order the ports were
+    /// built in: what a path tag's entry j means.
+    #[test]
+    fn uplinks_are_numbered_alike_at_every_switch_of_a_tier() {
+        let t = clos3(&Clos3 {
+            pods: 3,
+            tors_per_pod: 2,
+            aggs_per_pod: 2,
+            cores: 6,
+            hosts_per_tor: 1,
+            host_link: spec(10),
+            tor_agg_link: spec(40),
+            agg_core_link: spec(40),
+        })
+        .unwrap();
+        // shuffle every node's port list: the numbering must not depend on it
+        let mut t2 = t.clone();
+        t2.nodes.iter_mut().for_each(|n| n.ports.reverse());
+        for topo in [&t, &t2] {
+            let (ups, index) = topo.uplink_index();
+            let to = |p: PortId| topo.node(topo.port(topo.port(p).peer).node);
+            for (i, n) in topo.nodes.iter().enumerate() {
+                match n.tier {
+                    Tier::Leaf => assert_eq!(
+                        ups[i].iter().map(|&p| (to(p).tier, to(p).pod, to(p).index)).collect::<Vec<_>>(),
+                        [(Tier::Spine, n.pod, 0), (Tier::Spine, n.pod, 1)]
+                    ),
+                    // plane p of 2 reaches cores 3p, 3p + 1, 3p + 2
+                    Tier::Spine => {
+                        assert_eq!(ups[i].iter().map(|&p| to(p).index).collect::<Vec<_>>(), (0..3).map(|k| 3 * n.index + k).collect::<Vec<_>>(), "{}", n.name)
+                    }
+                    _ => assert!(ups[i].is_empty()),
+                }
+                for (j, &p) in ups[i].iter().enumerate() {
+                    assert_eq!(index[p.idx()], j as u32);
+                }
+            }
+            assert_eq!(index.iter().filter(|&&x| x != u32::MAX).count(), 3 * 2 * 2 + 3 * 2 * 3);
+            // the leaf view keeps only the ToRs' uplinks
+            let (leaf_ups, leaf_index) = topo.leaf_uplinks();
+            assert_eq!(leaf_ups.len(), 6);
+            assert_eq!(leaf_index.iter().filter(|&&x| x != u32::MAX).count(), 12);
+        }
+        // parallel links: by lane after the peer
+        let ls = testbed();
+        let (ups, _) = ls.leaf_uplinks();
+        assert_eq!(ups[0].iter().map(|&p| ls.port(p).name.as_str()).collect::<Vec<_>>(), ["L0->S0#0", "L0->S0#1", "L0->S1#0", "L0->S1#1"]);
     }
 
     #[test]
