@@ -189,6 +189,8 @@ struct Train {
 struct Owd {
     value: SimTime,
     at: SimTime,
+    /// Size of the packet that measured it (for the truth beside it).
+    bytes: u16,
 }
 
 pub struct Ag {
@@ -221,8 +223,9 @@ pub struct Ag {
     floor: Vec<SimTime>,
     /// [src leaf][dst leaf][uplink] a probe is due.
     probe_due: Vec<bool>,
-    /// [dst leaf][src leaf][uplink] delay to return, measured at `dst`.
-    pending: Vec<Option<SimTime>>,
+    /// [dst leaf][src leaf][uplink] delay to return, measured at `dst`, and
+    /// the size of the probe's packet (simulator-only, for the truth).
+    pending: Vec<Option<(SimTime, u16)>>,
     /// [src leaf][dst leaf] current train size, congested paths at the last
     /// update, and whether any path has been measured.
     gran: Vec<u32>,
@@ -328,9 +331,10 @@ impl Ag {
                 for k in 0..self.uplinks[s].len() {
                     // the delays AG itself uses: refreshed within owd_max_age
                     let fresh = self.owd[self.idx(s, d, k)].filter(|o| ctx.now.saturating_sub(o.at) <= self.max_age);
-                    if let Some(o) = fresh.map(|o| o.value) {
-                        out.push((SimTime::ZERO, "owd_us", s as u32, (d * 64 + k) as u32, o.as_us_f64()));
-                        if let Some(t) = true_owd(ctx, self.uplinks[s][k], ctx.topo.racks[d]) {
+                    if let Some(o) = fresh {
+                        out.push((SimTime::ZERO, "owd_us", s as u32, (d * 64 + k) as u32, o.value.as_us_f64()));
+                        out.push((SimTime::ZERO, "probe_bytes", s as u32, (d * 64 + k) as u32, o.bytes as f64));
+                        if let Some(t) = true_owd(ctx, self.uplinks[s][k], ctx.topo.racks[d], Bytes(o.bytes as u64)) {
                             out.push((SimTime::ZERO, "true_owd_us", s as u32, (d * 64 + k) as u32, t.as_us_f64()));
                         }
                     }
@@ -471,20 +475,20 @@ impl LoadBalancer for Ag {
         let now_ns = (ctx.now.0 / 1000) as u32; // the header's clock: ns, wrapping
         if dst_leaf == me && src_leaf != me {
             // destination leaf: take the AG fields off before the host sees them
-            if let LbHeader::Ag { probe, feedback, ns, leaf } = p.lb {
+            if let LbHeader::Ag { probe, feedback, ns, leaf, bytes } = p.lb {
                 let k = self.up_index[in_port.idx()];
                 if k != u32::MAX {
                     if probe {
                         // a probe from `leaf` arrived on my uplink k: its delay goes back out of k
                         let owd = SimTime(now_ns.wrapping_sub(ns) as u64 * 1000);
                         let i = self.idx(me, leaf as usize, k as usize);
-                        self.pending[i] = Some(owd);
+                        self.pending[i] = Some((owd, p.size.min(u16::MAX as u32) as u16));
                     }
                     if feedback {
                         // `leaf` measured my path toward it via the uplink this came in on
                         let i = self.idx(me, leaf as usize, k as usize);
                         let owd = SimTime(ns as u64 * 1000);
-                        self.owd[i] = Some(Owd { value: owd, at: ctx.now });
+                        self.owd[i] = Some(Owd { value: owd, at: ctx.now, bytes });
                         let f = &mut self.floor[me * self.n_leaves + leaf as usize];
                         *f = (*f).min(owd);
                         self.feedbacks_received += 1;
@@ -532,12 +536,12 @@ impl LoadBalancer for Ag {
         let k = self.up_index[port.idx()] as usize;
         if k != u32::MAX as usize && p.tcp().is_some() {
             let fi = self.idx(me, dst_leaf, k);
-            if let Some(owd) = self.pending[fi].take() {
+            if let Some((owd, bytes)) = self.pending[fi].take() {
                 let ns = (owd.0 / 1000).min(u32::MAX as u64) as u32;
-                ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: false, feedback: true, ns, leaf: me as u16 };
+                ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: false, feedback: true, ns, leaf: me as u16, bytes };
                 self.feedbacks_sent += 1;
             } else if p.is_data() && (std::mem::take(&mut self.probe_due[fi]) || ctx.now < self.learn_until) {
-                ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: true, feedback: false, ns: now_ns, leaf: me as u16 };
+                ctx.pkt_mut(pkt).lb = LbHeader::Ag { probe: true, feedback: false, ns: now_ns, leaf: me as u16, bytes: 0 };
                 self.probes += 1;
             }
         }
@@ -547,18 +551,18 @@ impl LoadBalancer for Ag {
 
 /// Simulator truth for AG Fig. 12 (reported beside the measurement, never
 /// used by the scheme): the one-way delay from leaf uplink `up` to leaf node
-/// `dst_leaf` that a full-size packet entering `up` now would see — per hop,
+/// `dst_leaf` that a packet of `size` (the size of the packet that measured
+/// the delay it is compared with) entering `up` now would see — per hop,
 /// the time until the port is free, its own serialisation and the
 /// propagation delay, with the spine's port read now (not when the packet
 /// would reach it; the least busy of parallel links toward `dst_leaf`).
 /// None when the spine has no link to `dst_leaf`.
-pub fn true_owd(ctx: &Ctx, up: PortId, dst_leaf: NodeId) -> Option<SimTime> {
-    const PKT: Bytes = Bytes(1500);
+pub fn true_owd(ctx: &Ctx, up: PortId, dst_leaf: NodeId, size: Bytes) -> Option<SimTime> {
     // the wait is until the port is free (the packet in service counts
     // only its remaining part), then its own serialisation and the wire
     let hop = |p: PortId| {
         let q = &ctx.ports[p.idx()];
-        (q.busy_until().max(ctx.now) - ctx.now) + q.tx_time(PKT) + q.delay
+        (q.busy_until().max(ctx.now) - ctx.now) + q.tx_time(size) + q.delay
     };
     let spine = ctx.topo.ports[ctx.topo.ports[up.idx()].peer.idx()].node;
     let down = ctx.topo.nodes[spine.idx()]

@@ -77,8 +77,10 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // fits the pair's path state to a rediscovered path set (it indexed
     // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
     ("hermes", 1),
-    // 1: probes ride data packets only (§III), not ACKs
-    ("ag", 1),
+    // 1: probes ride data packets only (§III), not ACKs; 2: per-leaf
+    // timers (event counts change, flows do not) and the truth beside a
+    // measurement is for the size of the packet that measured it
+    ("ag", 2),
     // 1: flow state expires after state_idle_ms (persistent connections
     // idle longer come back single-channel)
     ("vms", 1),

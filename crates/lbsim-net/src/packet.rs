@@ -52,7 +52,10 @@ pub enum LbHeader {
     /// AG (§V, Algorithm 1): a probe stamped with the source leaf's clock,
     /// or feedback carrying a measured one-way delay, both in ns (wrapping
     /// u32), and the leaf that wrote it.
-    Ag { probe: bool, feedback: bool, ns: u32, leaf: u16 },
+    /// `bytes` is simulator-only (not on the wire): on feedback, the size
+    /// of the packet whose delay it carries, so the truth reported beside a
+    /// measurement is for a packet of that size (AG Fig. 12).
+    Ag { probe: bool, feedback: bool, ns: u32, leaf: u16, bytes: u16 },
     /// VMS (§III-B, Fig. 3): the channel (reserved TCP bits), the sticky SIN
     /// flag, and on ACKs the feedback option (channel, RCE, received bytes,
     /// feedback number: 8 bytes on the wire).

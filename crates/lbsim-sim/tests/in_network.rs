@@ -468,39 +468,38 @@ fn a_udp_source_pinned_via_a_spine_bypasses_the_load_balancer() {
 }
 
 /// AG Fig. 12's truth: beside each measured path delay the samples carry
-/// the delay a full-size packet entering that uplink would see now (ports'
-/// busy times read at the sampling instant). On AG's fabric the two agree
-/// within a few microseconds, and a truth that left out a hop or the
-/// propagation would fall below the wire-time floors checked here.
+/// the size of the packet that measured it and the delay a packet of that
+/// size entering that uplink would see now (ports' busy times read at the
+/// sampling instant). On AG's fabric the two agree within a few
+/// microseconds, and a truth that left out a hop, the propagation or the
+/// packet's own serialisation would fall below the wire-time floors.
 #[test]
 fn ag_reports_the_true_path_delay_beside_its_measurement() {
-    let flows = common::flow_file("ag_truth", &[(0, 4, 5_000_000, 0.0), (5, 1, 5_000_000, 0.0)]);
+    // 5 MB + 700 B: the last segment of each flow is short
+    let flows = common::flow_file("ag_truth", &[(0, 4, 5_000_700, 0.0), (5, 1, 5_000_700, 0.0)]);
     let mut s = sets(&[&flows]);
     s.push("metrics.scheme_sample_interval_us=500".into());
     let o = run_ok(AG_FABRIC, &s);
     let get = |m: &str| -> Vec<(u64, u32, u32, f64)> { o.scheme_samples.iter().filter(|x| x.1 == m).map(|x| (x.0 .0, x.2, x.3, x.4)).collect() };
-    let (meas, truth) = (get("owd_us"), get("true_owd_us"));
+    let (meas, truth, size) = (get("owd_us"), get("true_owd_us"), get("probe_bytes"));
     assert_eq!(meas.len(), truth.len(), "one truth per measurement");
+    assert_eq!(meas.len(), size.len(), "one size per measurement");
     assert!(meas.len() > 100, "{}", meas.len());
-    let pairs: Vec<(f64, f64)> = meas
-        .iter()
-        .zip(&truth)
-        .map(|(m, t)| {
-            assert_eq!((m.0, m.1, m.2), (t.0, t.1, t.2));
-            (m.3, t.3)
-        })
-        .collect();
-    // a packet on the S3 path (80 + 30 us of wire, two 12 us serialisations)
-    // never beats 134 us; the others never beat 84 us
-    for (m, t) in meas.iter().zip(&truth) {
-        let floor = if m.2 % 64 == 3 { 134.0 } else { 84.0 };
-        assert!(t.3 >= floor - 1e-6, "truth {} below the wire time {floor}", t.3);
+    // the path via S3 has 80 + 30 us of wire, the others 60; each of the
+    // two hops serialises the packet at 1 Gb/s (8 ns per byte)
+    for ((m, t), b) in meas.iter().zip(&truth).zip(&size) {
+        assert_eq!((m.0, m.1, m.2), (t.0, t.1, t.2));
+        assert_eq!((m.0, m.1, m.2), (b.0, b.1, b.2));
+        assert!(b.3 > 0.0 && b.3 <= 1500.0, "probe of {} B", b.3);
+        let floor = if m.2 % 64 == 3 { 110.0 } else { 60.0 } + 2.0 * 8.0 * b.3 / 1000.0;
+        assert!(t.3 >= floor - 1e-6, "truth {} below the wire time {floor} of a {} B packet", t.3, b.3);
+        assert!(m.3 >= floor - 1e-3, "measured {} below the wire time {floor} of a {} B packet", m.3, b.3);
     }
     // the measurement follows the truth: mean absolute error under 4 us,
     // and the slow path stands out in both
-    let mae = pairs.iter().map(|(m, t)| (m - t).abs()).sum::<f64>() / pairs.len() as f64;
+    let mae = meas.iter().zip(&truth).map(|(m, t)| (m.3 - t.3).abs()).sum::<f64>() / meas.len() as f64;
     assert!(mae < 4.0, "mean |measured - true| = {mae:.1} us");
-    eprintln!("AG truth: {} samples, mean |measured - true| {mae:.2} us", pairs.len());
+    eprintln!("AG truth: {} samples, mean |measured - true| {mae:.2} us", meas.len());
     let mean = |k: u32, v: &[(u64, u32, u32, f64)]| {
         let x: Vec<f64> = v.iter().filter(|s| s.2 % 64 == k).map(|s| s.3).collect();
         x.iter().sum::<f64>() / x.len() as f64
