@@ -429,8 +429,10 @@ impl Scheme {
     /// Appends the scheme's state now (time filled in by the caller);
     /// `ctx` lets a scheme report simulator truth beside its own view.
     pub fn sample(&self, ctx: &Ctx, out: &mut Vec<SchemeSample>) {
-        if let Scheme::Ag(s) = self {
-            s.sample(ctx, out)
+        match self {
+            Scheme::Ag(s) => s.sample(ctx, out),
+            Scheme::Vms(s) => s.sample(out),
+            _ => {}
         }
     }
 

@@ -273,6 +273,22 @@ impl Vms {
     pub fn sender(&self, host: u32, conn: u32) -> Option<&Sender> {
         self.senders[host as usize].get(&conn)
     }
+
+    /// Every sVMS flow's state now (a = sending host, b = connection): the
+    /// window ΣW it allows the guest, the channels in use, and channel 0's
+    /// window and alpha (the only channel after a Reset).
+    pub fn sample(&self, out: &mut Vec<crate::SchemeSample>) {
+        for (h, states) in self.senders.iter().enumerate() {
+            let mut conns: Vec<(&u32, &Sender)> = states.iter().collect();
+            conns.sort_unstable_by_key(|c| *c.0);
+            for (&conn, s) in conns {
+                out.push((SimTime::ZERO, "vms_sum_w_bytes", h as u32, conn, s.sum_w));
+                out.push((SimTime::ZERO, "vms_channels", h as u32, conn, s.n as f64));
+                out.push((SimTime::ZERO, "vms_w0_bytes", h as u32, conn, s.ch[0].w));
+                out.push((SimTime::ZERO, "vms_alpha0", h as u32, conn, s.ch[0].alpha));
+            }
+        }
+    }
 }
 
 impl LoadBalancer for Vms {

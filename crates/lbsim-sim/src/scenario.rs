@@ -791,7 +791,8 @@ pub struct MetricsCfg {
     /// transport) per window of this many ms; 0 = off.
     pub flow_rate_window_ms: f64,
     /// Sample the scheme's state (AG: train size, congested paths, path
-    /// delays) every this many µs; 0 = off.
+    /// delays; VMS: each flow's ΣW, channels in use, channel 0's window and
+    /// alpha) every this many µs; 0 = off.
     pub scheme_sample_interval_us: f64,
     /// Sample every busy connection's congestion window and slow-start
     /// threshold (cwnd.parquet) every this many µs; 0 = off.

@@ -441,7 +441,7 @@ fn vms_scatters_one_flow_over_channels_and_hides_ecn_from_the_guests() {
 fn one_injected_drop_resets_exactly_the_vms_flow_it_hits() {
     // VMS Fig. 9: link L drops one packet at 10 ms
     let flows = flow_file("vms-drop", &[(0, 4, 25_000_000, 0.0), (1, 5, 25_000_000, 0.0), (2, 6, 25_000_000, 0.0), (3, 7, 25_000_000, 0.0)]);
-    let o = run_ok(VMS_BENCH, &s(&[&flows, "lb.scheme=vms", "drops=[{port=\"L0->S0#0\", at_ms=10}]"]));
+    let o = run_ok(VMS_BENCH, &s(&[&flows, "lb.scheme=vms", "drops=[{port=\"L0->S0#0\", at_ms=10}]", "metrics.scheme_sample_interval_us=500"]));
     let inj = o.summary["network"]["injected_drops"].as_array().unwrap();
     eprintln!("injected {inj:?}; VMS {}", o.summary["scheme"]["stats"]);
     assert_eq!(inj.len(), 1);
@@ -454,6 +454,16 @@ fn one_injected_drop_resets_exactly_the_vms_flow_it_hits() {
     for (i, f) in o.flows.iter().enumerate() {
         assert_eq!(f.retransmits > 0, i == hit, "flow {i}: {f:?}");
     }
+    // the sampled sVMS state shows it: the hit flow (host = flow index
+    // here, one flow per host) drops to one channel whose window is the
+    // guest's; the others keep 8 channels
+    let last = |m: &str, host: u32| o.scheme_samples.iter().filter(|x| x.1 == m && x.2 == host).last().map(|x| x.4).unwrap();
+    for h in 0..4u32 {
+        assert_eq!(last("vms_channels", h), if h as usize == hit { 1.0 } else { 8.0 }, "host {h}");
+    }
+    assert_eq!(last("vms_sum_w_bytes", hit as u32), last("vms_w0_bytes", hit as u32));
+    let other = (hit as u32 + 1) % 4;
+    assert!(last("vms_sum_w_bytes", other) > 2.0 * last("vms_w0_bytes", other), "ΣW of 8 channels exceeds channel 0's");
     let e = common::run_err(VMS_BENCH, &s(&[&flows, "drops=[{port=\"L0->S*\", at_ms=10}]"]));
     assert!(e.contains("drops[0].port") && e.contains("names 4 ports"), "{e}");
 }

@@ -410,8 +410,6 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
                 ax.axvspan(float(o["above"]), hi_x + 0.05, color="0.85", zorder=0)
                 ax.text(float(o["above"]), ax.get_ylim()[1], " overload", va="top", fontsize=7, color="0.3")
         ax.set_xlabel(fig.get("xlabel", x_axis))
-        if fig.get("logy"):
-            ax.set_yscale("log")
     elif kind in ("cdf", "fct_cdf", "queue_cdf", "imbalance_cdf"):
         for s in _series_values(runs, fig, series_axis):
             vals = []
@@ -514,8 +512,6 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
                 rows.append({"series": sv, "stat": st, "value": m * scale, "min": mn * scale, "max": mx * scale, "runs": n})
             ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=name if len(stats) > 1 else None)
         ax.set_xticks(range(len(svals)), [_label(fig, sv) for sv in svals])
-        if fig.get("logy"):
-            ax.set_yscale("log")
     elif kind == "flow_timeseries":
         # one run (the first point matching `where`): each flow's receive-side
         # goodput per window (metrics.flow_rate_window_ms)
@@ -528,6 +524,8 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
         ax.set_xlabel(fig.get("xlabel", "time (ms)"))
     else:
         raise ValueError(f"figure kind {kind!r} unknown")
+    if fig.get("logy"):
+        ax.set_yscale("log")
     ax.set_ylabel(fig.get("ylabel", ax.get_ylabel()))
     if kind not in ("line", "fct_vs_load", "flow_timeseries", "scheme_timeseries", "link_timeseries", "model"):
         ax.set_xlabel(fig.get("xlabel", ""))
