@@ -116,6 +116,13 @@ def test_validate_rejects_what_run_rejects(small, override, field):
     assert str(pickle.loads(pickle.dumps(e.value))) == str(e.value)
 
 
+def test_a_scheme_duration_is_checked_in_the_unit_it_is_declared_in(small):
+    for value, msg in [("-2", "must be a positive number of ms, got -2"), ("1e9", "1e9 ms is longer than the 1-day limit")]:
+        with pytest.raises(lbsim.ScenarioError) as e:
+            lbsim.validate(small, set=["lb.scheme=vms", f"lb.params.state_idle_ms={value}"])
+        assert e.value.field == "lb.params.state_idle_ms" and msg in str(e.value), str(e.value)
+
+
 def test_api_accepts_dict_scenarios_and_reports_progress():
     sc = {
         "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 8,

@@ -136,12 +136,13 @@ impl<'a> Params<'a> {
     pub fn duration(&self, name: &str, allow_zero: bool) -> Result<SimTime, ParamError> {
         let x = self.num(name)?;
         let d = self.def(name);
-        let us = match d.unit {
-            "us" => x,
-            "ms" => x * 1e3,
+        let ps_per_unit = match d.unit {
+            "us" => 1e6,
+            "ms" => 1e9,
             u => return Err(ParamError { key: name.into(), msg: format!("declared in {u:?}, not a duration") }),
         };
-        SimTime::input_us(us, !allow_zero).map_err(|m| ParamError { key: name.into(), msg: m })
+        // checked in the unit the user wrote
+        SimTime::input(x, ps_per_unit, d.unit, !allow_zero).map_err(|m| ParamError { key: name.into(), msg: m })
     }
 
     /// A duration declared in RTTs: `rtt` times the value, checked like
