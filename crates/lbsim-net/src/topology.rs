@@ -55,10 +55,11 @@ pub struct Node {
     pub pod: u32,
     /// Egress ports of this node.
     pub ports: Vec<PortId>,
-    /// For a host: its index 0..H−1. For a leaf-spine leaf: its rack index
-    /// (a 3-tier ToR: 0). For a spine: its index; for an aggregation switch:
-    /// its plane (position in its pod); for a core: its index. Uplinks are
-    /// numbered by it ([`Topology::uplink_index`]).
+    /// For a host: its index 0..H−1. For a leaf or ToR (a switch with
+    /// hosts): its rack index. For a spine: its index; for an aggregation
+    /// switch: its plane (position in its pod); for a core: its index; for
+    /// any other switch of an explicit topology: 0. Uplinks are numbered by
+    /// it ([`Topology::uplink_index`]).
     pub index: u32,
 }
 
@@ -451,21 +452,26 @@ impl Topology {
     }
 
     /// Every switch's uplinks numbered alike at every switch of its tier:
-    /// ordered by the index of the switch they lead to, then by lane. In a
-    /// leaf-spine fabric entry j of a leaf is spine j; in a 3-tier one entry
-    /// j of a ToR is aggregation plane j of its pod, and entry j of an
-    /// aggregation switch its j-th core (the same core for every switch of
-    /// that plane). So an uplink index names the same switch at both ends of
-    /// a path: the meaning of a path tag (CONGA's LBTag, AG's path index,
-    /// Expeditus' congestion-data entries). Returns, per node, its uplinks
-    /// in that order, and per port its position (`u32::MAX` for a port that
-    /// is not an uplink).
+    /// ordered by the index of the switch they lead to (then its node id,
+    /// for explicit topologies, whose other switches all have index 0), then
+    /// by lane. In a leaf-spine fabric with one link per pair entry j of a
+    /// leaf is spine j; in a 3-tier one entry j of a ToR is aggregation
+    /// plane j of its pod, and entry j of an aggregation switch its j-th
+    /// core (the same core for every switch of that plane). So in a
+    /// generated fabric an uplink index names the same switch at both ends
+    /// of a path: the meaning of a path tag (CONGA's LBTag, AG's path
+    /// index, Expeditus' congestion-data entries). Returns, per node, its
+    /// uplinks in that order, and per port its position (`u32::MAX` for a
+    /// port that is not an uplink).
     pub fn uplink_index(&self) -> (Vec<Vec<PortId>>, Vec<u32>) {
         let mut uplinks = vec![vec![]; self.nodes.len()];
         let mut index = vec![u32::MAX; self.ports.len()];
         for (i, n) in self.nodes.iter().enumerate() {
             let mut ups: Vec<PortId> = n.ports.iter().copied().filter(|&p| self.is_uplink(p)).collect();
-            ups.sort_by_key(|&p| (self.nodes[self.ports[self.ports[p.idx()].peer.idx()].node.idx()].index, self.ports[p.idx()].lane));
+            ups.sort_by_key(|&p| {
+                let peer = self.ports[self.ports[p.idx()].peer.idx()].node;
+                (self.nodes[peer.idx()].index, peer, self.ports[p.idx()].lane)
+            });
             for (j, &p) in ups.iter().enumerate() {
                 index[p.idx()] = j as u32;
             }
@@ -474,14 +480,16 @@ impl Topology {
         (uplinks, index)
     }
 
-    /// [`Topology::uplink_index`] for leaves only: per leaf (rack index) its
+    /// [`Topology::uplink_index`] for racks only: per leaf (rack index) its
     /// uplinks, and per port its position among its leaf's uplinks
     /// (`u32::MAX` for any other port).
     pub fn leaf_uplinks(&self) -> (Vec<Vec<PortId>>, Vec<u32>) {
         let (mut by_node, mut index) = self.uplink_index();
-        for (i, n) in self.nodes.iter().enumerate() {
-            if n.tier != Tier::Leaf {
-                by_node[i].iter().for_each(|p| index[p.idx()] = u32::MAX);
+        let mut rack = vec![false; self.nodes.len()];
+        self.racks.iter().for_each(|r| rack[r.idx()] = true);
+        for (i, ups) in by_node.iter().enumerate() {
+            if !rack[i] {
+                ups.iter().for_each(|p| index[p.idx()] = u32::MAX);
             }
         }
         (self.racks.iter().map(|r| std::mem::take(&mut by_node[r.idx()])).collect(), index)
@@ -627,6 +635,15 @@ mod tests {
         let ls = testbed();
         let (ups, _) = ls.leaf_uplinks();
         assert_eq!(ups[0].iter().map(|&p| ls.port(p).name.as_str()).collect::<Vec<_>>(), ["L0->S0#0", "L0->S0#1", "L0->S1#0", "L0->S1#1"]);
+        // a leaf with no hosts is no rack: its uplinks get no rack position
+        let t = leaf_spine(&LeafSpine { leaves: 3, spines: 2, links_per_pair: 1, hosts_per_leaf: vec![1, 0, 1], host_link: spec(10), fabric_link: spec(40) })
+            .unwrap();
+        let (ups, index) = t.leaf_uplinks();
+        assert_eq!((ups.len(), t.racks.len()), (2, 2));
+        let rackless = t.node_by_name("L1").unwrap();
+        assert!(!t.racks.contains(&rackless));
+        assert!(t.node(rackless).ports.iter().all(|p| index[p.idx()] == u32::MAX));
+        assert_eq!(index.iter().filter(|&&x| x != u32::MAX).count(), 4);
     }
 
     #[test]

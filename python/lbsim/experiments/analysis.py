@@ -318,8 +318,8 @@ def model_call(function: str, args: dict) -> float:
         raise ValueError(f"function: {function!r} is not a model; choose one of {', '.join(MODEL_FUNCTIONS)}")
     try:
         return float(getattr(lbsim, function)(**args))
-    except TypeError as e:
-        raise ValueError(f"args of {function}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"args of {function} {args}: {e}") from None
 
 
 def model_argmax(function: str, args: dict, over: str, values: list) -> float:
@@ -487,6 +487,9 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
         if pts:
             lk = pd.read_parquet(runs.path(pts[0]) / "links.parquet")
             for label, ports in fig["groups"].items():
+                missing = sorted(set(ports) - set(lk.port))
+                if missing:
+                    raise ValueError(f"groups.{label}: {', '.join(missing)} not sampled in this run (metrics.link_samplers)")
                 g = lk[lk.port.isin(ports)].groupby("t_ms").gbps.sum()
                 ax.plot(g.index, g.values, marker=".", ms=3, lw=1, label=label)
                 rows.extend({"series": label, "t_ms": t, "value": v} for t, v in g.items())
@@ -496,6 +499,8 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
         # min to max); `stats = [...]` groups several stats per value
         stats = fig.get("stats", [fig.get("stat", "fct_us.mean")])
         names = fig.get("stat_labels", stats)
+        if not stats or len(names) != len(stats):
+            raise ValueError(f"stats: give at least one, and as many stat_labels ({len(names)}) as stats ({len(stats)})")
         scale = fig.get("scale", 1.0)
         svals = _series_values(runs, fig, series_axis)
         width = 0.8 / len(stats)
@@ -565,7 +570,11 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         # `argmax` the value of that argument where f(a) peaks
         f, args = claim["function"], claim.get("a", {})
         if "argmax" in claim:
+            # where the peak is: agrees within a tenth of the searched range
             ours = model_argmax(f, args, claim["argmax"], claim["values"])
+            paper, tol = claim["paper"], 0.1 * (max(claim["values"]) - min(claim["values"]))
+            return {"ours": ours, "paper": paper, "per_seed": [],
+                    "verdict": "agrees" if abs(ours - paper) <= tol else f"disagrees (more than {tol:g} from the paper's)"}
         elif "b" in claim:
             ours = _ratio(model_call(f, args), model_call(f, claim["b"]))
         else:

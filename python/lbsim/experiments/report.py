@@ -31,6 +31,10 @@ def sweep_wall(root: str | Path, sw: Sweep) -> Optional[float]:
     return sum(json.loads(l).get("wall_s_this_invocation", 0.0) for l in f.read_text().splitlines() if l.strip())
 
 
+def _why(e: Exception) -> str:
+    return f"missing key {e}" if isinstance(e, KeyError) else str(e)
+
+
 def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
     """Draws the sweep's figures and returns its REPRODUCTION.md section."""
     from lbsim import _lbsim
@@ -59,14 +63,20 @@ def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
     for fig in sw.spec.get("figure", []):
         stem = f"{sw.catalog_name}_{fig['id']}"
         if runs.points:
-            draw(runs, fig, fig_dir, stem)
+            try:
+                draw(runs, fig, fig_dir, stem)
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"{sw.path.name}: [[figure]] {fig.get('id', '?')}: {_why(e)}") from None
             lines.append(f"![{fig.get('title', fig['id'])}]({rel_fig}/{stem}.png)")
             lines.append("")
     claims = sw.spec.get("claim", [])
     if claims and runs.points:
         lines += ["| figure | paper's claim | paper | ours (mean of seeds) | per seed | verdict |", "|---|---|---|---|---|---|"]
-        for c in claims:
-            r = evaluate(runs, c)
+        for i, c in enumerate(claims):
+            try:
+                r = evaluate(runs, c)
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"{sw.path.name}: [[claim]] #{i + 1} ({c.get('figure', '')}): {_why(e)}") from None
             quote = c["quote"].replace("|", "/")
             seeds = ", ".join(_fmt(v) for v in r["per_seed"]) or "–"
             lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {seeds} | {r['verdict']} |")

@@ -178,6 +178,7 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         for v in vals:
             if str(v) not in options.get(a, {}) and a not in keys:
                 raise SweepError(f"{p}: axis {a} value {v!r} has no [options.{a}.{v}] and no [keys].{a}")
+    _check_selectors(p, spec, axes)
     excludes = spec.get("exclude", [])
     for i, ex in enumerate(excludes):
         for k in ex:
@@ -212,6 +213,39 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         h = hashlib.sha256(key.encode()).hexdigest()[:20]
         sw.points.append(Point(axes=pt, scenario=sc, text=text, hash=h))
     return sw
+
+
+def _kind(v: Any) -> str:
+    return "number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
+
+
+def _check_selectors(p: Path, spec: dict, axes: dict) -> None:
+    """Every axis value a figure, claim, rule, exclusion or [quick] names
+    has the type of that axis's values: a 1000 against an axis of strings
+    would select no run at all (a figure with no line, a claim of NaN)."""
+    full = spec["axes"]
+
+    def check(where: str, sel: Any) -> None:
+        if not isinstance(sel, dict):
+            return
+        for k, v in sel.items():
+            if k not in full:
+                continue
+            want = {_kind(x) for x in full[k]}
+            for x in v if isinstance(v, list) else [v]:
+                if _kind(x) not in want:
+                    raise SweepError(f"{p}: {where}.{k} = {x!r} is a {_kind(x)}, but axis {k} has {' and '.join(sorted(want))} values")
+
+    check("[quick].axes", {k: v for k, v in spec.get("quick", {}).get("axes", {}).items()})
+    for i, fig in enumerate(spec.get("figure", [])):
+        check(f"[[figure]] {fig.get('id', i + 1)}: where", fig.get("where"))
+    for i, c in enumerate(spec.get("claim", [])):
+        for part in ("where", "a", "b", "c", "d", "base", "x", "best"):
+            check(f"[[claim]] #{i + 1}: {part}", c.get(part))
+    for i, r in enumerate(spec.get("rule", [])):
+        check(f"[[rule]] #{i + 1}: match", r.get("match"))
+    for i, ex in enumerate(spec.get("exclude", [])):
+        check(f"[[exclude]] #{i + 1}", ex)
 
 
 # ---------------------------------------------------------------- running
