@@ -198,6 +198,12 @@ struct Owd {
     bytes: u16,
 }
 
+/// Bytes per (source leaf, destination leaf, uplink) and per leaf pair
+/// (for the memory check before a run; the sample lists only while T is
+/// being learned, counted always).
+pub const PATH_STATE_BYTES: usize = std::mem::size_of::<Option<Owd>>() + std::mem::size_of::<Option<(SimTime, u16)>>() + 1 + std::mem::size_of::<Vec<u32>>();
+pub const PAIR_STATE_BYTES: usize = 8 + 4 + 4 + 1;
+
 pub struct Ag {
     /// Per leaf: its sample interval T (all `sample_interval_us` unless learned).
     t: Vec<SimTime>,

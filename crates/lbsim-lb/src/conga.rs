@@ -62,6 +62,9 @@ struct FromLeaf {
     changed: bool,
 }
 
+/// Bytes per (leaf, leaf, uplink) (for the memory check before a run).
+pub const PATH_STATE_BYTES: usize = std::mem::size_of::<Remote>() + std::mem::size_of::<FromLeaf>();
+
 pub struct Conga {
     dre_p: DreParams,
     dre: Vec<Dre>,

@@ -61,6 +61,9 @@ const NO_HOP: u32 = u32::MAX;
 /// Utilisation fixed point: 4096 = 100 % of a port's capacity.
 const UNIT: f64 = 4096.0;
 
+/// Bytes per (switch, destination leaf) (for the memory check before a run).
+pub const BEST_HOP_BYTES: usize = std::mem::size_of::<Best>();
+
 #[derive(Clone, Copy, Debug)]
 struct Best {
     hop: u32,

@@ -37,6 +37,21 @@ use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, Routing, Topology};
 use std::collections::BTreeMap;
 
+/// Bytes a scheme allocates up front in tables that grow with the fabric
+/// (`racks` leaves or ToRs with `uplinks` each, `nodes` nodes): checked
+/// against the machine before anything is built. Tables that grow with the
+/// traffic (flows, flowlets) are not counted.
+pub fn fabric_table_bytes(scheme: &str, racks: u64, uplinks: u64, nodes: u64) -> u64 {
+    let pairs = racks.saturating_mul(racks);
+    let per = |n: u64, bytes: usize| n.saturating_mul(bytes as u64);
+    match scheme {
+        "ag" => per(pairs.saturating_mul(uplinks), ag::PATH_STATE_BYTES).saturating_add(per(pairs, ag::PAIR_STATE_BYTES)),
+        "conga" | "conga_flow" => per(pairs.saturating_mul(uplinks), conga::PATH_STATE_BYTES).saturating_add(per(pairs, 4)),
+        "hula" => per(nodes.saturating_mul(racks), hula::BEST_HOP_BYTES),
+        _ => 0,
+    }
+}
+
 /// What a scheme may need to know when it is built.
 pub struct SchemeEnv<'a> {
     pub topo: &'a Topology,

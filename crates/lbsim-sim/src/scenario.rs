@@ -36,7 +36,7 @@ use lbsim_net::topology::{self, Clos3, ExplicitLink, ExplicitNode, LeafSpine, Li
 use lbsim_net::Topology;
 use lbsim_tcp::{CongestionControl, PrrBound, Reordering, RtoSsthresh, TcpConfig};
 use serde::Deserialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 /// A scenario error: the dotted path of the offending field and what is wrong.
@@ -229,10 +229,11 @@ impl TopologyCfg {
 }
 
 impl TopologyCfg {
-    /// (hosts, nodes, racks) the topology will have, from its parameters
-    /// alone (racks: host attachment classes, the routing table's columns;
-    /// for an explicit topology at most one per host).
-    fn size(&self) -> (u64, u64, u64) {
+    /// (hosts, nodes, racks, uplinks per rack) the topology will have, from
+    /// its parameters alone (racks: host attachment classes, the routing
+    /// table's columns; for an explicit topology the switches hosts link to,
+    /// their uplinks bounded by their largest degree).
+    fn size(&self) -> (u64, u64, u64, u64) {
         let m = |a: u64, b: u64| a.saturating_mul(b);
         match self {
             TopologyCfg::LeafSpine(c) => {
@@ -240,21 +241,35 @@ impl TopologyCfg {
                     HostsPerLeaf::Same(n) => m(*n as u64, c.leaves as u64),
                     HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u64).sum(),
                 };
-                (h, h.saturating_add(c.leaves as u64 + c.spines as u64), c.leaves as u64)
+                (h, h.saturating_add(c.leaves as u64 + c.spines as u64), c.leaves as u64, m(c.spines as u64, c.links_per_pair as u64))
             }
             TopologyCfg::Clos3(c) => {
                 let tors = m(c.pods as u64, c.tors_per_pod as u64);
                 let h = m(tors, c.hosts_per_tor as u64);
-                (h, h.saturating_add(tors).saturating_add(m(c.pods as u64, c.aggs_per_pod as u64)).saturating_add(c.cores as u64), tors)
+                (h, h.saturating_add(tors).saturating_add(m(c.pods as u64, c.aggs_per_pod as u64)).saturating_add(c.cores as u64), tors, c.aggs_per_pod as u64)
             }
             TopologyCfg::FatTree(c) => {
                 let k = c.k as u64;
                 let h = m(m(k, k), k) / 4;
-                (h, h.saturating_add(m(m(k, k), 5) / 4), m(k, k) / 2)
+                (h, h.saturating_add(m(m(k, k), 5) / 4), m(k, k) / 2, k / 2)
             }
             TopologyCfg::Explicit(c) => {
-                let h = c.nodes.iter().filter(|n| n.host).count() as u64;
-                (h, c.nodes.len() as u64, h)
+                // a host has one link, so the racks are the switches linked
+                // to a host; their uplinks at most their degree
+                let hosts: HashSet<&str> = c.nodes.iter().filter(|n| n.host).map(|n| n.name.as_str()).collect();
+                let mut degree: HashMap<&str, u64> = HashMap::new();
+                let mut racks: HashSet<&str> = HashSet::new();
+                for l in &c.links {
+                    *degree.entry(l.a.as_str()).or_default() += l.count as u64;
+                    *degree.entry(l.b.as_str()).or_default() += l.count as u64;
+                    match (hosts.contains(l.a.as_str()), hosts.contains(l.b.as_str())) {
+                        (true, false) => racks.insert(l.b.as_str()),
+                        (false, true) => racks.insert(l.a.as_str()),
+                        _ => false,
+                    };
+                }
+                let uplinks = racks.iter().map(|r| degree[r]).max().unwrap_or(0);
+                (hosts.len() as u64, c.nodes.len() as u64, (racks.len() as u64).min(hosts.len() as u64), uplinks)
             }
         }
     }
@@ -951,11 +966,15 @@ impl Scenario {
             }
         }
         // memory: refuse before allocating what cannot fit
-        let (hosts, nodes, racks) = self.topology.size();
+        let (hosts, nodes, racks, uplinks) = self.topology.size();
         let mem = machine_memory();
         let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
-        // per-node state, plus routing: a next-hop group per (node, rack)
-        let fabric = nodes.saturating_mul(BYTES_PER_NODE).saturating_add(nodes.saturating_mul(racks).saturating_mul(4));
+        // per-node state, plus routing: a next-hop group per (node, rack),
+        // plus the scheme's tables that scale with the fabric (AG and CONGA
+        // keep state per pair of leaves and uplink)
+        let routing = nodes.saturating_mul(BYTES_PER_NODE).saturating_add(nodes.saturating_mul(racks).saturating_mul(4));
+        let tables = lbsim_lb::fabric_table_bytes(&self.lb.scheme, racks, uplinks, nodes);
+        let fabric = routing.saturating_add(tables);
         if hosts > MAX_HOSTS || fabric > mem / 2 {
             let limit = if hosts > MAX_HOSTS {
                 format!("lbsim runs fabrics of up to {MAX_HOSTS} hosts")
@@ -964,7 +983,17 @@ impl Scenario {
             };
             return Err(bad(
                 self.topology.size_key(),
-                format!("{hosts} hosts and {nodes} nodes would need ~{} (node state and routing tables); {limit}", gb(fabric)),
+                if tables > 0 {
+                    format!(
+                        "{hosts} hosts and {nodes} nodes would need ~{} ({} of node state and routing tables, {} of {}'s per-leaf-pair tables); {limit}",
+                        gb(fabric),
+                        gb(routing),
+                        gb(tables),
+                        self.lb.scheme
+                    )
+                } else {
+                    format!("{hosts} hosts and {nodes} nodes would need ~{} (node state and routing tables); {limit}", gb(fabric))
+                },
             ));
         }
         let flows = self.workload.flows as u64 * BYTES_PER_FLOW;
@@ -1481,5 +1510,20 @@ fabric_rate_gbps = 40
         assert_eq!(e.field, "topology.k", "no overflow: {}", e.msg);
         // a k = 24 fat-tree (3,456 hosts) is fine
         assert!(Scenario::from_toml(&ft.replace("k = 200", "k = 24"), &[]).is_ok());
+        // a fabric whose routing fits but whose scheme's per-leaf-pair
+        // tables do not (AG: 8,000^2 leaf pairs x 2,000 uplinks, ~7 TB);
+        // ECMP on the same fabric is accepted
+        let big = ["topology.leaves=8000", "topology.spines=2000", "topology.hosts_per_leaf=1"];
+        let e = err_of(MIN, &[&big[..], &["lb.scheme=\"ag\""]].concat());
+        assert_eq!(e.field, "topology.leaves");
+        assert!(e.msg.contains("of ag's per-leaf-pair tables") && e.msg.contains("GB"), "{}", e.msg);
+        assert!(Scenario::from_toml(MIN, &big.iter().map(|x| x.to_string()).collect::<Vec<_>>()).is_ok());
+        assert!(lbsim_lb::fabric_table_bytes("ag", 8000, 16, 16016) > 50_000_000_000);
+        assert_eq!(lbsim_lb::fabric_table_bytes("ecmp", 8000, 16, 16016), 0);
+        // an explicit topology's racks are the switches hosts link to (2,
+        // not one per host), their uplinks the largest such degree (ta: 2
+        // hosts + 3 paths)
+        let ex = Scenario::from_toml(include_str!("../../../examples/explicit_asymmetric.toml"), &[]).unwrap();
+        assert_eq!(ex.topology.size(), (4, 9, 2, 5));
     }
 }
