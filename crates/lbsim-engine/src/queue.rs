@@ -204,8 +204,10 @@ mod tests {
     }
 
     #[test]
-    fn pop_with_a_successor_orders_like_pop_then_schedule() {
-        // the same random schedule through both APIs gives the same pops
+    fn pops_in_the_order_of_a_reference_sorted_map() {
+        // a random schedule whose delays span 0 ps to 5 ms (same-time
+        // events, both heaps interleaved), through both schedule kinds and
+        // pop_with, against a BTreeMap on (time, seq)
         let mut x = 0x2545f4914f6cdd1du64;
         let mut rnd = move || {
             x ^= x << 13;
@@ -213,43 +215,59 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let script: Vec<(u64, u64, bool)> = (0..20_000).map(|_| (rnd() % 5_000, rnd() % 4, rnd() % 5 == 0)).collect();
-        let run = |fused: bool| {
-            let mut q: EventQueue<u64> = EventQueue::new();
-            let mut out = vec![];
-            for (i, &(dt, _, later)) in script.iter().take(50).enumerate() {
-                if later {
-                    q.schedule_later(SimTime(dt * 1000), i as u64);
-                } else {
-                    q.schedule(SimTime(dt), i as u64);
-                }
+        let span = [0u64, 3, 1_500, 40_000, 1_000_000, 60_000_000, 70_000_000, 5_000_000_000];
+        let mut q: EventQueue<u64> = EventQueue::new();
+        let mut reference = std::collections::BTreeMap::new();
+        let mut seq = 0u64;
+        let mut now = 0u64;
+        let add = |q: &mut EventQueue<u64>, reference: &mut std::collections::BTreeMap<(u64, u64), u64>, seq: &mut u64, t: u64, later: bool| {
+            if later {
+                q.schedule_later(SimTime(t), *seq);
+            } else {
+                q.schedule(SimTime(t), *seq);
             }
-            for (i, &(dt, succ, later)) in script.iter().enumerate().skip(50) {
-                let id = i as u64;
-                let successor = |now: SimTime, ev: &u64| (succ != 0 && ev % 2 == 0).then(|| (SimTime(now.0 + dt), id));
-                let got = if fused {
-                    q.pop_with(successor)
-                } else {
-                    let p = q.pop();
-                    if let Some((t, ev)) = p {
-                        if let Some((t2, e2)) = successor(t, &ev) {
-                            q.schedule(t2, e2);
-                        }
-                    }
-                    p
-                };
-                out.push(got);
-                if later {
-                    q.schedule_later(SimTime(q.now().0 + dt * 1000), id + 1_000_000);
-                } else {
-                    q.schedule(SimTime(q.now().0 + dt), id + 1_000_000);
-                }
-            }
-            out
+            reference.insert((t, *seq), *seq);
+            *seq += 1;
         };
-        let (a, b) = (run(false), run(true));
-        assert!(a.iter().filter(|p| p.is_some()).count() > 19_000);
-        assert_eq!(a, b);
+        let mut pops = 0;
+        for step in 0..60_000 {
+            let r = rnd();
+            let dt = match span[(r % 8) as usize] {
+                0 => 0,
+                m => rnd() % m,
+            };
+            if step < 200 || r % 3 != 0 {
+                add(&mut q, &mut reference, &mut seq, now + dt, r % 7 == 0);
+            }
+            if step >= 200 && r % 5 != 0 {
+                let fused = r % 2 == 0;
+                let expect = reference.pop_first().map(|((t, _), ev)| (SimTime(t), ev));
+                let got = if fused {
+                    let mut succ = None;
+                    let id = seq;
+                    let got = q.pop_with(|t, _| {
+                        succ = Some(t.0 + dt);
+                        Some((SimTime(t.0 + dt), id))
+                    });
+                    if let Some(t2) = succ {
+                        reference.insert((t2, seq), seq);
+                        seq += 1;
+                    }
+                    got
+                } else {
+                    q.pop()
+                };
+                assert_eq!(got, expect, "step {step}");
+                if let Some((t, _)) = got {
+                    now = t.0;
+                    pops += 1;
+                }
+                assert_eq!(q.now().0, now);
+            }
+            assert_eq!(q.len(), reference.len());
+            assert_eq!(q.peek_time().map(|t| t.0), reference.keys().next().map(|k| k.0));
+        }
+        assert!(pops > 30_000, "{pops}");
     }
 
     #[test]

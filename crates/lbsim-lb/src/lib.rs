@@ -86,8 +86,10 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
     // 2: a flowlet moving off its path counts its own rate on the new one
     ("clove_int", 2),
-    // 1: a dead or unroutable plane or core never wins a tie
-    ("expeditus", 1),
+    // 1: a dead or unroutable plane or core never wins a tie; 2: with
+    // response = "synack", a retransmitted SYN-ACK carries the response
+    // again (eefbdc1; the default mode's results are unchanged)
+    ("expeditus", 2),
     // 1: probes go to distinct random paths, and a probing round first
     // fits the pair's path state to a rediscovered path set (it indexed
     // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
