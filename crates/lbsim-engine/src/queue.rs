@@ -240,14 +240,19 @@ mod tests {
                 add(&mut q, &mut reference, &mut seq, now + dt, r % 7 == 0);
             }
             if step >= 200 && r % 5 != 0 {
-                let fused = r % 2 == 0;
+                // independent draws: fused or not, a successor or not, its delay
+                let (fused, succ_of) = (rnd() % 2 == 0, rnd() % 3 != 0);
+                let dt = match span[(rnd() % 8) as usize] {
+                    0 => 0,
+                    m => rnd() % m,
+                };
                 let expect = reference.pop_first().map(|((t, _), ev)| (SimTime(t), ev));
                 let got = if fused {
                     let mut succ = None;
                     let id = seq;
                     let got = q.pop_with(|t, _| {
-                        succ = Some(t.0 + dt);
-                        Some((SimTime(t.0 + dt), id))
+                        succ = succ_of.then_some(t.0 + dt);
+                        succ.map(|t2| (SimTime(t2), id))
                     });
                     if let Some(t2) = succ {
                         reference.insert((t2, seq), seq);

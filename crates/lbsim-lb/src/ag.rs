@@ -203,6 +203,10 @@ struct Owd {
 /// being learned, counted always).
 pub const PATH_STATE_BYTES: usize = std::mem::size_of::<Option<Owd>>() + std::mem::size_of::<Option<(SimTime, u16)>>() + 1 + std::mem::size_of::<Vec<u32>>();
 pub const PAIR_STATE_BYTES: usize = 8 + 4 + 4 + 1;
+/// Bytes per entry of a leaf's train table (`flow_table_size` entries).
+pub const TRAIN_BYTES: usize = std::mem::size_of::<Train>();
+/// Largest `flow_table_size`.
+pub const MAX_FLOW_TABLE: u64 = 1 << 24;
 
 pub struct Ag {
     /// Per leaf: its sample interval T (all `sample_interval_us` unless learned).
@@ -281,7 +285,7 @@ impl Ag {
             search: if p.string("search", &["exhaustive", "bisect"])? == "bisect" { Search::Bisect } else { Search::Exhaustive },
             max_age: p.duration("owd_max_age_us", false)?,
             margin: p.duration("congested_margin_us", true)?,
-            table_size: p.count("flow_table_size", 1 << 24)? as usize,
+            table_size: p.count("flow_table_size", MAX_FLOW_TABLE)? as usize,
             fixed: {
                 let f = p.non_negative("fixed_granularity_pkts")?;
                 if f.fract() != 0.0 || f > 4096.0 {

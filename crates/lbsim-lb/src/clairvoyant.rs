@@ -28,6 +28,7 @@ pub struct Clairvoyant {
     m: Meters,
     pst: Vec<Option<Pst>>,
     timeout: SimTime,
+    pst_entries: usize,
     pub decisions: u64,
     pub pst_hits: u64,
 }
@@ -41,14 +42,20 @@ impl Clairvoyant {
             m,
             pst: (0..env.topo.nodes.len()).map(|_| None).collect(),
             timeout: p.duration("pst_timeout_us", false)?,
+            pst_entries: crate::expeditus::pst_entries(p)?,
             decisions: 0,
             pst_hits: 0,
         })
     }
 
     fn pst(&mut self, sw: NodeId) -> &mut Pst {
-        let t = self.timeout;
-        self.pst[sw.idx()].get_or_insert_with(|| Pst::new(t))
+        let (t, n) = (self.timeout, self.pst_entries);
+        self.pst[sw.idx()].get_or_insert_with(|| Pst::new(t, n))
+    }
+
+    /// Live entries replaced by a colliding flow's, over every switch.
+    pub fn pst_evictions(&self) -> u64 {
+        self.pst.iter().flatten().map(|t| t.evictions).sum()
     }
 
     /// Test hook: `bytes` queued on `port` at `t`.

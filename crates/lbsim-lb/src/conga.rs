@@ -64,6 +64,8 @@ struct FromLeaf {
 
 /// Bytes per (leaf, leaf, uplink) (for the memory check before a run).
 pub const PATH_STATE_BYTES: usize = std::mem::size_of::<Remote>() + std::mem::size_of::<FromLeaf>();
+/// Bytes per leaf pair (the round-robin tie-break position).
+pub const PAIR_STATE_BYTES: usize = std::mem::size_of::<u8>();
 
 pub struct Conga {
     dre_p: DreParams,

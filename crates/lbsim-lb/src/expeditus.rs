@@ -49,17 +49,19 @@ macro_rules! common_params {
                 help: "metrics saturate at 2^q - 1 (the paper's 3-bit field); false: up to 15 as the artifact's unsaturated levels",
             },
             num("pst_timeout_us", "us", 100_000.0, "path-selection table idle timeout (§3.4: 100 ms; 500 us gives flowlet switching)"),
+            num("pst_entries", "entries", 0.0, "path-selection table size: 0 = exact (the artifact's); N = direct-mapped, N slots per switch indexed by the flow hash (§3.1 sizes it at 64K = 65536), a new flow's entry replacing a colliding one"),
         ]
     };
 }
 
-const E: [ParamDef; 5] = common_params!();
+const E: [ParamDef; 6] = common_params!();
 pub const PARAMS: &[ParamDef] = &[
     E[0],
     E[1],
     E[2],
     E[3],
     E[4],
+    E[5],
     ParamDef { name: "multipliers", unit: "", default: DefaultValue::Bool(true), help: "link load multipliers for ToR uplinks after aggregation-core failures (§3.3)" },
     ParamDef { name: "tag_bytes", unit: "", default: DefaultValue::Bool(true), help: "the tag's 3 + ceil(NoE/2) bytes are on the wire while carried (Fig. 6)" },
     ParamDef {
@@ -70,6 +72,20 @@ pub const PARAMS: &[ParamDef] = &[
     },
 ];
 pub const CLAIRVOYANT_PARAMS: &[ParamDef] = &common_params!();
+
+/// Largest direct-mapped table (4 M slots, ~100 MB per switch).
+pub const MAX_PST_ENTRIES: u64 = 1 << 22;
+
+/// `pst_entries`: 0 (exact) or a whole number of slots up to
+/// [`MAX_PST_ENTRIES`].
+pub(crate) fn pst_entries(p: &Params) -> Result<usize, ParamError> {
+    let x = p.num("pst_entries")?;
+    if x.fract() != 0.0 || !(0.0..=MAX_PST_ENTRIES as f64).contains(&x) {
+        let msg = format!("must be 0 (an exact table) or a whole number of slots up to {MAX_PST_ENTRIES}, got {}", lbsim_engine::fmt_num(x));
+        return Err(ParamError { key: "pst_entries".into(), msg });
+    }
+    Ok(x as usize)
+}
 
 /// Control tag of an Exp-response packet.
 pub const RESPONSE_TAG: u32 = 0xE4_0001;
@@ -226,6 +242,7 @@ pub struct Expeditus {
     m: Meters,
     pst: Vec<Option<Pst>>,
     timeout: SimTime,
+    pst_entries: usize,
     use_mult: bool,
     tag_on_wire: bool,
     header_bytes: u32,
@@ -266,6 +283,7 @@ impl Expeditus {
             m,
             pst: (0..topo.nodes.len()).map(|_| None).collect(),
             timeout: p.duration("pst_timeout_us", false)?,
+            pst_entries: pst_entries(p)?,
             use_mult: p.boolean("multipliers")?,
             tag_on_wire: p.boolean("tag_bytes")?,
             header_bytes: env.header_bytes,
@@ -290,8 +308,14 @@ impl Expeditus {
     }
 
     fn pst(&mut self, sw: NodeId) -> &mut Pst {
-        let t = self.timeout;
-        self.pst[sw.idx()].get_or_insert_with(|| Pst::new(t))
+        let (t, n) = (self.timeout, self.pst_entries);
+        self.pst[sw.idx()].get_or_insert_with(|| Pst::new(t, n))
+    }
+
+    /// Live entries replaced by a colliding flow's, over every switch
+    /// (a direct-mapped table only).
+    pub fn pst_evictions(&self) -> u64 {
+        self.pst.iter().flatten().map(|t| t.evictions).sum()
     }
 
     /// The path-selection table of switch `sw` (tests, reports).

@@ -37,16 +37,34 @@ use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, Routing, Topology};
 use std::collections::BTreeMap;
 
-/// Bytes a scheme allocates up front in tables that grow with the fabric
-/// (`racks` leaves or ToRs with `uplinks` each, `nodes` nodes): checked
-/// against the machine before anything is built. Tables that grow with the
-/// traffic (flows, flowlets) are not counted.
-pub fn fabric_table_bytes(scheme: &str, racks: u64, uplinks: u64, nodes: u64) -> u64 {
+/// Bytes a scheme allocates up front in tables sized by the fabric or by
+/// its parameters (`racks` leaves or ToRs with `uplinks` each, `nodes`
+/// nodes of which `hosts` hosts): checked against the machine before
+/// anything is built. Tables that grow with the traffic (flows, flowlets)
+/// are not counted. `param` reads a numeric scheme parameter as the user
+/// gave it; a value the scheme would refuse counts nothing here, so its
+/// own error names it.
+pub fn fabric_table_bytes(scheme: &str, hosts: u64, nodes: u64, racks: u64, uplinks: u64, param: impl Fn(&str) -> Option<f64>) -> u64 {
     let pairs = racks.saturating_mul(racks);
     let per = |n: u64, bytes: usize| n.saturating_mul(bytes as u64);
+    let whole = |name: &str, default: f64, max: u64| {
+        let x = param(name).unwrap_or(default);
+        if x.fract() == 0.0 && (0.0..=max as f64).contains(&x) {
+            x as u64
+        } else {
+            0
+        }
+    };
     match scheme {
-        "ag" => per(pairs.saturating_mul(uplinks), ag::PATH_STATE_BYTES).saturating_add(per(pairs, ag::PAIR_STATE_BYTES)),
-        "conga" | "conga_flow" => per(pairs.saturating_mul(uplinks), conga::PATH_STATE_BYTES).saturating_add(per(pairs, 4)),
+        // a direct-mapped PST at each switch (at most; ToRs and aggregation
+        // switches have one)
+        "expeditus" | "clairvoyant" => per(nodes.saturating_sub(hosts).saturating_mul(whole("pst_entries", 0.0, expeditus::MAX_PST_ENTRIES)), pst::SLOT_BYTES),
+        // path state per (leaf, leaf, uplink) and per leaf pair, and each
+        // leaf's train table
+        "ag" => per(pairs.saturating_mul(uplinks), ag::PATH_STATE_BYTES)
+            .saturating_add(per(pairs, ag::PAIR_STATE_BYTES))
+            .saturating_add(per(racks.saturating_mul(whole("flow_table_size", 65536.0, ag::MAX_FLOW_TABLE)), ag::TRAIN_BYTES)),
+        "conga" | "conga_flow" => per(pairs.saturating_mul(uplinks), conga::PATH_STATE_BYTES).saturating_add(per(pairs, conga::PAIR_STATE_BYTES)),
         "hula" => per(nodes.saturating_mul(racks), hula::BEST_HOP_BYTES),
         _ => 0,
     }
@@ -328,6 +346,7 @@ impl Scheme {
                     ("stage2_all_equal", s.stage2_all_equal as f64),
                     ("multiplied_metrics", s.mult_applied as f64),
                     ("metrics_changed_by_multipliers", s.mult_changed as f64),
+                    ("pst_evictions", s.pst_evictions() as f64),
                 ];
                 const NAMES: [&str; 8] =
                     ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
@@ -336,7 +355,9 @@ impl Scheme {
                 }
                 v
             }
-            Scheme::Clairvoyant(s) => vec![("decisions", s.decisions as f64), ("pst_hits", s.pst_hits as f64)],
+            Scheme::Clairvoyant(s) => {
+                vec![("decisions", s.decisions as f64), ("pst_hits", s.pst_hits as f64), ("pst_evictions", s.pst_evictions() as f64)]
+            }
             Scheme::Drill(s) => vec![("decisions", s.decisions as f64), ("chose_remembered", s.chose_memory as f64)],
             Scheme::Conga(s) => vec![("flowlets", s.flowlets_started as f64), ("feedback_metrics_sent", s.feedback_sent as f64)],
             Scheme::EdgeFlowlet(s) => {

@@ -973,7 +973,8 @@ impl Scenario {
         // plus the scheme's tables that scale with the fabric (AG and CONGA
         // keep state per pair of leaves and uplink)
         let routing = nodes.saturating_mul(BYTES_PER_NODE).saturating_add(nodes.saturating_mul(racks).saturating_mul(4));
-        let tables = lbsim_lb::fabric_table_bytes(&self.lb.scheme, racks, uplinks, nodes);
+        let param = |k: &str| self.lb.params.get(k).and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
+        let tables = lbsim_lb::fabric_table_bytes(&self.lb.scheme, hosts, nodes, racks, uplinks, param);
         let fabric = routing.saturating_add(tables);
         if hosts > MAX_HOSTS || fabric > mem / 2 {
             let limit = if hosts > MAX_HOSTS {
@@ -985,11 +986,17 @@ impl Scenario {
                 self.topology.size_key(),
                 if tables > 0 {
                     format!(
-                        "{hosts} hosts and {nodes} nodes would need ~{} ({} of node state and routing tables, {} of {}'s per-leaf-pair tables); {limit}",
+                        "{hosts} hosts and {nodes} nodes would need ~{} ({} of node state and routing tables, {} of {}'s {}); {limit}",
                         gb(fabric),
                         gb(routing),
                         gb(tables),
-                        self.lb.scheme
+                        self.lb.scheme,
+                        match self.lb.scheme.as_str() {
+                            "expeditus" | "clairvoyant" => "path-selection tables, lb.params.pst_entries slots per switch",
+                            "ag" => "per-leaf-pair and train tables",
+                            "hula" => "best-hop tables",
+                            _ => "per-leaf-pair tables",
+                        }
                     )
                 } else {
                     format!("{hosts} hosts and {nodes} nodes would need ~{} (node state and routing tables); {limit}", gb(fabric))
@@ -1511,15 +1518,31 @@ fabric_rate_gbps = 40
         // a k = 24 fat-tree (3,456 hosts) is fine
         assert!(Scenario::from_toml(&ft.replace("k = 200", "k = 24"), &[]).is_ok());
         // a fabric whose routing fits but whose scheme's per-leaf-pair
-        // tables do not (AG: 8,000^2 leaf pairs x 2,000 uplinks, ~7 TB);
+        // tables do not (AG: 8,000^2 leaf pairs x 2,000 uplinks, ~10 TB);
         // ECMP on the same fabric is accepted
         let big = ["topology.leaves=8000", "topology.spines=2000", "topology.hosts_per_leaf=1"];
         let e = err_of(MIN, &[&big[..], &["lb.scheme=\"ag\""]].concat());
         assert_eq!(e.field, "topology.leaves");
-        assert!(e.msg.contains("of ag's per-leaf-pair tables") && e.msg.contains("GB"), "{}", e.msg);
+        assert!(e.msg.contains("of ag's per-leaf-pair and train tables") && e.msg.contains("GB"), "{}", e.msg);
         assert!(Scenario::from_toml(MIN, &big.iter().map(|x| x.to_string()).collect::<Vec<_>>()).is_ok());
-        assert!(lbsim_lb::fabric_table_bytes("ag", 8000, 16, 16016) > 50_000_000_000);
-        assert_eq!(lbsim_lb::fabric_table_bytes("ecmp", 8000, 16, 16016), 0);
+        let none = |_: &str| None;
+        assert!(lbsim_lb::fabric_table_bytes("ag", 8000, 18000, 8000, 2000, none) > 10_000_000_000_000);
+        assert_eq!(lbsim_lb::fabric_table_bytes("ecmp", 8000, 18000, 8000, 2000, none), 0);
+        // a direct-mapped PST of 4M slots at each of 12,000 switches (10,000
+        // leaves, 2,000 spines: ~1.2 TB) is refused; the exact default, and
+        // a size the scheme itself refuses, are not counted
+        let ps = ["topology.leaves=10000", "topology.spines=2000", "topology.hosts_per_leaf=1", "lb.scheme=\"expeditus\""];
+        let e = err_of(MIN, &[&ps[..], &["lb.params.pst_entries=4194304"]].concat());
+        assert!(e.field == "topology.leaves" && e.msg.contains("of expeditus's path-selection tables, lb.params.pst_entries"), "{}: {}", e.field, e.msg);
+        assert!(Scenario::from_toml(MIN, &[&ps[..], &["lb.params.pst_entries=1e12"]].concat().iter().map(|x| x.to_string()).collect::<Vec<_>>()).is_ok());
+        let small = Scenario::from_toml(MIN, &["lb.scheme=\"expeditus\"".to_string(), "lb.params.pst_entries=1e12".to_string()]).unwrap();
+        match crate::validate(&small, None) {
+            Err(crate::SimError::Scenario(e)) => assert_eq!(e.field, "lb.params.pst_entries", "{}", e.msg),
+            _ => panic!("a PST of 1e12 slots is refused by the scheme"),
+        }
+        let pst = |x: f64| move |k: &str| (k == "pst_entries").then_some(x);
+        assert_eq!(lbsim_lb::fabric_table_bytes("expeditus", 10, 30, 2, 2, pst(65536.0)), 20 * 65536 * lbsim_lb::pst::SLOT_BYTES as u64);
+        assert_eq!(lbsim_lb::fabric_table_bytes("expeditus", 10, 30, 2, 2, pst(0.5)), 0);
         // an explicit topology's racks are the switches hosts link to (2,
         // not one per host), their uplinks the largest such degree (ta: 2
         // hosts + 3 paths)

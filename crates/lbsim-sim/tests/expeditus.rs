@@ -287,3 +287,34 @@ scheme = "expeditus"
     let e = run_err(explicit, &[]);
     assert!(e.contains("topology.kind") && e.contains("expeditus"), "{e}");
 }
+
+#[test]
+fn a_small_direct_mapped_pst_evicts_pinned_flows_and_a_64k_one_matches_the_exact_table() {
+    // eight concurrent inter-pod 2 MB flows: with one slot per switch each
+    // new entry evicts another flow's, whose next packet finds nothing and
+    // starts a new selection (and its data changes path); 64K slots hold
+    // them all, so the run is the exact table's, flow for flow
+    let rows: Vec<(u32, u32, u64, f64)> = (0..8).map(|i| (i, (i + 8) % 16, 2_000_000, 5.0 * i as f64)).collect();
+    let f = flow_file("pst", &rows);
+    let base = ["lb.scheme=expeditus", "metrics.path_record=true"];
+    let run = |extra: &[&str]| run_ok(FT4, &sets(&[&[f.as_str()][..], &base[..], extra].concat()));
+    let exact = run(&[]);
+    let big = run(&["lb.params.pst_entries=65536"]);
+    let one = run(&["lb.params.pst_entries=1"]);
+    let st = |o: &RunOutput, k: &str| o.summary["scheme"]["stats"][k].as_f64().unwrap();
+    assert_eq!(big.summary["flows_digest"], exact.summary["flows_digest"]);
+    assert_eq!((st(&exact, "pst_evictions"), st(&big, "pst_evictions")), (0.0, 0.0));
+    let changes = |o: &RunOutput| o.flows.iter().map(|f| f.path_changes).sum::<u64>();
+    eprintln!(
+        "one slot: {} evictions, {} selections (exact {}), {} path changes (exact {})",
+        st(&one, "pst_evictions"),
+        st(&one, "selections"),
+        st(&exact, "selections"),
+        changes(&one),
+        changes(&exact)
+    );
+    assert!(st(&one, "pst_evictions") > 100.0);
+    assert!(st(&one, "selections") > 10.0 * st(&exact, "selections"));
+    assert!(changes(&one) > changes(&exact) + 8);
+    assert_eq!(one.flows.iter().filter(|f| f.finish.is_some()).count(), 8);
+}
