@@ -274,6 +274,10 @@ seed = "seed"
            "series": "gran", "series_values": [1, 15], "args": {"paths": 45, "window_pkts": 44},
            "sim_argmin": {"x": "seed", "over": "load", "label": "sim"}}
     t = draw(runs, fig, tmp_path / "figs", "m")
+    # the same results redraw to the same bytes (fixed SVG ids, no dates)
+    first = {ext: (tmp_path / "figs" / f"m.{ext}").read_bytes() for ext in ("svg", "png")}
+    draw(runs, fig, tmp_path / "figs", "m")
+    assert first == {ext: (tmp_path / "figs" / f"m.{ext}").read_bytes() for ext in ("svg", "png")}
     for g in (1, 15):
         got = t[t.series == f"gran = {g}"].set_index("congested").value
         assert got.to_dict() == pytest.approx({m: lbsim.ag_reorder_probability(g, 45, m) for m in (0, 10, 22, 45)})

@@ -362,6 +362,8 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # fixed SVG element ids: the same results redraw to the same bytes
+    plt.rcParams["svg.hashsalt"] = "lbsim"
     kind = fig["kind"]
     where = fig.get("where", {})
     series_axis = fig.get("series", "scheme")
