@@ -117,8 +117,9 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // measurement is for the size of the packet that measured it
     ("ag", 2),
     // 1: flow state expires after state_idle_ms (persistent connections
-    // idle longer come back single-channel)
-    ("vms", 1),
+    // idle longer come back single-channel); 2: when only rVMS's state
+    // expired, it signals SIN so both ends are single-channel
+    ("vms", 2),
 ];
 
 pub const SCHEMES: &[SchemeInfo] = &[

@@ -32,7 +32,9 @@
 //!   SYN scattered again. lbsim's persistent connections have no handshake:
 //!   their first state is made by the first data segment with N channels
 //!   (our choice: otherwise they would never scatter), but once expired it
-//!   comes back single-channel like any state recreated mid-flow.
+//!   comes back single-channel like any state recreated mid-flow. When only
+//!   rVMS's state expired (its idle gap includes an RTT more than sVMS's),
+//!   it signals SIN so that both ends are single-channel (our choice).
 
 use crate::edge::IdMap;
 use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
@@ -373,13 +375,19 @@ impl LoadBalancer for Vms {
             // rVMS: inbound data (or SYN) — restore the port, count, resequence
             pm.set_sport(original_port(p.sport, channel));
             let states = &mut self.receivers[me as usize];
+            let mut recreated = false;
             if states.get(&conn).is_some_and(|r| ctx.now - r.last > self.state_idle) {
                 states.remove(&conn); // expired (§III-I): counters start afresh
                 self.expired += 1;
+                recreated = hdr.flags & SYN == 0;
             }
             let r = states.entry(conn).or_default();
             r.last = ctx.now;
-            r.reset |= sin;
+            // state recreated mid-flow is single-channel (§III-I); rVMS says
+            // so with SIN, so an sVMS whose own state survived (its idle gap
+            // is an RTT shorter) does not go on scattering against
+            // restarted feedback counters
+            r.reset |= sin || recreated;
             let c = (channel & 7) as usize;
             if hdr.len > 0 {
                 r.recv_seq[c] += hdr.len as u64;

@@ -563,37 +563,56 @@ fn the_cwnd_sampler_traces_slow_start_of_a_lone_flow() {
     assert!(s.iter().all(|x| x.0 <= fin));
 }
 
+/// Two 2 MB flows on one persistent VMS connection, the second 1.5 s after
+/// the first, with flow state expiring after `idle_ms`: (channel 0's share
+/// of the bytes, states expired, the first flow's finish in us).
+fn vms_two_flows_idle(name: &str, idle_ms: f64) -> (f64, f64, f64) {
+    let fl = flow_file(name, &[(0, 16, 2_000_000, 0.0), (0, 16, 2_000_000, 1_500_000.0)]);
+    let out = run_ok(
+        TESTBED,
+        &[
+            "workload.kind=\"flow_list\"",
+            &format!("workload.flow_list={fl:?}"),
+            "workload.src_racks=[]",
+            "workload.dst_racks=[]",
+            "transport.connections=\"persistent\"",
+            "transport.cc=\"dctcp\"",
+            "network.ecn_k_pkts=65",
+            "lb.scheme=\"vms\"",
+            &format!("lb.params.state_idle_ms={idle_ms}"),
+        ],
+    );
+    assert!(out.flows.iter().all(|f| f.finish.is_some()));
+    let st = &out.summary["scheme"]["stats"];
+    (st["channel0_share"].as_f64().unwrap(), st["states_expired"].as_f64().unwrap(), out.flows[0].finish.unwrap().as_us_f64())
+}
+
 /// VMS §III-I: a flow's state is dropped after `state_idle_ms` without a
 /// packet, and state recreated by a non-SYN packet is single-channel. On a
 /// persistent connection, a second flow 1.5 s after the first goes out on
 /// channel 0 only; with a 5 s lifetime it is scattered like the first.
 #[test]
 fn vms_state_expires_when_idle_and_comes_back_single_channel() {
-    let fl = flow_file("vms_idle", &[(0, 16, 2_000_000, 0.0), (0, 16, 2_000_000, 1_500_000.0)]);
-    let run_with = |idle_ms: &str| {
-        let out = run_ok(
-            TESTBED,
-            &[
-                "workload.kind=\"flow_list\"",
-                &format!("workload.flow_list={fl:?}"),
-                "workload.src_racks=[]",
-                "workload.dst_racks=[]",
-                "transport.connections=\"persistent\"",
-                "transport.cc=\"dctcp\"",
-                "network.ecn_k_pkts=65",
-                "lb.scheme=\"vms\"",
-                &format!("lb.params.state_idle_ms={idle_ms}"),
-            ],
-        );
-        assert!(out.flows.iter().all(|f| f.finish.is_some()));
-        let st = &out.summary["scheme"]["stats"];
-        (st["channel0_share"].as_f64().unwrap(), st["states_expired"].as_f64().unwrap())
-    };
-    let (share, expired) = run_with("1000");
+    let (share, expired, _) = vms_two_flows_idle("vms_idle", 1000.0);
     assert_eq!(expired, 2.0, "sVMS and rVMS state of the one connection");
     // first flow: 1/8 on channel 0; second: all of it
     assert!(share > 0.5 && share < 0.65, "{share}");
-    let (share, expired) = run_with("5000");
+    let (share, expired, _) = vms_two_flows_idle("vms_idle", 5000.0);
     assert_eq!(expired, 0.0);
     assert!(share < 0.25, "{share}");
+}
+
+/// When only rVMS's state expires (its idle gap, from its last ACK sent to
+/// the next data arriving, is an RTT longer than sVMS's), it signals SIN:
+/// the second flow goes out single-channel, as when both ends expire,
+/// instead of scattering against restarted feedback counters.
+#[test]
+fn vms_receiver_only_expiry_makes_both_ends_single_channel() {
+    // sVMS last saw the first flow's final ACK at its finish time f; the
+    // second flow starts at 1.5 s: an idle limit 0.5 us above 1.5 s - f
+    // expires rVMS only
+    let (_, _, f) = vms_two_flows_idle("vms_idle_r", 5000.0);
+    let (share, expired, _) = vms_two_flows_idle("vms_idle_r", (1_500_000.0 - f + 0.5) / 1000.0);
+    assert_eq!(expired, 1.0, "rVMS only");
+    assert!(share > 0.5 && share < 0.65, "the second flow on channel 0 only: {share}");
 }
