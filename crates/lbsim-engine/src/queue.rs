@@ -151,6 +151,14 @@ impl<E> EventQueue<E> {
         Some((t, ev))
     }
 
+    /// Entry `i` of the near-event heap in its array order: 0 is the next
+    /// near event to pop, 1 and 2 hold the one after it. For prefetching
+    /// their state; no ordering guarantee beyond entry 0.
+    #[inline]
+    pub fn near_at(&self, i: usize) -> Option<&E> {
+        self.heap.as_slice().get(i).map(|e| &e.ev)
+    }
+
     /// Time of the next event without removing it.
     pub fn peek_time(&self) -> Option<SimTime> {
         if self.later_first() {
@@ -188,6 +196,20 @@ mod tests {
         assert_eq!(order, vec!['a', 'b', 'x', 'c', 'd']);
         assert_eq!(q.now(), SimTime(30));
         assert_eq!(q.events_processed(), 5);
+    }
+
+    #[test]
+    fn near_at_zero_is_the_next_near_event() {
+        let mut q = EventQueue::new();
+        let mut x = 12345u64;
+        for _ in 0..500 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            q.schedule(SimTime(x >> 40), x);
+        }
+        while let Some(&next) = q.near_at(0) {
+            assert_eq!(q.pop().map(|(_, e)| e), Some(next));
+        }
+        assert!(q.is_empty());
     }
 
     #[test]

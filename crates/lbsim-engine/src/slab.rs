@@ -64,11 +64,28 @@ impl<T> Slab<T> {
         }
     }
 
+    /// The value at `i`, or `None` if that slot is free or never existed.
+    #[inline]
+    pub fn try_get(&self, i: u32) -> Option<&T> {
+        match self.slots.get(i as usize) {
+            Some(Slot::Full(v)) => Some(v),
+            _ => None,
+        }
+    }
+
     #[inline]
     pub fn get_mut(&mut self, i: u32) -> &mut T {
         match &mut self.slots[i as usize] {
             Slot::Full(v) => v,
             Slot::Free(_) => panic!("slab: use of freed {i}"),
+        }
+    }
+
+    /// Prefetches slot `i`'s cache lines (a hint; any index is harmless).
+    #[inline]
+    pub fn prefetch(&self, i: u32) {
+        if let Some(s) = self.slots.get(i as usize) {
+            crate::prefetch_lines(s);
         }
     }
 

@@ -58,6 +58,9 @@ enum Store {
 pub struct FlowletTable {
     store: Store,
     size: u64,
+    /// `size - 1` when `size` is a power of two (the hash index is then a
+    /// mask, not a 64-bit division); else 0.
+    mask: u64,
     t_fl: SimTime,
     mode: FlowletMode,
 }
@@ -79,11 +82,13 @@ impl FlowletTable {
     /// A table of `size` entries (at least 1, at most 2^32).
     pub fn with_mode(size: usize, t_fl: SimTime, mode: FlowletMode) -> Self {
         let size = size.clamp(1, 1 << 32) as u64;
-        FlowletTable { store: Store::Sparse(IdMap::default()), size, t_fl, mode }
+        let mask = if size.is_power_of_two() { size - 1 } else { 0 };
+        FlowletTable { store: Store::Sparse(IdMap::default()), size, mask, t_fl, mode }
     }
 
+    #[inline]
     fn idx(&self, hash: u64) -> u32 {
-        (hash % self.size) as u32
+        (if self.mask != 0 { hash & self.mask } else { hash % self.size }) as u32
     }
 
     /// The entry at index `i`, created (unused) if it was never touched.

@@ -198,10 +198,25 @@ impl PortQueue {
         self.busy_until
     }
 
-    /// Removes the head packet, which arrives at the far end at `now`, and
-    /// returns it with the arrival time of the next one (to schedule).
+    /// Prefetches this port's record (all its cache lines).
     #[inline]
-    pub fn pop_arrival(&mut self, now: SimTime) -> Option<(PktId, Option<SimTime>)> {
+    pub fn prefetch(&self) {
+        lbsim_engine::prefetch_lines(self);
+    }
+
+    /// Prefetches the head entry of the FIFO (its arrival is next).
+    #[inline]
+    pub fn prefetch_head(&self) {
+        if let Some(e) = self.fifo.front() {
+            lbsim_engine::prefetch(e);
+        }
+    }
+
+    /// Removes the head packet, which arrives at the far end at `now`, and
+    /// returns it with the arrival time and packet of the next one (to
+    /// schedule).
+    #[inline]
+    pub fn pop_arrival(&mut self, now: SimTime) -> Option<(PktId, Option<(SimTime, PktId)>)> {
         let e = self.fifo.front()?;
         if e.arrive > now {
             return None;
@@ -209,7 +224,7 @@ impl PortQueue {
         let pkt = e.pkt;
         self.fifo.pop_front();
         self.front_abs += 1;
-        Some((pkt, self.fifo.front().map(|e| e.arrive)))
+        Some((pkt, self.fifo.front().map(|e| (e.arrive, e.pkt))))
     }
 
     /// Offers a packet of `size` bytes at `now`. `jitter` delays its arrival
@@ -298,7 +313,7 @@ mod tests {
         assert_eq!(p.transmitted_bytes(SimTime::from_ns(2400)), 3000);
         // arrivals come off the head in order
         assert_eq!(p.pop_arrival(SimTime::from_ns(2199)), None);
-        assert_eq!(p.pop_arrival(SimTime::from_ns(2200)), Some((PktId(0), Some(SimTime::from_ns(3400)))));
+        assert_eq!(p.pop_arrival(SimTime::from_ns(2200)), Some((PktId(0), Some((SimTime::from_ns(3400), PktId(1))))));
         assert_eq!(p.pop_arrival(SimTime::from_ns(3400)), Some((PktId(1), None)));
         // an idle port starts a new packet at once
         let c = p.offer(SimTime::from_us(10), PktId(2), Bytes(1500), SimTime::ZERO);

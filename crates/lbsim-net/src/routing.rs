@@ -159,6 +159,16 @@ impl Routing {
         }
     }
 
+    /// Prefetches the table entry `next_hops(node, dst_host)` will read.
+    #[inline]
+    pub fn prefetch(&self, node: NodeId, dst_host: u32) {
+        if let Some(c) = self.class_of.get(dst_host as usize) {
+            if let Some(e) = self.table.get(node.idx() * self.classes + *c as usize) {
+                lbsim_engine::prefetch(e);
+            }
+        }
+    }
+
     /// Equal-cost next hops from `node` toward host index `dst_host` (empty
     /// if unreachable, or if `node` is that host).
     #[inline]

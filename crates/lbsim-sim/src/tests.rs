@@ -616,3 +616,24 @@ fn vms_receiver_only_expiry_makes_both_ends_single_channel() {
     assert_eq!(expired, 1.0, "rVMS only");
     assert!(share > 0.5 && share < 0.65, "the second flow on channel 0 only: {share}");
 }
+
+/// Prefetching the next events' state is a hint: forced on or off, a run
+/// with a link failing mid-run (stale arrival events naming freed packets,
+/// whose prefetch must not touch them) gives identical records. The same
+/// run on a fabric of >= 1,024 ports prefetches by default.
+#[test]
+fn prefetching_changes_nothing_across_a_mid_run_link_failure() {
+    let text = include_str!("../../../examples/clove_testbed.toml");
+    let sets = ["workload.flows=150", "lb.scheme=\"letflow\"", "failures=[{link=\"L*-S1\", at_ms=10.0}]"];
+    let run_with = |on: bool| {
+        crate::world::FORCE_PREFETCH.with(|f| f.set(Some(on)));
+        let out = run_ok(text, &sets);
+        crate::world::FORCE_PREFETCH.with(|f| f.set(None));
+        out
+    };
+    let (on, off) = (run_with(true), run_with(false));
+    let stranded = on.summary["network"]["drops"]["link_down"].as_u64().unwrap();
+    assert!(stranded > 0, "the failure must catch packets on the link");
+    assert_eq!(on.summary["events"], off.summary["events"]);
+    assert_eq!(format!("{:?}", on.flows), format!("{:?}", off.flows));
+}

@@ -22,9 +22,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 pub(crate) enum Ev {
     /// The head packet of egress `port` has crossed its link and reaches
     /// the peer (one pending event per port; `gen` detects a failed port).
+    /// `pkt` is that head packet, so the run loop can prefetch it before
+    /// the event pops.
     Arrive {
         port: PortId,
         gen: u32,
+        pkt: PktId,
     },
     /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver).
     Timer {
@@ -191,8 +194,30 @@ macro_rules! ctx {
     };
 }
 
+/// Fabrics with at least this many ports prefetch the next events' state
+/// (their per-port records alone, 192 B each, outgrow a core's L1 and L2
+/// share; bench/README.md "Prefetching the next events"). Smaller ones run
+/// from cache and would only pay the extra instructions.
+const PREFETCH_MIN_PORTS: usize = 1024;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests force prefetching on or off to show it changes nothing.
+    pub(crate) static FORCE_PREFETCH: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+fn prefetch_for(ports: usize) -> bool {
+    #[cfg(test)]
+    if let Some(on) = FORCE_PREFETCH.with(|f| f.get()) {
+        return on;
+    }
+    ports >= PREFETCH_MIN_PORTS
+}
+
 pub(crate) struct World {
     pub q: EventQueue<Ev>,
+    /// Whether the run loop prefetches ([`PREFETCH_MIN_PORTS`]).
+    prefetch: bool,
     pub topo: Topology,
     pub routing: Routing,
     pub link_up: Vec<bool>,
@@ -278,6 +303,7 @@ impl World {
         let lb_wants_enqueue = lb.wants_enqueue();
         World {
             q: EventQueue::new(),
+            prefetch: prefetch_for(ports.len()),
             routing,
             link_up,
             ports,
@@ -397,18 +423,21 @@ impl World {
         let (_, ev) = self
             .q
             .pop_with(|now, ev| match *ev {
-                Ev::Arrive { port, gen } => {
+                Ev::Arrive { port, gen, .. } => {
                     let pq = &mut ports[port.idx()];
                     if pq.generation != gen {
                         return None; // the link failed and took its packets with it
                     }
                     let (pkt, next) = pq.pop_arrival(now)?;
                     arrived = Some(pkt);
-                    next.map(|t| (t, Ev::Arrive { port, gen }))
+                    next.map(|(t, pkt)| (t, Ev::Arrive { port, gen, pkt }))
                 }
                 _ => None,
             })
             .unwrap();
+        if self.prefetch {
+            self.prefetch_upcoming();
+        }
         match ev {
             Ev::Arrive { port, .. } => {
                 if let Some(pkt) = arrived {
@@ -451,6 +480,33 @@ impl World {
             Ev::NicReady { host } => self.nic_ready(host),
         }
         true
+    }
+
+    /// Overlaps the next events' cache misses with this one's work: the
+    /// records of the ports whose arrivals come next, and for the very next
+    /// one its FIFO head (a hint only; large fabrics spend most of their
+    /// time waiting for these lines).
+    #[inline]
+    fn prefetch_upcoming(&self) {
+        if let Some(&Ev::Arrive { port, gen, pkt }) = self.q.near_at(0) {
+            // its port and packet were (likely) prefetched one event ago; a
+            // stale event (the link failed) names a packet already freed
+            let pq = &self.ports[port.idx()];
+            if pq.generation == gen {
+                pq.prefetch_head();
+                if let (false, Some(p)) = (pq.ends.peer_is_host, self.pkts.try_get(pkt.0)) {
+                    if self.topo.is_host(p.dst) {
+                        self.routing.prefetch(pq.ends.peer_node, self.topo.host_index(p.dst));
+                    }
+                }
+            }
+        }
+        for i in 1..3 {
+            if let Some(&Ev::Arrive { port, pkt, .. }) = self.q.near_at(i) {
+                self.pkts.prefetch(pkt.0);
+                self.ports[port.idx()].prefetch();
+            }
+        }
     }
 
     // ------------------------------------------------------------ packets
@@ -507,7 +563,7 @@ impl World {
                 }
                 if head {
                     let gen = self.ports[port.idx()].generation;
-                    self.q.schedule(arrive, Ev::Arrive { port, gen });
+                    self.q.schedule(arrive, Ev::Arrive { port, gen, pkt });
                 }
                 if mark {
                     let p = self.pkts.get_mut(pkt.0);
