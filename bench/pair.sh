@@ -21,5 +21,5 @@ if a["events"] != b["events"] or a.get("flows_digest") != b.get("flows_digest"):
     sys.exit(f"results differ: events {a['events']} vs {b['events']}, digest {a.get('flows_digest')} vs {b.get('flows_digest')}")
 print(f"{a['events_per_s'] / 1e6:.3f} {b['events_per_s'] / 1e6:.3f} M events/s  ratio {b['events_per_s'] / a['events_per_s']:.3f}")
 PY
-done | awk '{print; s += $5; n++} END {if (n) printf "mean ratio %.3f over %d rounds\n", s / n, n}'
+done | awk '{print; s += $6; n++} END {if (n) printf "mean ratio %.3f over %d rounds\n", s / n, n}'
 rm -rf "$tmp"
