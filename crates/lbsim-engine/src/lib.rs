@@ -7,7 +7,8 @@
 //!   serialisation delay computed in exact integer arithmetic;
 //! - [`queue`]: the future-event list, ordered by `(time, insertion seq)`;
 //! - [`rng`]: one root seed split into independent named streams;
-//! - [`slab`]: index-addressed storage for packets.
+//! - [`slab`]: index-addressed storage for packets;
+//! - [`prefetch`], [`prefetch_lines`]: cache hints for a model's run loop.
 //!
 //! A model owns an `EventQueue<E>` with its own small `Copy` event enum and
 //! runs `while let Some((t, ev)) = q.pop() { match ev { ... } }`.
@@ -27,6 +28,8 @@ pub use units::{fmt_num, BitsPerSec, Bytes, SimTime};
 /// it handles the current one, so large fabrics overlap their cache misses.
 #[inline(always)]
 pub fn prefetch<T>(p: *const T) {
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
     #[cfg(target_arch = "x86_64")]
     #[allow(unused_unsafe)]
     // SAFETY: a prefetch is a hint; it never faults, whatever the address.

@@ -152,8 +152,11 @@ impl<E> EventQueue<E> {
     }
 
     /// Entry `i` of the near-event heap in its array order: 0 is the next
-    /// near event to pop, 1 and 2 hold the one after it. For prefetching
-    /// their state; no ordering guarantee beyond entry 0.
+    /// near event to pop, 1 and 2 (its children) hold the one after it.
+    /// For prefetching their state only: std documents `as_slice`'s order
+    /// as arbitrary, so this relies on its present implicit-tree layout
+    /// (the test below checks entry 0); a change would cost speed, never
+    /// results.
     #[inline]
     pub fn near_at(&self, i: usize) -> Option<&E> {
         self.heap.as_slice().get(i).map(|e| &e.ev)

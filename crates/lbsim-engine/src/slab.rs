@@ -1,6 +1,6 @@
 //! A slab: values stored in a `Vec`, addressed by `u32` index, with a free
 //! list. Packets live here and travel through the model as indices, so an
-//! event carrying a packet is 8 bytes and moving a packet never copies it.
+//! event carrying a packet stays small and moving a packet never copies it.
 
 enum Slot<T> {
     Full(T),
@@ -61,15 +61,6 @@ impl<T> Slab<T> {
         match &self.slots[i as usize] {
             Slot::Full(v) => v,
             Slot::Free(_) => panic!("slab: use of freed {i}"),
-        }
-    }
-
-    /// The value at `i`, or `None` if that slot is free or never existed.
-    #[inline]
-    pub fn try_get(&self, i: u32) -> Option<&T> {
-        match self.slots.get(i as usize) {
-            Some(Slot::Full(v)) => Some(v),
-            _ => None,
         }
     }
 

@@ -166,6 +166,19 @@ mod tests {
     }
 
     #[test]
+    fn the_index_is_the_hash_modulo_the_size_for_every_size() {
+        let t = SimTime::from_us(50);
+        for size in [1u64, 2, 64, 1000, 65_536, 65_537, 1 << 32] {
+            let ft = FlowletTable::new(size as usize, t);
+            let mut x = 99u64;
+            for _ in 0..1000 {
+                x = lbsim_engine::mix64(x);
+                assert_eq!(ft.idx(x) as u64, x % size, "size {size}");
+            }
+        }
+    }
+
+    #[test]
     fn sparse_and_dense_storage_give_the_same_answers() {
         // A reference: the plain dense array the table used to be.
         let (size, t) = (64u64, SimTime::from_us(50));

@@ -194,10 +194,15 @@ macro_rules! ctx {
     };
 }
 
-/// Fabrics with at least this many ports prefetch the next events' state
-/// (their per-port records alone, 192 B each, outgrow a core's L1 and L2
-/// share; bench/README.md "Prefetching the next events"). Smaller ones run
-/// from cache and would only pay the extra instructions.
+// An event is 16 bytes (a heap entry 32, two per cache line).
+const _: () = assert!(std::mem::size_of::<Ev>() == 16);
+
+/// Fabrics with at least this many ports prefetch the next events' state.
+/// The threshold is measured, not derived (bench/README.md "Scale, third
+/// pass"): the k = 16 fat-tree (6,144 ports, whose records, in-flight
+/// packets and routing table outgrow a core's 2 MB L2) ran 1.5x faster
+/// with it; the k = 8 one (768 ports) +2 %, within noise; B1 paid ~10 %
+/// more instructions for nothing.
 const PREFETCH_MIN_PORTS: usize = 1024;
 
 #[cfg(test)]
@@ -423,12 +428,13 @@ impl World {
         let (_, ev) = self
             .q
             .pop_with(|now, ev| match *ev {
-                Ev::Arrive { port, gen, .. } => {
+                Ev::Arrive { port, gen, pkt: head } => {
                     let pq = &mut ports[port.idx()];
                     if pq.generation != gen {
                         return None; // the link failed and took its packets with it
                     }
                     let (pkt, next) = pq.pop_arrival(now)?;
+                    debug_assert_eq!(pkt, head, "a live arrival event names its port's head packet");
                     arrived = Some(pkt);
                     next.map(|(t, pkt)| (t, Ev::Arrive { port, gen, pkt }))
                 }
@@ -482,21 +488,23 @@ impl World {
         true
     }
 
-    /// Overlaps the next events' cache misses with this one's work: the
-    /// records of the ports whose arrivals come next, and for the very next
-    /// one its FIFO head (a hint only; large fabrics spend most of their
-    /// time waiting for these lines).
+    /// Overlaps the next events' cache misses with this one's work (hints
+    /// only; large fabrics spend most of their time waiting for these
+    /// lines). For the near heap's entries 1 and 2 (the event after next is
+    /// one of them): their port records and packets. For entry 0 (the next
+    /// near event, whose lines were requested one event ago): its FIFO head
+    /// and the routing entry its packet will read at a switch.
     #[inline]
     fn prefetch_upcoming(&self) {
         if let Some(&Ev::Arrive { port, gen, pkt }) = self.q.near_at(0) {
-            // its port and packet were (likely) prefetched one event ago; a
-            // stale event (the link failed) names a packet already freed
             let pq = &self.ports[port.idx()];
+            // a stale event (its link failed) names a packet already freed
             if pq.generation == gen {
                 pq.prefetch_head();
-                if let (false, Some(p)) = (pq.ends.peer_is_host, self.pkts.try_get(pkt.0)) {
-                    if self.topo.is_host(p.dst) {
-                        self.routing.prefetch(pq.ends.peer_node, self.topo.host_index(p.dst));
+                if !pq.ends.peer_is_host {
+                    let dst = self.pkts.get(pkt.0).dst;
+                    if self.topo.is_host(dst) {
+                        self.routing.prefetch(pq.ends.peer_node, self.topo.host_index(dst));
                     }
                 }
             }
