@@ -16,9 +16,8 @@
 
 use crate::expeditus::{argmin_random, Fabric, Meters, CLAIRVOYANT_PARAMS};
 use crate::params::{ParamDef, ParamError, Params};
-use crate::pst::{Lookup, Pst};
+use crate::pst::{self, Lookup, Pst};
 use crate::SchemeEnv;
-use lbsim_engine::SimTime;
 use lbsim_net::{ecmp_pick, Ctx, Forward, LoadBalancer, NodeId, PktId, PortId, Tier};
 
 pub const PARAMS: &[ParamDef] = CLAIRVOYANT_PARAMS;
@@ -26,9 +25,7 @@ pub const PARAMS: &[ParamDef] = CLAIRVOYANT_PARAMS;
 pub struct Clairvoyant {
     fab: Fabric,
     m: Meters,
-    pst: Vec<Option<Pst>>,
-    timeout: SimTime,
-    pst_entries: usize,
+    pst: pst::Tables,
     pub decisions: u64,
     pub pst_hits: u64,
 }
@@ -37,30 +34,21 @@ impl Clairvoyant {
     pub fn new(p: &Params, env: &SchemeEnv) -> Result<Clairvoyant, ParamError> {
         let fab = Fabric::new(env.topo, "clairvoyant")?;
         let m = Meters::new(p, env.topo, env.topo.fabric_ports())?;
-        Ok(Clairvoyant {
-            fab,
-            m,
-            pst: (0..env.topo.nodes.len()).map(|_| None).collect(),
-            timeout: p.duration("pst_timeout_us", false)?,
-            pst_entries: crate::expeditus::pst_entries(p)?,
-            decisions: 0,
-            pst_hits: 0,
-        })
+        Ok(Clairvoyant { fab, m, pst: pst::Tables::new(p, env.topo.nodes.len())?, decisions: 0, pst_hits: 0 })
     }
 
     fn pst(&mut self, sw: NodeId) -> &mut Pst {
-        let (t, n) = (self.timeout, self.pst_entries);
-        self.pst[sw.idx()].get_or_insert_with(|| Pst::new(t, n))
+        self.pst.at(sw)
     }
 
     /// Live entries replaced by a colliding flow's, over every switch.
     pub fn pst_evictions(&self) -> u64 {
-        self.pst.iter().flatten().map(|t| t.evictions).sum()
+        self.pst.evictions()
     }
 
     /// Test hook: `bytes` queued on `port` at `t`.
     #[cfg(test)]
-    pub(crate) fn on_enqueue_bytes(&mut self, t: SimTime, port: PortId, bytes: u32) {
+    pub(crate) fn on_enqueue_bytes(&mut self, t: lbsim_engine::SimTime, port: PortId, bytes: u32) {
         self.m.on_egress(t, port, bytes);
     }
 
@@ -164,7 +152,7 @@ mod tests {
     use super::*;
     use crate::expeditus::Expeditus;
     use crate::testutil::Env;
-    use lbsim_engine::BitsPerSec;
+    use lbsim_engine::{BitsPerSec, SimTime};
     use lbsim_net::topology::{clos3, Clos3, LinkSpec};
     use lbsim_net::Action;
     use std::collections::BTreeMap;
@@ -222,6 +210,6 @@ mod tests {
         assert_eq!(by_x, [0, 50], "Expeditus: plane 1, the source's idle uplink");
         // the first packet is pinned end to end: the agg has the core entry
         let a00 = env.topo.node_by_name("A0_0").unwrap();
-        assert!(c.pst[a00.idx()].as_ref().unwrap().len() >= 50);
+        assert!(c.pst.get(a00).unwrap().len() >= 50);
     }
 }

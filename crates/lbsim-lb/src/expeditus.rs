@@ -31,7 +31,7 @@
 
 use crate::dre::{Dre, DreParams};
 use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
-use crate::pst::{Lookup, Pst};
+use crate::pst::{self, Lookup, Pst};
 use crate::SchemeEnv;
 use lbsim_engine::{Rng, SimTime};
 use lbsim_net::{cd_get, cd_set, tuple_hash, Ctx, Forward, LbHeader, LinkId, LoadBalancer, NodeId, Packet, Payload, PktId, PortId, Tier, Topology};
@@ -72,20 +72,6 @@ pub const PARAMS: &[ParamDef] = &[
     },
 ];
 pub const CLAIRVOYANT_PARAMS: &[ParamDef] = &common_params!();
-
-/// Largest direct-mapped table (4 M slots, ~100 MB per switch).
-pub const MAX_PST_ENTRIES: u64 = 1 << 22;
-
-/// `pst_entries`: 0 (exact) or a whole number of slots up to
-/// [`MAX_PST_ENTRIES`].
-pub(crate) fn pst_entries(p: &Params) -> Result<usize, ParamError> {
-    let x = p.num("pst_entries")?;
-    if x.fract() != 0.0 || !(0.0..=MAX_PST_ENTRIES as f64).contains(&x) {
-        let msg = format!("must be 0 (an exact table) or a whole number of slots up to {MAX_PST_ENTRIES}, got {}", lbsim_engine::fmt_num(x));
-        return Err(ParamError { key: "pst_entries".into(), msg });
-    }
-    Ok(x as usize)
-}
 
 /// Control tag of an Exp-response packet.
 pub const RESPONSE_TAG: u32 = 0xE4_0001;
@@ -240,9 +226,7 @@ pub(crate) fn reverse_hash(p: &Packet) -> u64 {
 pub struct Expeditus {
     fab: Fabric,
     m: Meters,
-    pst: Vec<Option<Pst>>,
-    timeout: SimTime,
-    pst_entries: usize,
+    pst: pst::Tables,
     use_mult: bool,
     tag_on_wire: bool,
     header_bytes: u32,
@@ -281,9 +265,7 @@ impl Expeditus {
         let n = fab.uplinks.iter().map(|u| u.len()).max().unwrap_or(0);
         Ok(Expeditus {
             m,
-            pst: (0..topo.nodes.len()).map(|_| None).collect(),
-            timeout: p.duration("pst_timeout_us", false)?,
-            pst_entries: pst_entries(p)?,
+            pst: pst::Tables::new(p, topo.nodes.len())?,
             use_mult: p.boolean("multipliers")?,
             tag_on_wire: p.boolean("tag_bytes")?,
             header_bytes: env.header_bytes,
@@ -308,19 +290,18 @@ impl Expeditus {
     }
 
     fn pst(&mut self, sw: NodeId) -> &mut Pst {
-        let (t, n) = (self.timeout, self.pst_entries);
-        self.pst[sw.idx()].get_or_insert_with(|| Pst::new(t, n))
+        self.pst.at(sw)
     }
 
     /// Live entries replaced by a colliding flow's, over every switch
     /// (a direct-mapped table only).
     pub fn pst_evictions(&self) -> u64 {
-        self.pst.iter().flatten().map(|t| t.evictions).sum()
+        self.pst.evictions()
     }
 
     /// The path-selection table of switch `sw` (tests, reports).
     pub fn table(&self, sw: NodeId) -> Option<&Pst> {
-        self.pst[sw.idx()].as_ref()
+        self.pst.get(sw)
     }
 
     /// §3.3: the link load multiplier of a ToR uplink (by the aggregation

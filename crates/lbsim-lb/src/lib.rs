@@ -58,7 +58,7 @@ pub fn fabric_table_bytes(scheme: &str, hosts: u64, nodes: u64, racks: u64, upli
     match scheme {
         // a direct-mapped PST at each switch (at most; ToRs and aggregation
         // switches have one)
-        "expeditus" | "clairvoyant" => per(nodes.saturating_sub(hosts).saturating_mul(whole("pst_entries", 0.0, expeditus::MAX_PST_ENTRIES)), pst::SLOT_BYTES),
+        "expeditus" | "clairvoyant" => per(nodes.saturating_sub(hosts).saturating_mul(whole("pst_entries", 0.0, pst::MAX_ENTRIES)), pst::SLOT_BYTES),
         // path state per (leaf, leaf, uplink) and per leaf pair, and each
         // leaf's train table
         "ag" => per(pairs.saturating_mul(uplinks), ag::PATH_STATE_BYTES)
@@ -67,6 +67,17 @@ pub fn fabric_table_bytes(scheme: &str, hosts: u64, nodes: u64, racks: u64, upli
         "conga" | "conga_flow" => per(pairs.saturating_mul(uplinks), conga::PATH_STATE_BYTES).saturating_add(per(pairs, conga::PAIR_STATE_BYTES)),
         "hula" => per(nodes.saturating_mul(racks), hula::BEST_HOP_BYTES),
         _ => 0,
+    }
+}
+
+/// What [`fabric_table_bytes`] counts for `scheme`, for the error that
+/// refuses a fabric.
+pub fn fabric_table_kind(scheme: &str) -> &'static str {
+    match scheme {
+        "expeditus" | "clairvoyant" => "path-selection tables, lb.params.pst_entries slots per switch",
+        "ag" => "per-leaf-pair and train tables",
+        "hula" => "best-hop tables",
+        _ => "per-leaf-pair tables",
     }
 }
 

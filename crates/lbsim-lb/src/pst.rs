@@ -21,8 +21,9 @@
 //!   `evictions` when the evicted entry was still live).
 
 use crate::edge::IdHasher;
+use crate::params::{ParamError, Params};
 use lbsim_engine::{mix64, SimTime};
-use lbsim_net::PortId;
+use lbsim_net::{NodeId, PortId};
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 
@@ -51,6 +52,51 @@ pub enum Lookup {
 /// Bytes per slot of a direct-mapped table (for the memory check before a run).
 pub const SLOT_BYTES: usize = std::mem::size_of::<Option<(u64, Entry)>>();
 
+/// Largest direct-mapped table (4 M slots, ~100 MB per switch).
+pub const MAX_ENTRIES: u64 = 1 << 22;
+
+/// Whether `e` is still live at `now` (its idle time within `timeout`).
+fn live_at(e: &Entry, now: SimTime, timeout: SimTime) -> bool {
+    now.0.saturating_sub(e.last.0) <= timeout.0
+}
+
+/// The path-selection tables of every switch (Expeditus and Clairvoyant),
+/// each made on its switch's first use, sized by the scheme parameters
+/// `pst_timeout_us` and `pst_entries`.
+pub struct Tables {
+    tables: Vec<Option<Pst>>,
+    timeout: SimTime,
+    entries: usize,
+}
+
+impl Tables {
+    pub fn new(p: &Params, nodes: usize) -> Result<Tables, ParamError> {
+        let x = p.num("pst_entries")?;
+        if x.fract() != 0.0 || !(0.0..=MAX_ENTRIES as f64).contains(&x) {
+            let msg = format!("must be 0 (an exact table) or a whole number of slots up to {MAX_ENTRIES}, got {}", lbsim_engine::fmt_num(x));
+            return Err(ParamError { key: "pst_entries".into(), msg });
+        }
+        Ok(Tables { tables: (0..nodes).map(|_| None).collect(), timeout: p.duration("pst_timeout_us", false)?, entries: x as usize })
+    }
+
+    /// Switch `sw`'s table, made on first use.
+    pub fn at(&mut self, sw: NodeId) -> &mut Pst {
+        let (t, n) = (self.timeout, self.entries);
+        self.tables[sw.idx()].get_or_insert_with(|| Pst::new(t, n))
+    }
+
+    /// Switch `sw`'s table, if it has one yet.
+    pub fn get(&self, sw: NodeId) -> Option<&Pst> {
+        self.tables[sw.idx()].as_ref()
+    }
+
+    /// Live entries replaced by a colliding flow's, over every switch
+    /// (a direct-mapped table only).
+    pub fn evictions(&self) -> u64 {
+        self.tables.iter().flatten().map(|t| t.evictions).sum()
+    }
+}
+
 enum Store {
     Exact(HashMap<u64, Entry, BuildHasherDefault<IdHasher>>),
     Direct(Vec<Option<(u64, Entry)>>),
@@ -70,10 +116,6 @@ impl Pst {
     pub fn new(timeout: SimTime, entries: usize) -> Pst {
         let store = if entries == 0 { Store::Exact(HashMap::default()) } else { Store::Direct(vec![None; entries]) };
         Pst { store, timeout, purge_at: 1024, evictions: 0 }
-    }
-
-    fn live(&self, e: &Entry, now: SimTime) -> bool {
-        now.0.saturating_sub(e.last.0) <= self.timeout.0
     }
 
     fn slot(n: usize, key: u64) -> usize {
@@ -115,7 +157,7 @@ impl Pst {
                 let i = Self::slot(v.len(), key);
                 let slot = &mut v[i];
                 if let Some((k, old)) = slot {
-                    if *k != key && now.0.saturating_sub(old.last.0) <= timeout.0 {
+                    if *k != key && live_at(old, now, timeout) {
                         self.evictions += 1;
                     }
                 }
@@ -129,7 +171,7 @@ impl Pst {
     pub fn lookup(&mut self, key: u64, now: SimTime, cands: &[PortId]) -> Lookup {
         let timeout = self.timeout;
         match self.entry_mut(key) {
-            Some(e) if now.0.saturating_sub(e.last.0) <= timeout.0 => {
+            Some(e) if live_at(e, now, timeout) => {
                 if e.valid && cands.contains(&e.port) {
                     e.last = now;
                     Lookup::Valid(e.port)
@@ -180,14 +222,14 @@ impl Pst {
 
     /// The entry for `key`, if live (tests and reports).
     pub fn get(&self, key: u64, now: SimTime) -> Option<Entry> {
-        self.entry(key).copied().filter(|e| self.live(e, now))
+        self.entry(key).copied().filter(|e| live_at(e, now, self.timeout))
     }
 
     fn purge(&mut self, now: SimTime) {
         let t = self.timeout;
         if let Store::Exact(m) = &mut self.store {
             if m.len() >= self.purge_at {
-                m.retain(|_, e| now.0.saturating_sub(e.last.0) <= t.0);
+                m.retain(|_, e| live_at(e, now, t));
                 self.purge_at = (2 * m.len()).max(1024);
             }
         }

@@ -146,10 +146,16 @@ impl Routing {
         Routing { classes, class_of, table, direct_at, direct, groups: g.groups, host_node: topo.hosts.clone(), pin_lane }
     }
 
+    /// Where `table` holds the route from `node` toward host index `h`.
+    #[inline]
+    fn table_index(&self, node: NodeId, h: usize) -> usize {
+        node.idx() * self.classes + self.class_of[h] as usize
+    }
+
     #[inline]
     fn group(&self, node: NodeId, dst_host: u32) -> u32 {
         let h = dst_host as usize;
-        match self.table[node.idx() * self.classes + self.class_of[h] as usize] {
+        match self.table[self.table_index(node, h)] {
             DIRECT => {
                 let (a, b) = (self.direct_at[h] as usize, self.direct_at[h + 1] as usize);
                 self.direct[a..b].iter().find(|(n, _)| *n == node).map_or(UNREACHABLE, |&(_, g)| g)
@@ -162,11 +168,7 @@ impl Routing {
     /// Prefetches the table entry `next_hops(node, dst_host)` will read.
     #[inline]
     pub fn prefetch(&self, node: NodeId, dst_host: u32) {
-        if let Some(c) = self.class_of.get(dst_host as usize) {
-            if let Some(e) = self.table.get(node.idx() * self.classes + *c as usize) {
-                lbsim_engine::prefetch(e);
-            }
-        }
+        lbsim_engine::prefetch(&self.table[self.table_index(node, dst_host as usize)]);
     }
 
     /// Equal-cost next hops from `node` toward host index `dst_host` (empty

@@ -991,12 +991,7 @@ impl Scenario {
                         gb(routing),
                         gb(tables),
                         self.lb.scheme,
-                        match self.lb.scheme.as_str() {
-                            "expeditus" | "clairvoyant" => "path-selection tables, lb.params.pst_entries slots per switch",
-                            "ag" => "per-leaf-pair and train tables",
-                            "hula" => "best-hop tables",
-                            _ => "per-leaf-pair tables",
-                        }
+                        lbsim_lb::fabric_table_kind(&self.lb.scheme)
                     )
                 } else {
                     format!("{hosts} hosts and {nodes} nodes would need ~{} (node state and routing tables); {limit}", gb(fabric))
