@@ -204,10 +204,9 @@ mod tests {
     #[test]
     fn near_at_zero_is_the_next_near_event() {
         let mut q = EventQueue::new();
-        let mut x = 12345u64;
-        for _ in 0..500 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            q.schedule(SimTime(x >> 40), x);
+        let mut rng = crate::Rng::from_seed(12345);
+        for i in 0..500u64 {
+            q.schedule(SimTime(rng.below(1 << 24)), i);
         }
         while let Some(&next) = q.near_at(0) {
             assert_eq!(q.pop().map(|(_, e)| e), Some(next));
