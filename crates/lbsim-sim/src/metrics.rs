@@ -6,7 +6,7 @@
 //! the flow table with no finish time and in the summary's `unfinished`.
 
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
-use lbsim_net::{PortId, Routing, Topology};
+use lbsim_net::{NodeId, PortId, Routing, Topology};
 use lbsim_tcp::TcpConfig;
 use lbsim_workload::FlowSpec;
 use serde_json::{json, Value};
@@ -172,37 +172,50 @@ pub struct Counters {
 pub type PathProfile = Vec<(BitsPerSec, SimTime)>;
 
 /// Every distinct (rate, delay) profile of the equal-cost routes from host
-/// `src` to host `dst` (at most `MAX_PATHS` routes are walked; routes with
-/// the same profile count once).
+/// `src` to host `dst` (at most `Walk::MAX_PATHS` routes are walked; routes
+/// with the same profile count once).
 pub fn path_profiles(topo: &Topology, routing: &Routing, src: u32, dst: u32) -> Vec<PathProfile> {
+    let mut walk = Walk { topo, routing, dst, dst_node: topo.host(dst), out: vec![], walked: 0, prof: PathProfile::new() };
+    walk.from(topo.nic(topo.host(src)));
+    walk.out
+}
+
+/// A depth-first walk over the routes to one host, one profile buffer
+/// extended and shortened hop by hop (a profile is copied only when it is
+/// new). Next hops are taken last first, the order of the explicit stack
+/// this replaced, so the `MAX_PATHS` cut keeps the same routes.
+struct Walk<'a> {
+    topo: &'a Topology,
+    routing: &'a Routing,
+    dst: u32,
+    dst_node: NodeId,
+    out: Vec<PathProfile>,
+    walked: usize,
+    prof: PathProfile,
+}
+
+impl Walk<'_> {
     const MAX_PATHS: usize = 4096;
-    let dst_node = topo.host(dst);
-    let mut out: Vec<PathProfile> = vec![];
-    let mut walked = 0;
-    // depth-first over (port, profile so far)
-    let mut stack = vec![(topo.nic(topo.host(src)), PathProfile::new())];
-    while let Some((port, mut prof)) = stack.pop() {
-        let p = &topo.ports[port.idx()];
-        prof.push((p.rate, p.delay));
-        let next = topo.ports[p.peer.idx()].node;
-        if next == dst_node {
-            walked += 1;
-            if !out.contains(&prof) {
-                out.push(prof);
+    /// The longest route followed (a guard against routing loops).
+    const MAX_HOPS: usize = 64;
+
+    /// Walks on from egress `port`; true once `MAX_PATHS` routes are walked.
+    fn from(&mut self, port: PortId) -> bool {
+        let p = &self.topo.ports[port.idx()];
+        self.prof.push((p.rate, p.delay));
+        let next = self.topo.ports[p.peer.idx()].node;
+        let done = if next == self.dst_node {
+            self.walked += 1;
+            if !self.out.contains(&self.prof) {
+                self.out.push(self.prof.clone());
             }
-            if walked >= MAX_PATHS {
-                break;
-            }
-            continue;
-        }
-        if prof.len() >= 64 {
-            continue;
-        }
-        for &n in routing.next_hops(next, dst) {
-            stack.push((n, prof.clone()));
-        }
+            self.walked >= Self::MAX_PATHS
+        } else {
+            self.prof.len() < Self::MAX_HOPS && self.routing.next_hops(next, self.dst).iter().rev().any(|&n| self.from(n))
+        };
+        self.prof.pop();
+        done
     }
-    out
 }
 
 /// The FCT of `size` bytes alone in the idle network over the best of the
