@@ -87,6 +87,10 @@ impl Routing {
         let mut dist = vec![u32::MAX; n];
         let mut q = VecDeque::new();
         let mut grp = Vec::new();
+        // each node's group for the previous class: a node mostly keeps its
+        // group from one destination to the next (a host its NIC, a leaf its
+        // uplinks), and comparing it is cheaper than hashing
+        let mut last = vec![UNREACHABLE; n];
         for (c, attach) in attach_sets.iter().enumerate() {
             dist.iter_mut().for_each(|d| *d = u32::MAX);
             for &a in attach {
@@ -123,7 +127,9 @@ impl Routing {
                         }
                     }
                 }
-                table[ni * classes + c] = g.intern(&grp);
+                let id = if g.groups[last[ni] as usize] == grp { last[ni] } else { g.intern(&grp) };
+                last[ni] = id;
+                table[ni * classes + c] = id;
             }
         }
         // direct groups: from each attached node, its up ports to the host
