@@ -413,7 +413,8 @@ impl TcpSender {
         // RFC 7661: the window counts as used when it is (nearly) full, even
         // if the application had no more to send right now (MPTCP's scheduler
         // hands subflows one segment at a time)
-        if self.pipe() + self.cfg.mss as u64 > self.cwnd {
+        // (already known when the loop stopped at the window)
+        if !self.cwnd_limited && self.pipe() + self.cfg.mss as u64 > self.cwnd {
             self.cwnd_limited = true;
         }
     }
@@ -829,7 +830,19 @@ impl TcpSender {
     /// every un-SACKed byte not deemed lost, plus every retransmitted byte.
     /// Otherwise: bytes sent since `snd_una` (or since the RTO rewound
     /// `snd_nxt`) that are not SACKed.
+    #[inline]
     fn pipe(&self) -> u64 {
+        // the common case, asked several times per ACK: nothing SACKed, no
+        // recovery (what `pipe_slow` returns then, without the call)
+        if self.recovery == Recovery::Open && self.scoreboard.is_empty() {
+            debug_assert_eq!(self.nxt - self.una, self.pipe_slow());
+            return self.nxt - self.una;
+        }
+        self.pipe_slow()
+    }
+
+    #[inline(never)]
+    fn pipe_slow(&self) -> u64 {
         if self.cfg.sack {
             if let Recovery::Fast { .. } = self.recovery {
                 let sacked = self.scoreboard.covered_in(self.una, self.max);
@@ -890,7 +903,21 @@ impl TcpSender {
     }
 
     /// Chooses the next segment to send: (seq, len, is_retransmission).
+    #[inline]
     fn next_segment(&self) -> Option<(u64, u32, bool)> {
+        if self.recovery == Recovery::Open && self.nxt >= self.max && self.dsn_map.len() < 2 {
+            // the common case: nothing to resend, one mapping; new data if
+            // any (what `next_segment_slow` returns then, without the call)
+            let from = self.nxt;
+            let next = (from < self.app_end).then(|| (from, (self.app_end - from).min(self.cfg.mss as u64) as u32, false));
+            debug_assert_eq!(next, self.next_segment_slow());
+            return next;
+        }
+        self.next_segment_slow()
+    }
+
+    #[inline(never)]
+    fn next_segment_slow(&self) -> Option<(u64, u32, bool)> {
         let mss = self.cfg.mss as u64;
         let seg = |s: u64, e: u64| (s, (e.min(self.mapping_end(s)) - s).min(mss) as u32);
         if let (Recovery::Fast { .. }, true) = (self.recovery, self.cfg.sack) {
