@@ -212,12 +212,35 @@ impl Routing {
     }
 
     /// The first pair of host indices (src, dst) with no route, if any.
+    ///
+    /// Routes are per attachment class, so a source needs one look per
+    /// class, not per host: O(hosts × classes), where asking every pair was
+    /// O(hosts²) (67 M lookups at 8,192 hosts).
     pub fn first_unreachable_pair(&self, topo: &Topology) -> Option<(u32, u32)> {
+        let mut members = vec![vec![]; self.classes];
+        for (d, &c) in self.class_of.iter().enumerate() {
+            members[c as usize].push(d as u32);
+        }
         for (s, &sn) in topo.hosts.iter().enumerate() {
-            for d in 0..topo.hosts.len() {
-                if s != d && !self.reachable(sn, d as u32) {
-                    return Some((s as u32, d as u32));
+            let s = s as u32;
+            let mut first = None::<u32>;
+            for (c, m) in members.iter().enumerate() {
+                let unreachable = |d: &&u32| **d != s && !self.reachable(sn, **d);
+                let d = match self.table[sn.idx() * self.classes + c] {
+                    // every host of the class, but the source itself
+                    UNREACHABLE => m.iter().find(|&&d| d != s),
+                    // attached to the class's hosts: cannot happen while
+                    // hosts have one link each, but ask per host if it does
+                    DIRECT => m.iter().find(unreachable),
+                    // a route: every host of the class is reachable
+                    _ => None,
+                };
+                if let Some(&d) = d {
+                    first = Some(first.map_or(d, |f| f.min(d)));
                 }
+            }
+            if let Some(d) = first {
+                return Some((s, d));
             }
         }
         None
@@ -371,6 +394,38 @@ mod tests {
             }
         }
         assert!(r2.first_unreachable_pair(&t).is_some(), "H5 is cut off");
+    }
+
+    #[test]
+    fn first_unreachable_pair_matches_asking_every_pair() {
+        let pairwise = |r: &Routing, t: &Topology| {
+            (0..t.num_hosts() as u32).flat_map(|s| (0..t.num_hosts() as u32).map(move |d| (s, d))).find(|&(s, d)| s != d && !r.reachable(t.host(s), d))
+        };
+        let sp = LinkSpec { rate: BitsPerSec::gbps(10), delay: SimTime::from_us(1) };
+        // a fat-tree, and an explicit ring of three switches with one or
+        // two hosts each
+        let n = |s: &str, host| crate::topology::ExplicitNode { name: s.into(), host };
+        let l = |a: &str, b: &str| crate::topology::ExplicitLink { a: a.into(), b: b.into(), spec: sp, count: 1 };
+        let explicit = Topology::explicit(
+            &[n("h0", true), n("h1", true), n("h2", true), n("h3", true), n("s0", false), n("s1", false), n("s2", false)],
+            &[l("h0", "s0"), l("h1", "s0"), l("h2", "s1"), l("h3", "s2"), l("s0", "s1"), l("s1", "s2"), l("s0", "s2")],
+        )
+        .unwrap();
+        let mut rng = lbsim_engine::Rng::from_seed(7);
+        let mut found = 0;
+        for t in [fat_tree(4, sp, sp).unwrap(), explicit] {
+            for trial in 0..300 {
+                let mut up = vec![true; t.links.len()];
+                for _ in 0..trial % 6 {
+                    up[rng.below(t.links.len() as u64) as usize] = false;
+                }
+                let r = Routing::compute(&t, &up);
+                let want = pairwise(&r, &t);
+                assert_eq!(r.first_unreachable_pair(&t), want, "trial {trial}, down {:?}", (0..up.len()).filter(|&i| !up[i]).collect::<Vec<_>>());
+                found += want.is_some() as u32;
+            }
+        }
+        assert!(found > 100, "{found} trials cut a host off");
     }
 
     #[test]

@@ -555,7 +555,8 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     })?;
 
     let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
-    let mut w = World::new(topo, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
+    // the routes already computed with the links failed at t = 0 down
+    let mut w = World::new(topo, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
     for l in &down0 {
         w.link_up[l.idx()] = false;
         for p in w.topo.links[l.idx()].ports {
@@ -563,7 +564,6 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
             debug_assert!(lost.is_empty());
         }
     }
-    w.routing = routing0;
     w.host_nic_limit = backpressure.then_some(host_nic_limit);
     w.mptcp_n = w.lb.mptcp_subflows();
     let ecn_desc = match ecn {

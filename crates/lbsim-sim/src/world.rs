@@ -301,9 +301,19 @@ pub(crate) struct World {
 
 impl World {
     #[allow(clippy::too_many_arguments)]
-    pub fn new(topo: Topology, ports: Vec<PortQueue>, salts: Vec<u64>, lb: Scheme, lb_rng: Rng, tcp: TcpConfig, persistent: Option<u32>) -> World {
+    /// `routing` is over `link_up` (every link up unless the caller then
+    /// fails some).
+    pub fn new(
+        topo: Topology,
+        routing: Routing,
+        ports: Vec<PortQueue>,
+        salts: Vec<u64>,
+        lb: Scheme,
+        lb_rng: Rng,
+        tcp: TcpConfig,
+        persistent: Option<u32>,
+    ) -> World {
         let link_up = vec![true; topo.links.len()];
-        let routing = Routing::compute(&topo, &link_up);
         let hosts = topo.num_hosts();
         let lb_wants_enqueue = lb.wants_enqueue();
         World {
