@@ -1,11 +1,17 @@
 #!/usr/bin/env python3
-"""Scale benchmark (issue 19): wall time, events/s, packets/s and peak RSS
-of `lbsim-run` on fabrics from 32 to 3,456 hosts, for one or more builds
-side by side in one invocation.
+"""Scale benchmark (issue 19): wall time (with the setup's share: topology,
+routes, scheme tables), events/s and packets/s of the run loop, and peak
+RSS of `lbsim-run` on fabrics from 32 to 3,456 hosts, for one or more
+builds side by side in one invocation.
 
     python3 bench/scale.py                        # this tree's release build
     python3 bench/scale.py --old-rev 3d804a5      # + that commit, built in a worktree
     python3 bench/scale.py --bin old=/tmp/old/lbsim-run --bin new=target/release/lbsim-run --only k8,b1 --repeat 3
+
+`wall s` is the whole process timed from outside; `setup s` is its share
+before the first event (scenario, topology, routes, scheme tables) as the
+run reports it (`setup_wall_s`); events/s and packets/s are of the run loop
+alone. `small` and the long rows run only when named with `--only`.
 
 Each (scenario, build) pair runs `--repeat` times, builds interleaved
 (A B A B ...) so that drift in the machine's speed hits both alike; the
@@ -32,6 +38,7 @@ from measure import run_timed  # noqa: E402
 
 SCENARIOS = {
     # name: (scenario file, overrides, what it is)
+    "small": ("examples/small.toml", [], "32 hosts, 2,000 web-search flows (the README's first command)"),
     "b1": ("examples/b1.toml", [], "B1: 32 hosts, 2x2 leaf-spine, 5,000 web-search flows"),
     "k8": ("bench/scale/k8_ws10000.toml", [], "k=8 fat-tree (128 hosts), 10,000 web-search flows (ws_10000.csv)"),
     "k16": ("bench/scale/k16_1mb.toml", [], "k=16 fat-tree (1,024 hosts), 2,000 x 1 MB, letflow"),
@@ -84,8 +91,8 @@ def main() -> None:
 
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"# machine: {os.cpu_count()} CPUs, {cpu}; {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
-    print("| scenario | build | wall s | events | M events/s | M pkts/s | peak RSS MB | mean FCT us | flows_digest |")
-    print("|---|---|---|---|---|---|---|---|---|", flush=True)
+    print("| scenario | build | wall s | setup s | events | M events/s | M pkts/s | peak RSS MB | mean FCT us | flows_digest |")
+    print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
     records = []
     for n in names:
         scen, ov, _ = SCENARIOS[n]
@@ -116,7 +123,9 @@ def main() -> None:
                 same = " (identical)" if None not in (key[1], ref[1]) else " (identical; no digest)"
 
             ref = ref or key
-            print(f"| {n} | {bname} | {r['wall_s']:.2f} | {ev:,} | {ev / sim_wall / 1e6:.2f} | {pk / sim_wall / 1e6:.2f} | "
+            setup = s.get("setup_wall_s")
+            setup = f"{setup:.2f}" if setup is not None else "-"
+            print(f"| {n} | {bname} | {r['wall_s']:.2f} | {setup} | {ev:,} | {ev / sim_wall / 1e6:.2f} | {pk / sim_wall / 1e6:.2f} | "
                   f"{r['rss_mb']:.0f} | {s['fct_us']['mean']:.1f} | {s.get('flows_digest', '-')}{same} |", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(records, indent=1))

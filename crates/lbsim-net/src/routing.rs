@@ -155,7 +155,13 @@ impl Routing {
     /// Where `table` holds the route from `node` toward host index `h`.
     #[inline]
     fn table_index(&self, node: NodeId, h: usize) -> usize {
-        node.idx() * self.classes + self.class_of[h] as usize
+        self.class_index(node, self.class_of[h] as usize)
+    }
+
+    /// Where `table` holds the route from `node` toward attachment class `c`.
+    #[inline]
+    fn class_index(&self, node: NodeId, c: usize) -> usize {
+        node.idx() * self.classes + c
     }
 
     #[inline]
@@ -225,17 +231,17 @@ impl Routing {
             let s = s as u32;
             let mut first = None::<u32>;
             for (c, m) in members.iter().enumerate() {
-                let unreachable = |d: &&u32| **d != s && !self.reachable(sn, **d);
-                let d = match self.table[sn.idx() * self.classes + c] {
+                let d = match self.table[self.class_index(sn, c)] {
                     // every host of the class, but the source itself
-                    UNREACHABLE => m.iter().find(|&&d| d != s),
-                    // attached to the class's hosts: cannot happen while
-                    // hosts have one link each, but ask per host if it does
-                    DIRECT => m.iter().find(unreachable),
+                    UNREACHABLE => m.iter().copied().find(|&d| d != s),
+                    // a host attached to the class's hosts: cannot happen
+                    // (the topology rejects host-to-host links), so this
+                    // per-host answer is untested
+                    DIRECT => m.iter().copied().find(|&d| d != s && !self.reachable(sn, d)),
                     // a route: every host of the class is reachable
                     _ => None,
                 };
-                if let Some(&d) = d {
+                if let Some(d) = d {
                     first = Some(first.map_or(d, |f| f.min(d)));
                 }
             }

@@ -556,9 +556,8 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
 
     let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
     // the routes already computed with the links failed at t = 0 down
-    let mut w = World::new(topo, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
+    let mut w = World::new(topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
     for l in &down0 {
-        w.link_up[l.idx()] = false;
         for p in w.topo.links[l.idx()].ports {
             let lost = w.ports[p.idx()].fail(SimTime::ZERO);
             debug_assert!(lost.is_empty());

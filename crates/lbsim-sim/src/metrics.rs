@@ -176,14 +176,14 @@ pub type PathProfile = Vec<(BitsPerSec, SimTime)>;
 /// with the same profile count once).
 pub fn path_profiles(topo: &Topology, routing: &Routing, src: u32, dst: u32) -> Vec<PathProfile> {
     let mut walk = Walk { topo, routing, dst, dst_node: topo.host(dst), out: vec![], walked: 0, prof: PathProfile::new() };
-    walk.from(topo.nic(topo.host(src)));
+    walk.descend(topo.nic(topo.host(src)));
     walk.out
 }
 
 /// A depth-first walk over the routes to one host, one profile buffer
 /// extended and shortened hop by hop (a profile is copied only when it is
-/// new). Next hops are taken last first, the order of the explicit stack
-/// this replaced, so the `MAX_PATHS` cut keeps the same routes.
+/// new). Next hops are taken last first; which routes the `MAX_PATHS` cut
+/// keeps depends on this order, so changing it changes ideal FCTs.
 struct Walk<'a> {
     topo: &'a Topology,
     routing: &'a Routing,
@@ -200,7 +200,7 @@ impl Walk<'_> {
     const MAX_HOPS: usize = 64;
 
     /// Walks on from egress `port`; true once `MAX_PATHS` routes are walked.
-    fn from(&mut self, port: PortId) -> bool {
+    fn descend(&mut self, port: PortId) -> bool {
         let p = &self.topo.ports[port.idx()];
         self.prof.push((p.rate, p.delay));
         let next = self.topo.ports[p.peer.idx()].node;
@@ -211,7 +211,7 @@ impl Walk<'_> {
             }
             self.walked >= Self::MAX_PATHS
         } else {
-            self.prof.len() < Self::MAX_HOPS && self.routing.next_hops(next, self.dst).iter().rev().any(|&n| self.from(n))
+            self.prof.len() < Self::MAX_HOPS && self.routing.next_hops(next, self.dst).iter().rev().any(|&n| self.descend(n))
         };
         self.prof.pop();
         done

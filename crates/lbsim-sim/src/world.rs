@@ -300,11 +300,12 @@ pub(crate) struct World {
 }
 
 impl World {
+    /// `routing` is computed over `link_up` (per link: up at t = 0); the
+    /// caller fails the ports of the links that are down.
     #[allow(clippy::too_many_arguments)]
-    /// `routing` is over `link_up` (every link up unless the caller then
-    /// fails some).
     pub fn new(
         topo: Topology,
+        link_up: Vec<bool>,
         routing: Routing,
         ports: Vec<PortQueue>,
         salts: Vec<u64>,
@@ -313,7 +314,7 @@ impl World {
         tcp: TcpConfig,
         persistent: Option<u32>,
     ) -> World {
-        let link_up = vec![true; topo.links.len()];
+        debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
         let lb_wants_enqueue = lb.wants_enqueue();
         World {

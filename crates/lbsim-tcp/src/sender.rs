@@ -412,8 +412,8 @@ impl TcpSender {
         }
         // RFC 7661: the window counts as used when it is (nearly) full, even
         // if the application had no more to send right now (MPTCP's scheduler
-        // hands subflows one segment at a time)
-        // (already known when the loop stopped at the window)
+        // hands subflows one segment at a time); skipped when the loop
+        // already stopped at the window
         if !self.cwnd_limited && self.pipe() + self.cfg.mss as u64 > self.cwnd {
             self.cwnd_limited = true;
         }
@@ -841,6 +841,8 @@ impl TcpSender {
         self.pipe_slow()
     }
 
+    /// The full computation; [`TcpSender::pipe`] answers the common state
+    /// inline.
     #[inline(never)]
     fn pipe_slow(&self) -> u64 {
         if self.cfg.sack {
@@ -916,6 +918,8 @@ impl TcpSender {
         self.next_segment_slow()
     }
 
+    /// The full choice; [`TcpSender::next_segment`] answers the common
+    /// state inline.
     #[inline(never)]
     fn next_segment_slow(&self) -> Option<(u64, u32, bool)> {
         let mss = self.cfg.mss as u64;
