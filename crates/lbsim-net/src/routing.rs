@@ -91,26 +91,50 @@ impl Routing {
         // group from one destination to the next (a host its NIC, a leaf its
         // uplinks), and comparing it is cheaper than hashing
         let mut last = vec![UNREACHABLE; n];
+        // the up links as one compact adjacency list (per node, in port
+        // order: (port, far node)), read once per destination class; the
+        // port records it replaces are scattered and several times larger
+        let mut adj_at = Vec::with_capacity(n + 1);
+        let mut adj: Vec<(PortId, NodeId)> = Vec::with_capacity(topo.ports.len());
+        for node in &topo.nodes {
+            adj_at.push(adj.len());
+            adj.extend(node.ports.iter().filter_map(|&p| up_peer(p).map(|v| (p, v))));
+        }
+        adj_at.push(adj.len());
+        let is_switch: Vec<bool> = topo.nodes.iter().map(|x| x.kind == NodeKind::Switch).collect();
+        // per class: each reached node's group, as a span of `gbuf`
+        let mut gbuf: Vec<PortId> = Vec::new();
+        let mut span = vec![(0u32, 0u32); n];
         for (c, attach) in attach_sets.iter().enumerate() {
             dist.iter_mut().for_each(|d| *d = u32::MAX);
+            gbuf.clear();
             for &a in attach {
                 dist[a.idx()] = 1;
                 q.push_back(a);
             }
+            // Breadth first: when a node is taken from the queue, every node
+            // one hop nearer is already labelled, so one pass over its links
+            // both labels the nodes beyond it and collects its group (its up
+            // ports to switches one hop nearer, in port order)
             while let Some(u) = q.pop_front() {
-                if topo.nodes[u.idx()].kind == NodeKind::Host {
-                    continue; // hosts are not transit nodes
-                }
-                for &p in &topo.nodes[u.idx()].ports {
-                    if let Some(v) = up_peer(p) {
-                        if dist[v.idx()] == u32::MAX {
-                            dist[v.idx()] = dist[u.idx()] + 1;
+                let du = dist[u.idx()];
+                let transit = is_switch[u.idx()]; // hosts are not transit nodes
+                let start = gbuf.len() as u32;
+                for &(p, v) in &adj[adj_at[u.idx()]..adj_at[u.idx() + 1]] {
+                    let dv = dist[v.idx()];
+                    if dv == u32::MAX {
+                        if transit {
+                            dist[v.idx()] = du + 1;
                             q.push_back(v);
                         }
+                    } else if dv + 1 == du && is_switch[v.idx()] {
+                        gbuf.push(p);
                     }
                 }
+                span[u.idx()] = (start, gbuf.len() as u32);
             }
-            for (ni, node) in topo.nodes.iter().enumerate() {
+            // groups interned in node order (the order group ids follow)
+            for ni in 0..n {
                 let d = dist[ni];
                 if d == u32::MAX {
                     continue;
@@ -119,15 +143,8 @@ impl Routing {
                     table[ni * classes + c] = DIRECT;
                     continue;
                 }
-                grp.clear();
-                for &p in &node.ports {
-                    if let Some(v) = up_peer(p) {
-                        if topo.nodes[v.idx()].kind == NodeKind::Switch && dist[v.idx()] == d - 1 {
-                            grp.push(p);
-                        }
-                    }
-                }
-                let id = if g.groups[last[ni] as usize] == grp { last[ni] } else { g.intern(&grp) };
+                let grp = &gbuf[span[ni].0 as usize..span[ni].1 as usize];
+                let id = if g.groups[last[ni] as usize] == grp { last[ni] } else { g.intern(grp) };
                 last[ni] = id;
                 table[ni * classes + c] = id;
             }
