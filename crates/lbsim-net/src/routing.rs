@@ -86,7 +86,6 @@ impl Routing {
         let mut table = vec![UNREACHABLE; n * classes];
         let mut dist = vec![u32::MAX; n];
         let mut q = VecDeque::new();
-        let mut grp = Vec::new();
         // each node's group for the previous class: a node mostly keeps its
         // group from one destination to the next (a host its NIC, a leaf its
         // uplinks), and comparing it is cheaper than hashing
@@ -112,10 +111,12 @@ impl Routing {
                 dist[a.idx()] = 1;
                 q.push_back(a);
             }
-            // Breadth first: when a node is taken from the queue, every node
-            // one hop nearer is already labelled, so one pass over its links
+            // Breadth first: labels are final when set and the queue's
+            // distances only grow, so when a node is taken from the queue
+            // every node one hop nearer is labelled; one pass over its links
             // both labels the nodes beyond it and collects its group (its up
-            // ports to switches one hop nearer, in port order)
+            // ports to switches one hop nearer, in port order). An unlabelled
+            // neighbour is handled first, so `dv + 1` never overflows.
             while let Some(u) = q.pop_front() {
                 let du = dist[u.idx()];
                 let transit = is_switch[u.idx()]; // hosts are not transit nodes
@@ -150,6 +151,7 @@ impl Routing {
             }
         }
         // direct groups: from each attached node, its up ports to the host
+        let mut grp = Vec::new();
         let mut direct_at = Vec::with_capacity(topo.hosts.len() + 1);
         let mut direct = vec![];
         for (hi, &h) in topo.hosts.iter().enumerate() {
