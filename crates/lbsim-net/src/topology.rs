@@ -98,6 +98,9 @@ pub struct Topology {
     pub host_rack: Vec<u32>,
     /// Node index → host index (u32::MAX for switches).
     pub node_host: Vec<u32>,
+    /// Node index → its first port (a host's NIC), so the per-packet path
+    /// finds a NIC with one lookup instead of two dependent ones.
+    first_port: Vec<PortId>,
     pub kind: String,
     /// Lane pinning at spines: a packet that came in on parallel link k
     /// leaves on parallel link k toward its destination leaf (the Clove
@@ -207,7 +210,8 @@ impl Builder {
         if hosts.is_empty() {
             return Err(err("topology", "no hosts"));
         }
-        Ok(Topology { nodes, ports: self.ports, links: self.links, hosts, racks, host_rack, node_host, kind: kind.to_string(), pin_lanes: false })
+        let first_port = nodes.iter().map(|n| n.ports.first().copied().unwrap_or(PortId(u32::MAX))).collect();
+        Ok(Topology { nodes, ports: self.ports, links: self.links, hosts, racks, host_rack, node_host, first_port, kind: kind.to_string(), pin_lanes: false })
     }
 }
 
@@ -409,8 +413,10 @@ impl Topology {
         self.ports[self.ports[p.idx()].peer.idx()].node
     }
     /// The host's access port (its NIC).
+    #[inline]
     pub fn nic(&self, host: NodeId) -> PortId {
-        self.nodes[host.idx()].ports[0]
+        debug_assert_eq!(self.first_port[host.idx()], self.nodes[host.idx()].ports[0]);
+        self.first_port[host.idx()]
     }
     /// Host indices of a rack.
     pub fn rack_hosts(&self, rack: u32) -> impl Iterator<Item = u32> + '_ {

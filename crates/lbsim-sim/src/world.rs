@@ -503,8 +503,9 @@ impl World {
     /// only; large fabrics spend most of their time waiting for these
     /// lines). For the near heap's entries 1 and 2 (the event after next is
     /// one of them): their port records and packets. For entry 0 (the next
-    /// near event, whose lines were requested one event ago): its FIFO head
-    /// and the routing entry its packet will read at a switch.
+    /// near event, whose lines were requested one event ago): its FIFO head,
+    /// and the routing entry its packet will read at a switch or, at a host,
+    /// the host's NIC record and the segment's connection.
     #[inline]
     fn prefetch_upcoming(&self) {
         if let Some(&Ev::Arrive { port, gen, pkt }) = self.q.near_at(0) {
@@ -512,7 +513,16 @@ impl World {
             // a stale event (its link failed) names a packet already freed
             if pq.generation == gen {
                 pq.prefetch_head();
-                if !pq.ends.peer_is_host {
+                if pq.ends.peer_is_host {
+                    // the host's NIC (its reply or its next segments go out
+                    // there) and the connection the segment is for
+                    self.ports[self.topo.nic(pq.ends.peer_node).idx()].prefetch();
+                    if let Payload::Tcp { conn, .. } = self.pkts.get(pkt.0).payload {
+                        if let Some(c) = self.conns.get(conn as usize) {
+                            lbsim_engine::prefetch_lines(c);
+                        }
+                    }
+                } else {
                     let dst = self.pkts.get(pkt.0).dst;
                     if self.topo.is_host(dst) {
                         self.routing.prefetch(pq.ends.peer_node, self.topo.host_index(dst));
