@@ -87,6 +87,7 @@ pub struct Link {
 
 #[derive(Clone, Debug)]
 pub struct Topology {
+    /// Port lists are fixed once built (see `first_port`).
     pub nodes: Vec<Node>,
     pub ports: Vec<Port>,
     pub links: Vec<Link>,
@@ -99,7 +100,9 @@ pub struct Topology {
     /// Node index → host index (u32::MAX for switches).
     pub node_host: Vec<u32>,
     /// Node index → its first port (a host's NIC), so the per-packet path
-    /// finds a NIC with one lookup instead of two dependent ones.
+    /// finds a NIC with one lookup instead of two dependent ones. Filled by
+    /// the builder: a node's port list must not change after construction
+    /// (release builds do not check that this copy still matches).
     first_port: Vec<PortId>,
     pub kind: String,
     /// Lane pinning at spines: a packet that came in on parallel link k

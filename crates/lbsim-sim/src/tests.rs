@@ -618,13 +618,15 @@ fn vms_receiver_only_expiry_makes_both_ends_single_channel() {
 }
 
 /// Prefetching the next events' state is a hint: forced on or off, a run
-/// with a link failing mid-run (stale arrival events naming freed packets,
+/// with links failing mid-run (stale arrival events naming freed packets,
 /// which the prefetch must not read: without its generation check this
-/// panics with "use of freed") gives identical records.
+/// panics with "use of freed") gives identical records. Fabric links and,
+/// for 1 ms, every server's access link fail, so stale events reach both the
+/// switch and the host branch of the prefetch.
 #[test]
 fn prefetching_changes_nothing_across_a_mid_run_link_failure() {
     let text = include_str!("../../../examples/clove_testbed.toml");
-    let sets = ["workload.flows=150", "lb.scheme=\"letflow\"", "failures=[{link=\"L*-S1\", at_ms=10.0}]"];
+    let sets = ["workload.flows=150", "lb.scheme=\"letflow\"", "failures=[{link=\"L*-S1\", at_ms=10.0}, {link=\"H*-L1\", at_ms=10.0, restore_ms=11.0}]"];
     let run_with = |on: bool| {
         crate::world::FORCE_PREFETCH.with(|f| f.set(Some(on)));
         let out = run_ok(text, &sets);

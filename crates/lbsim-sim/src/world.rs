@@ -517,9 +517,17 @@ impl World {
                     // the host's NIC (its reply or its next segments go out
                     // there) and the connection the segment is for
                     self.ports[self.topo.nic(pq.ends.peer_node).idx()].prefetch();
-                    if let Payload::Tcp { conn, .. } = self.pkts.get(pkt.0).payload {
-                        if let Some(c) = self.conns.get(conn as usize) {
-                            lbsim_engine::prefetch_lines(c);
+                    if let Payload::Tcp { conn, to_receiver, .. } = self.pkts.get(pkt.0).payload {
+                        // the connection lives behind its box; of its ~1 KB,
+                        // the endpoint the segment is for and the addresses
+                        // the reply is built from
+                        if let Some(Some(c)) = self.conns.get(conn as usize) {
+                            if to_receiver {
+                                lbsim_engine::prefetch_lines(&c.receiver);
+                            } else {
+                                lbsim_engine::prefetch_lines(&c.sender);
+                            }
+                            lbsim_engine::prefetch(&c.src);
                         }
                     }
                 } else {
