@@ -519,8 +519,8 @@ impl World {
                     self.ports[self.topo.nic(pq.ends.peer_node).idx()].prefetch();
                     if let Payload::Tcp { conn, to_receiver, .. } = self.pkts.get(pkt.0).payload {
                         // the connection lives behind its box; of its ~1 KB,
-                        // the endpoint the segment is for and the addresses
-                        // the reply is built from
+                        // the endpoint the segment is for and the line with
+                        // its source address (the reply's header reads it)
                         if let Some(Some(c)) = self.conns.get(conn as usize) {
                             if to_receiver {
                                 lbsim_engine::prefetch_lines(&c.receiver);
