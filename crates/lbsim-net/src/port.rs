@@ -5,7 +5,7 @@
 //! admitted: it starts when the previous packet has finished (or at once if
 //! the port is idle) and takes `size / rate`. So admission computes the
 //! packet's transmit-end time and its arrival at the far end (transmit end
-//! + propagation delay). The port keeps its packets, in order, until they
+//! plus propagation delay). The port keeps its packets, in order, until they
 //! arrive, and the simulator keeps *one* pending event per port — the
 //! arrival of its head packet (htsim's pattern) — so a packet costs one
 //! event per hop and the event heap holds about one entry per busy port,
@@ -62,44 +62,61 @@ struct Entry {
     pkt: PktId,
 }
 
+/// An egress port. Its fields are laid out by use, one cache line each
+/// (large fabrics touch thousands of ports, so each line read is a likely
+/// cache miss):
+/// - line 0, what the far end's arrival reads (and admission too): the
+///   FIFO, its position, the generation, the far end;
+/// - line 1, what admission adds: the schedule and the thresholds;
+/// - line 2, the rest: the rate (the exact division when picoseconds per
+///   byte is not whole) and the drop and mark counters.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct PortQueue {
-    pub up: bool,
-    /// Line rate, fixed at construction (`ps_per_byte` is derived from it).
-    pub rate: BitsPerSec,
-    /// Picoseconds per byte when the rate divides 8·10^12 b/s·ps (every
-    /// whole-Gb/s rate): then a packet's transmit time is one multiply
-    /// instead of a 128-bit division. 0 = use [`BitsPerSec::tx_time`].
-    ps_per_byte: u64,
-    /// Whether the limit or the ECN threshold counts bytes (then admission
-    /// needs the queue's bytes, not just its packets).
-    counts_bytes: bool,
-    pub delay: SimTime,
-    limit: Threshold,
-    ecn: Option<Threshold>,
-    /// Admitted packets until they *arrive* at the far end (so a failure
-    /// can find the ones still on the wire).
     fifo: VecDeque<Entry>,
-    /// Absolute index (since the port was created) of `fifo[0]`.
+    /// Packets ever popped from the FIFO (arrived or lost to a failure).
     front_abs: u64,
-    /// Absolute index of the first entry whose transmission had not ended
-    /// at the latest time asked about. Time only moves forward, so this
-    /// cursor only moves forward: queue length is amortised O(1).
+    pub generation: u32,
+    pub ends: PortEnds,
+    max_qlen_pkts: u32,
+    pub up: bool,
+    counts_bytes: bool,
+    /// The drop-tail limit counts bytes (else packets).
+    limit_bytes: bool,
+    /// No ECN marking, or its threshold in packets or bytes.
+    ecn_kind: EcnKind,
+
     cursor: Cell<u64>,
     admitted_bytes: u64,
     busy_until: SimTime,
     last_arrive: SimTime,
-    /// Incremented when the port fails, so the pending arrival event of the
-    /// lost packets is recognised as stale.
-    pub generation: u32,
-    /// Where this port's packets land, copied from the topology so the
-    /// per-hop path reads the port it just popped instead of three more
-    /// cache lines (set once with [`PortQueue::with_ends`]).
-    pub ends: PortEnds,
-    pub stats: PortStats,
+    ps_per_byte: u64,
+    pub delay: SimTime,
+    limit: u64,
+    ecn: u64,
+
+    pub rate: BitsPerSec,
+    drops: u64,
+    ecn_marks: u64,
 }
 
-/// The two ends of a port's link, as the per-packet path needs them.
+// The line-0 fields end within the first line, the line-1 fields within
+// the second (see `PortQueue`).
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(PortQueue, ecn_kind) < 64 && offset_of!(PortQueue, ends) + size_of::<PortEnds>() <= 64);
+    assert!(offset_of!(PortQueue, cursor) == 64 && offset_of!(PortQueue, ecn) + 8 <= 128);
+    assert!(size_of::<PortQueue>() == 192);
+};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+enum EcnKind {
+    None,
+    Packets,
+    Bytes,
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PortEnds {
     /// The port facing this one at the far end.
@@ -114,23 +131,36 @@ pub struct PortEnds {
 impl PortQueue {
     pub fn new(rate: BitsPerSec, delay: SimTime, limit: Threshold, ecn: Option<Threshold>) -> Self {
         const BIT_PS: u64 = 8_000_000_000_000;
+        let (limit_bytes, limit) = match limit {
+            Threshold::Packets(n) => (false, n as u64),
+            Threshold::Bytes(b) => (true, b),
+        };
+        let (ecn_kind, ecn) = match ecn {
+            None => (EcnKind::None, 0),
+            Some(Threshold::Packets(k)) => (EcnKind::Packets, k as u64),
+            Some(Threshold::Bytes(k)) => (EcnKind::Bytes, k),
+        };
         PortQueue {
-            up: true,
-            rate,
-            ps_per_byte: if rate.0 > 0 && BIT_PS % rate.0 == 0 { BIT_PS / rate.0 } else { 0 },
-            counts_bytes: matches!(limit, Threshold::Bytes(_)) || matches!(ecn, Some(Threshold::Bytes(_))),
-            delay,
-            limit,
-            ecn,
             fifo: VecDeque::new(),
             front_abs: 0,
+            generation: 0,
+            ends: PortEnds::default(),
+            max_qlen_pkts: 0,
+            up: true,
+            counts_bytes: limit_bytes || ecn_kind == EcnKind::Bytes,
+            limit_bytes,
+            ecn_kind,
             cursor: Cell::new(0),
             admitted_bytes: 0,
             busy_until: SimTime::ZERO,
             last_arrive: SimTime::ZERO,
-            generation: 0,
-            ends: PortEnds::default(),
-            stats: PortStats::default(),
+            ps_per_byte: if rate.0 > 0 && BIT_PS % rate.0 == 0 { BIT_PS / rate.0 } else { 0 },
+            delay,
+            limit,
+            ecn,
+            rate,
+            drops: 0,
+            ecn_marks: 0,
         }
     }
 
@@ -198,10 +228,18 @@ impl PortQueue {
         self.busy_until
     }
 
-    /// Prefetches this port's record (all its cache lines).
+    /// Prefetches what admitting a packet reads: lines 0 and 1.
     #[inline]
     pub fn prefetch(&self) {
-        lbsim_engine::prefetch_lines(self);
+        let p = self as *const Self as *const u8;
+        lbsim_engine::prefetch(p);
+        lbsim_engine::prefetch(p.wrapping_add(64));
+    }
+
+    /// Prefetches what the far end's arrival reads: line 0.
+    #[inline]
+    pub fn prefetch_arrival(&self) {
+        lbsim_engine::prefetch(self);
     }
 
     /// Prefetches the head entry of the FIFO (its arrival is next).
@@ -233,19 +271,16 @@ impl PortQueue {
     pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes, jitter: SimTime) -> Admit {
         let qp = self.qlen_pkts(now);
         let qb = if self.counts_bytes { self.qlen_bytes(now) } else { 0 };
-        let full = match self.limit {
-            Threshold::Packets(n) => qp >= n,
-            Threshold::Bytes(b) => qb + size.0 > b,
-        };
+        let full = if self.limit_bytes { qb + size.0 > self.limit } else { qp as u64 >= self.limit };
         if full {
-            self.stats.drops += 1;
+            self.drops += 1;
             return Admit::Dropped;
         }
         // Mark when the arriving packet finds more than K packets (bytes) queued.
-        let mark = match self.ecn {
-            Some(Threshold::Packets(k)) => qp > k,
-            Some(Threshold::Bytes(k)) => qb > k,
-            None => false,
+        let mark = match self.ecn_kind {
+            EcnKind::Packets => qp as u64 > self.ecn,
+            EcnKind::Bytes => qb > self.ecn,
+            EcnKind::None => false,
         };
         let start = self.busy_until.max(now);
         let tx_end = start + self.tx_time(size);
@@ -255,10 +290,8 @@ impl PortQueue {
         let head = self.fifo.is_empty();
         self.fifo.push_back(Entry { tx_end, arrive, cum_before: self.admitted_bytes, pkt });
         self.admitted_bytes += size.0;
-        self.stats.tx_pkts += 1;
-        self.stats.tx_bytes += size.0;
-        if qp + 1 > self.stats.max_qlen_pkts {
-            self.stats.max_qlen_pkts = qp + 1;
+        if qp + 1 > self.max_qlen_pkts {
+            self.max_qlen_pkts = qp + 1;
         }
         Admit::Queued { tx_end, arrive, mark, head }
     }
@@ -280,10 +313,36 @@ impl PortQueue {
     }
 
     pub fn ecn_threshold(&self) -> Option<Threshold> {
-        self.ecn
+        match self.ecn_kind {
+            EcnKind::None => None,
+            EcnKind::Packets => Some(Threshold::Packets(self.ecn as u32)),
+            EcnKind::Bytes => Some(Threshold::Bytes(self.ecn)),
+        }
     }
     pub fn limit(&self) -> Threshold {
-        self.limit
+        if self.limit_bytes {
+            Threshold::Bytes(self.limit)
+        } else {
+            Threshold::Packets(self.limit as u32)
+        }
+    }
+
+    /// The port's counters so far. Every admitted packet counts as sent
+    /// (also those a link failure later destroys): the FIFO's position plus
+    /// what it holds, and every admitted byte.
+    pub fn stats(&self) -> PortStats {
+        PortStats {
+            tx_pkts: self.front_abs + self.fifo.len() as u64,
+            tx_bytes: self.admitted_bytes,
+            drops: self.drops,
+            ecn_marks: self.ecn_marks,
+            max_qlen_pkts: self.max_qlen_pkts,
+        }
+    }
+
+    /// Counts a packet this port marked CE.
+    pub fn count_ecn_mark(&mut self) {
+        self.ecn_marks += 1;
     }
 }
 
@@ -341,13 +400,51 @@ mod tests {
     }
 
     #[test]
+    fn counters_match_a_naive_count_through_drops_arrivals_and_failures() {
+        // tx_pkts and tx_bytes are derived (FIFO position + length, admitted
+        // bytes): check them against counting each admission, with the
+        // queue filling to its limit, draining, and a link failure between
+        let mut rng = lbsim_engine::Rng::from_seed(7);
+        for (limit, ecn) in [(Threshold::Packets(5), Some(Threshold::Packets(2))), (Threshold::Bytes(6_000), Some(Threshold::Bytes(3_000)))] {
+            let mut p = PortQueue::new(BitsPerSec::gbps(10), SimTime::from_us(1), limit, ecn);
+            assert_eq!((p.limit(), p.ecn_threshold()), (limit, ecn));
+            let (mut pkts, mut bytes, mut drops, mut marks, mut maxq, mut failures) = (0u64, 0u64, 0u64, 0u64, 0u32, 0);
+            let mut now = SimTime::ZERO;
+            for i in 0..4_000u32 {
+                now += SimTime(rng.below(900_000));
+                while p.pop_arrival(now).is_some() {}
+                if rng.below(500) == 0 {
+                    p.fail(now);
+                    p.restore();
+                    failures += 1;
+                }
+                let size = [64u64, 1500, 9000][rng.below(3) as usize];
+                let q = p.qlen_pkts(now);
+                match p.offer(now, PktId(i), Bytes(size), SimTime::ZERO) {
+                    Admit::Dropped => drops += 1,
+                    Admit::Queued { mark, .. } => {
+                        (pkts, bytes, maxq) = (pkts + 1, bytes + size, maxq.max(q + 1));
+                        if mark {
+                            p.count_ecn_mark();
+                            marks += 1;
+                        }
+                    }
+                }
+                let st = p.stats();
+                assert_eq!((st.tx_pkts, st.tx_bytes, st.drops, st.ecn_marks, st.max_qlen_pkts), (pkts, bytes, drops, marks, maxq), "{limit:?}, step {i}");
+            }
+            assert!(drops > 100 && marks > 100 && failures > 2 && maxq >= 4, "{drops} {marks} {failures} {maxq}");
+        }
+    }
+
+    #[test]
     fn drop_tail_at_the_limit() {
         let mut p = port(3, None);
         for i in 0..3 {
             assert!(matches!(p.offer(SimTime::ZERO, PktId(i), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
         }
         assert_eq!(p.offer(SimTime::ZERO, PktId(9), Bytes(1500), SimTime::ZERO), Admit::Dropped);
-        assert_eq!(p.stats.drops, 1);
+        assert_eq!(p.stats().drops, 1);
         // once the first has left there is room again
         assert!(matches!(p.offer(SimTime::from_ns(1200), PktId(10), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
     }

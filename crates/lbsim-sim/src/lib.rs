@@ -768,15 +768,18 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
             .ports
             .iter()
             .zip(&w.ports)
-            .map(|(t, q)| PortReport {
-                name: t.name.clone(),
-                rate_bps: q.rate.0,
-                tx_pkts: q.stats.tx_pkts,
-                tx_bytes: q.stats.tx_bytes,
-                drops: q.stats.drops,
-                ecn_marks: q.stats.ecn_marks,
-                max_qlen_pkts: q.stats.max_qlen_pkts,
-                up: q.up,
+            .map(|(t, q)| {
+                let st = q.stats();
+                PortReport {
+                    name: t.name.clone(),
+                    rate_bps: q.rate.0,
+                    tx_pkts: st.tx_pkts,
+                    tx_bytes: st.tx_bytes,
+                    drops: st.drops,
+                    ecn_marks: st.ecn_marks,
+                    max_qlen_pkts: st.max_qlen_pkts,
+                    up: q.up,
+                }
             })
             .collect(),
         flows: std::mem::take(&mut w.flows),
@@ -860,13 +863,14 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     let c = &w.c;
     let (live, live_bytes) = w.in_flight();
     let ok = c.sent == c.delivered + c.dropped + live && (c.sent_bytes as i64 + c.lb_header_bytes) as u64 == c.delivered_bytes + c.dropped_bytes + live_bytes;
-    let marks: u64 = w.ports.iter().map(|p| p.stats.ecn_marks).sum();
+    let marks: u64 = w.ports.iter().map(|p| p.stats().ecn_marks).sum();
     // queue drops and marks by where the port sits
     let mut at = [[0u64; 2]; 3];
     for (i, q) in w.ports.iter().enumerate() {
         let k = w.topo.port_place(PortId(i as u32)) as usize; // HostNic, ToHost, Fabric: 0, 1, 2
-        at[k][0] += q.stats.drops;
-        at[k][1] += q.stats.ecn_marks;
+        let st = q.stats();
+        at[k][0] += st.drops;
+        at[k][1] += st.ecn_marks;
     }
     let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
     let events = w.q.events_processed();

@@ -541,7 +541,7 @@ impl World {
         for i in 1..3 {
             if let Some(&Ev::Arrive { port, pkt, .. }) = self.q.near_at(i) {
                 self.pkts.prefetch(pkt.0);
-                self.ports[port.idx()].prefetch();
+                self.ports[port.idx()].prefetch_arrival();
             }
         }
     }
@@ -606,7 +606,7 @@ impl World {
                     let p = self.pkts.get_mut(pkt.0);
                     if p.ect && !p.ce {
                         p.ce = true;
-                        self.ports[port.idx()].stats.ecn_marks += 1;
+                        self.ports[port.idx()].count_ecn_mark();
                     }
                 }
                 if self.lb_wants_enqueue {
