@@ -62,50 +62,72 @@ struct Entry {
     pkt: PktId,
 }
 
-/// An egress port. Its fields are laid out by use, one cache line each
-/// (large fabrics touch thousands of ports, so each line read is a likely
-/// cache miss):
-/// - line 0, what the far end's arrival reads (and admission too): the
-///   FIFO, its position, the generation, the far end;
+/// An egress port. Its fields are laid out by use, one 64-byte cache line
+/// each (large fabrics touch thousands of ports, so each line read is a
+/// likely cache miss):
+/// - line 0, everything the far end's arrival reads (admission reads it
+///   too): the FIFO, its position, the generation, the far end, and the
+///   flags and maximum queue length admission checks;
 /// - line 1, what admission adds: the schedule and the thresholds;
-/// - line 2, the rest: the rate (the exact division when picoseconds per
-///   byte is not whole) and the drop and mark counters.
+/// - line 2, touched on drops and marks, for odd rates, and by schemes
+///   that read the rate: the rate and the drop and mark counters.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct PortQueue {
+    /// Admitted packets until they *arrive* at the far end (so a failure
+    /// can find the ones still on the wire).
     fifo: VecDeque<Entry>,
-    /// Packets ever popped from the FIFO (arrived or lost to a failure).
+    /// Absolute index (since the port was created) of `fifo[0]`: packets
+    /// ever popped, on arrival or lost to a failure.
     front_abs: u64,
+    /// Incremented when the port fails, so the pending arrival event of the
+    /// lost packets is recognised as stale.
     pub generation: u32,
+    /// Where this port's packets land, copied from the topology so the
+    /// per-hop path reads the port it just popped instead of three more
+    /// cache lines (set once with [`PortQueue::with_ends`]).
     pub ends: PortEnds,
     max_qlen_pkts: u32,
     pub up: bool,
+    /// Whether the limit or the ECN threshold counts bytes (then admission
+    /// needs the queue's bytes, not just its packets).
     counts_bytes: bool,
-    /// The drop-tail limit counts bytes (else packets).
+    /// Whether `limit` counts bytes (else packets).
     limit_bytes: bool,
-    /// No ECN marking, or its threshold in packets or bytes.
+    /// Whether ECN marks, and whether `ecn` counts packets or bytes.
     ecn_kind: EcnKind,
 
+    /// Absolute index of the first entry whose transmission had not ended
+    /// at the latest time asked about. Time only moves forward, so this
+    /// cursor only moves forward: queue length is amortised O(1).
     cursor: Cell<u64>,
     admitted_bytes: u64,
     busy_until: SimTime,
     last_arrive: SimTime,
+    /// Picoseconds per byte when the rate divides 8·10^12 b/s·ps (every
+    /// whole-Gb/s rate): then a packet's transmit time is one multiply
+    /// instead of a 128-bit division. 0 = use [`BitsPerSec::tx_time`].
     ps_per_byte: u64,
     pub delay: SimTime,
+    /// Drop-tail limit, packets or bytes per `limit_bytes`.
     limit: u64,
+    /// ECN marking threshold K, packets or bytes per `ecn_kind` (unused
+    /// when that is `None`).
     ecn: u64,
 
+    /// Line rate, fixed at construction (`ps_per_byte` is derived from it).
     pub rate: BitsPerSec,
     drops: u64,
     ecn_marks: u64,
 }
 
-// The line-0 fields end within the first line, the line-1 fields within
-// the second (see `PortQueue`).
+// Line 0 ends where line 1 begins, line 1 within 128 bytes, and the record
+// is three lines (see `PortQueue`); with `repr(C)` and `align(64)` each
+// line is a cache line.
 const _: () = {
     use std::mem::{offset_of, size_of};
-    assert!(offset_of!(PortQueue, ecn_kind) < 64 && offset_of!(PortQueue, ends) + size_of::<PortEnds>() <= 64);
-    assert!(offset_of!(PortQueue, cursor) == 64 && offset_of!(PortQueue, ecn) + 8 <= 128);
+    assert!(offset_of!(PortQueue, cursor) == 64);
+    assert!(offset_of!(PortQueue, ecn) + 8 <= 128 && offset_of!(PortQueue, rate) == 128);
     assert!(size_of::<PortQueue>() == 192);
 };
 
@@ -117,6 +139,7 @@ enum EcnKind {
     Bytes,
 }
 
+/// The two ends of a port's link, as the per-packet path needs them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PortEnds {
     /// The port facing this one at the far end.
@@ -402,8 +425,9 @@ mod tests {
     #[test]
     fn counters_match_a_naive_count_through_drops_arrivals_and_failures() {
         // tx_pkts and tx_bytes are derived (FIFO position + length, admitted
-        // bytes): check them against counting each admission, with the
-        // queue filling to its limit, draining, and a link failure between
+        // bytes): check them against counting each admission while the
+        // queue fills to its limit, drains, and loses its packets to a link
+        // failure now and then.
         let mut rng = lbsim_engine::Rng::from_seed(7);
         for (limit, ecn) in [(Threshold::Packets(5), Some(Threshold::Packets(2))), (Threshold::Bytes(6_000), Some(Threshold::Bytes(3_000)))] {
             let mut p = PortQueue::new(BitsPerSec::gbps(10), SimTime::from_us(1), limit, ecn);
@@ -471,6 +495,29 @@ mod tests {
         assert!(matches!(p.offer(SimTime::ZERO, PktId(0), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
         assert!(matches!(p.offer(SimTime::ZERO, PktId(1), Bytes(1500), SimTime::ZERO), Admit::Queued { .. }));
         assert_eq!(p.offer(SimTime::ZERO, PktId(2), Bytes(64), SimTime::ZERO), Admit::Dropped);
+    }
+
+    #[test]
+    fn mixed_packet_and_byte_thresholds() {
+        let offer = |p: &mut PortQueue, i: u32, size: u64| match p.offer(SimTime::ZERO, PktId(i), Bytes(size), SimTime::ZERO) {
+            Admit::Queued { mark, .. } => Some(mark),
+            Admit::Dropped => None,
+        };
+        // packet limit, byte ECN threshold: arrivals find 0, 1500, 3000,
+        // 4500, 6000 bytes queued; > 3000 marks (then a small one, at 7500)
+        let mut p = PortQueue::new(BitsPerSec::gbps(10), SimTime::ZERO, Threshold::Packets(6), Some(Threshold::Bytes(3000)));
+        let marks: Vec<_> = (0..5).map(|i| offer(&mut p, i, 1500)).collect();
+        assert_eq!(marks, [Some(false), Some(false), Some(false), Some(true), Some(true)]);
+        assert_eq!(offer(&mut p, 5, 64), Some(true));
+        assert_eq!(offer(&mut p, 6, 64), None, "the seventh packet exceeds the 6-packet limit");
+        // byte limit, packet ECN threshold: 1500 + 1500 fit in 4000 bytes, a
+        // third 1500 does not, a 64-byte one does and finds 2 > 1 packets
+        let mut p = PortQueue::new(BitsPerSec::gbps(10), SimTime::ZERO, Threshold::Bytes(4000), Some(Threshold::Packets(1)));
+        assert_eq!(
+            [offer(&mut p, 0, 1500), offer(&mut p, 1, 1500), offer(&mut p, 2, 1500), offer(&mut p, 3, 64)],
+            [Some(false), Some(false), None, Some(true)]
+        );
+        assert_eq!((p.limit(), p.ecn_threshold()), (Threshold::Bytes(4000), Some(Threshold::Packets(1))));
     }
 
     #[test]
