@@ -66,11 +66,14 @@ struct Entry {
 /// each (large fabrics touch thousands of ports, so each line read is a
 /// likely cache miss):
 /// - line 0, everything the far end's arrival reads (admission reads it
-///   too): the FIFO, its position, the generation, the far end, and the
-///   flags and maximum queue length admission checks;
-/// - line 1, what admission adds: the schedule and the thresholds;
-/// - line 2, touched on drops and marks, for odd rates, and by schemes
-///   that read the rate: the rate and the drop and mark counters.
+///   too): the FIFO, its position, the generation, the far end, the `up`
+///   and threshold-kind flags, and the queue's high-water mark;
+/// - line 1, what admission adds: the queue-length cursor, the bytes
+///   admitted, the transmit schedule (`busy_until`, `last_arrive`,
+///   picoseconds per byte, propagation delay) and the two thresholds;
+/// - line 2, touched on drops and marks, for rates that are not whole
+///   Gb/s, and by schemes that read the rate (e.g. Clove, CONGA,
+///   Expeditus): the rate and the drop and mark counters.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct PortQueue {
@@ -87,6 +90,7 @@ pub struct PortQueue {
     /// per-hop path reads the port it just popped instead of three more
     /// cache lines (set once with [`PortQueue::with_ends`]).
     pub ends: PortEnds,
+    /// The most packets ever queued (a statistic admission updates).
     max_qlen_pkts: u32,
     pub up: bool,
     /// Whether the limit or the ECN threshold counts bytes (then admission
@@ -101,6 +105,7 @@ pub struct PortQueue {
     /// at the latest time asked about. Time only moves forward, so this
     /// cursor only moves forward: queue length is amortised O(1).
     cursor: Cell<u64>,
+    /// Bytes ever admitted (also the port's transmitted-bytes counter).
     admitted_bytes: u64,
     busy_until: SimTime,
     last_arrive: SimTime,
