@@ -863,7 +863,6 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     let c = &w.c;
     let (live, live_bytes) = w.in_flight();
     let ok = c.sent == c.delivered + c.dropped + live && (c.sent_bytes as i64 + c.lb_header_bytes) as u64 == c.delivered_bytes + c.dropped_bytes + live_bytes;
-    let marks: u64 = w.ports.iter().map(|p| p.stats().ecn_marks).sum();
     // queue drops and marks by where the port sits
     let mut at = [[0u64; 2]; 3];
     for (i, q) in w.ports.iter().enumerate() {
@@ -872,6 +871,7 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
         at[k][0] += st.drops;
         at[k][1] += st.ecn_marks;
     }
+    let marks: u64 = at.iter().map(|a| a[1]).sum();
     let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
     let events = w.q.events_processed();
     let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
