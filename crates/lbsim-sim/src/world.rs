@@ -85,7 +85,8 @@ pub(crate) struct Conn {
     /// Sequence numbers of this connection's data segments dropped in the
     /// network and not yet cumulatively acknowledged (simulator truth for
     /// the split above; entries below snd.una can never match again and are
-    /// pruned when there are more than 32, so it stays small).
+    /// pruned as drops are recorded: it never holds more than twice the most
+    /// it held live, or 32).
     lost: Vec<u64>,
     /// Path record: the source-leaf uplink of the last data segment, the
     /// uplinks used (bit k = uplink k) since the connection was last idle,
@@ -424,7 +425,7 @@ impl World {
     }
 
     /// Processes one event; false when the queue is empty.
-    #[inline]
+    #[inline(always)]
     pub fn step(&mut self, hard_stop: SimTime) -> bool {
         let Some(t) = self.q.peek_time() else {
             return false;
@@ -549,12 +550,14 @@ impl World {
     // ------------------------------------------------------------ packets
 
     /// Counts a new packet as sent and offers it to `port`.
+    #[inline]
     fn inject(&mut self, pkt: PktId, port: PortId) {
         self.c.sent += 1;
         self.c.sent_bytes += self.pkts.get(pkt.0).size as u64;
         self.enqueue(port, pkt);
     }
 
+    #[inline]
     fn enqueue(&mut self, port: PortId, pkt: PktId) {
         let now = self.now();
         if !self.drop_plan.is_empty() && self.injected_drop(port, pkt) {
@@ -637,6 +640,14 @@ impl World {
         if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
             if hdr.len > 0 {
                 if let Some(c) = self.conns.get_mut(*conn as usize).and_then(|c| c.as_mut()) {
+                    // entries below snd.una never match again: pruned when
+                    // the list reaches a power of two from 32 on, so the
+                    // work is amortised over drops and none falls on ACKs
+                    let n = c.lost.len();
+                    if n >= 32 && n.is_power_of_two() {
+                        let una = c.sender.snd_una();
+                        c.lost.retain(|&s| s >= una);
+                    }
                     c.lost.push(hdr.seq);
                 }
             }
@@ -654,6 +665,7 @@ impl World {
         }
     }
 
+    #[inline(always)]
     fn arrive(&mut self, pkt: PktId, port: PortId) {
         let PortEnds { peer: in_port, peer_node: node, peer_is_host, .. } = self.ports[port.idx()].ends;
 
@@ -783,6 +795,7 @@ impl World {
     }
 
     /// Hands a packet to the transport of `host`.
+    #[inline(always)]
     fn deliver(&mut self, _host: NodeId, pkt: PktId) {
         let p = self.pkts.remove(pkt.0);
         self.c.delivered += 1;
@@ -800,6 +813,7 @@ impl World {
 
     // ------------------------------------------------------------ TCP
 
+    #[inline(always)]
     fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool) {
         let now = self.now();
         let Some(c) = self.conns[conn as usize].as_mut() else {
@@ -886,9 +900,6 @@ impl World {
                 } else {
                     c.fr_reorder += 1;
                 }
-            }
-            if c.lost.len() > 32 {
-                c.lost.retain(|&s| s >= una); // stale: below una, never matched again
             }
             self.emit(conn, true, &mut out);
             self.after_send(conn);
@@ -1175,6 +1186,7 @@ impl World {
     }
 
     /// Turns the segments in `out` into packets from the right end of `conn`.
+    #[inline]
     fn emit(&mut self, conn: u32, to_receiver: bool, out: &mut Vec<TcpHeader>) {
         if out.is_empty() {
             return;
