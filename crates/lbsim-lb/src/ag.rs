@@ -464,6 +464,10 @@ impl Ag {
 }
 
 impl LoadBalancer for Ag {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn start(&mut self, ctx: &mut Ctx) {
         // one timer per leaf (token = its rack index): T can differ by leaf
         for s in 0..self.n_leaves {

@@ -115,6 +115,10 @@ impl Clairvoyant {
 }
 
 impl LoadBalancer for Clairvoyant {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in_port: PortId, pkt: PktId, cands: &[PortId]) -> Forward {
         let northbound = self.fab.is_uplink(cands[0]);
         let tier = ctx.topo.node(sw).tier;

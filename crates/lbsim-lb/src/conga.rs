@@ -213,6 +213,10 @@ impl Conga {
 }
 
 impl LoadBalancer for Conga {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, in_port: PortId, pkt: PktId, cands: &[PortId]) -> Forward {
         let node = ctx.topo.node(sw);
         if node.tier != Tier::Leaf {

@@ -79,6 +79,10 @@ fn group_key(c: &[PortId]) -> u64 {
 }
 
 impl LoadBalancer for Drill {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, _pkt: PktId, c: &[PortId]) -> Forward {
         if c.len() == 1 {
             return Forward::Port(c[0]);

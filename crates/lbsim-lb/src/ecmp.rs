@@ -11,4 +11,9 @@ pub const PARAMS: &[ParamDef] = &[];
 #[derive(Debug, Default)]
 pub struct Ecmp;
 
-impl LoadBalancer for Ecmp {}
+impl LoadBalancer for Ecmp {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
+}

@@ -548,6 +548,10 @@ impl Expeditus {
 }
 
 impl LoadBalancer for Expeditus {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn start(&mut self, ctx: &mut Ctx) {
         self.recompute_multipliers(ctx);
     }

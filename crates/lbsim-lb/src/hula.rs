@@ -223,6 +223,10 @@ fn unreachable_tor(topo: &Topology) -> Option<(NodeId, NodeId)> {
 }
 
 impl LoadBalancer for Hula {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn start(&mut self, ctx: &mut Ctx) {
         ctx.schedule(SimTime::ZERO, 0);
     }

@@ -43,6 +43,10 @@ impl LetFlow {
 }
 
 impl LoadBalancer for LetFlow {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, pkt: PktId, c: &[PortId]) -> Forward {
         if c.len() == 1 {
             return Forward::Port(c[0]);

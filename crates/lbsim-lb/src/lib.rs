@@ -573,6 +573,9 @@ impl LoadBalancer for Scheme {
     fn wants_enqueue(&self) -> bool {
         dispatch!(self, s => s.wants_enqueue())
     }
+    fn wants_host_hooks(&self) -> bool {
+        dispatch!(self, s => s.wants_host_hooks())
+    }
     #[inline]
     fn on_enqueue(&mut self, ctx: &mut Ctx, port: PortId, pkt: PktId) {
         dispatch!(self, s => s.on_enqueue(ctx, port, pkt))
@@ -582,5 +585,45 @@ impl LoadBalancer for Scheme {
     }
     fn on_link_change(&mut self, ctx: &mut Ctx, link: LinkId, up: bool) {
         dispatch!(self, s => s.on_link_change(ctx, link, up))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testutil::Env;
+
+    /// A scheme that says it has no host hooks must do nothing in them: 200
+    /// packets of different flows go through both hooks of each such scheme,
+    /// and the packet, the actions and the receive decision stay as if the
+    /// hooks were skipped (which the simulator then does).
+    #[test]
+    fn schemes_without_host_hooks_do_nothing_in_them() {
+        let mut env = Env::testbed();
+        let (mut with, mut without) = (vec![], 0);
+        for info in SCHEMES {
+            let mut s = Scheme::new(info.name, &BTreeMap::new(), &env.scheme_env()).unwrap();
+            if s.wants_host_hooks() {
+                with.push(info.name);
+                continue;
+            }
+            without += 1;
+            for i in 0..200u32 {
+                let (src, dst) = (i % 16, 16 + (i * 7) % 16);
+                let pkt = env.packet(src, dst, 1500);
+                let before = format!("{:?}", env.pkts.get(pkt.0));
+                let (hs, hd, now) = (env.topo.host(src), env.topo.host(dst), SimTime::from_us(i as u64 * 3));
+                s.on_host_send(&mut env.ctx(now), hs, pkt);
+                let rx = s.on_host_receive(&mut env.ctx(now), hd, pkt);
+                assert!(matches!(rx, HostRx::Deliver), "{}", info.name);
+                assert!(env.actions.is_empty(), "{}", info.name);
+                assert_eq!(format!("{:?}", env.pkts.get(pkt.0)), before, "{}", info.name);
+            }
+        }
+        // the edge schemes keep theirs
+        for name in ["spray", "presto", "edge_flowlet", "clove_ecn", "clove_int", "hermes", "vms"] {
+            assert!(with.contains(&name), "{name}: {with:?}");
+        }
+        assert!(without >= 8, "{without}");
     }
 }

@@ -27,4 +27,9 @@ impl Mptcp {
     }
 }
 
-impl LoadBalancer for Mptcp {}
+impl LoadBalancer for Mptcp {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
+}

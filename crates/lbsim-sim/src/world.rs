@@ -232,6 +232,8 @@ pub(crate) struct World {
     pub pkts: Slab<Packet>,
     pub lb: Scheme,
     lb_wants_enqueue: bool,
+    /// The scheme's host hooks do something (else they are skipped).
+    lb_host_hooks: bool,
     pub lb_rng: Rng,
     actions: Vec<Action>,
     out: Vec<TcpHeader>,
@@ -317,7 +319,7 @@ impl World {
     ) -> World {
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
-        let lb_wants_enqueue = lb.wants_enqueue();
+        let (lb_wants_enqueue, lb_host_hooks) = (lb.wants_enqueue(), lb.wants_host_hooks());
         World {
             q: EventQueue::new(),
             prefetch: prefetch_for(ports.len()),
@@ -328,6 +330,7 @@ impl World {
             pkts: Slab::new(),
             lb,
             lb_wants_enqueue,
+            lb_host_hooks,
             lb_rng,
             actions: Vec::new(),
             out: Vec::new(),
@@ -670,8 +673,13 @@ impl World {
         let PortEnds { peer: in_port, peer_node: node, peer_is_host, .. } = self.ports[port.idx()].ends;
 
         if peer_is_host {
-            let rx = self.lb.on_host_receive(&mut ctx!(self), node, pkt);
-            self.run_actions();
+            let rx = if self.lb_host_hooks {
+                let rx = self.lb.on_host_receive(&mut ctx!(self), node, pkt);
+                self.run_actions();
+                rx
+            } else {
+                HostRx::Deliver
+            };
             match rx {
                 HostRx::Deliver => self.deliver(node, pkt),
                 HostRx::Held => {}
@@ -1202,9 +1210,18 @@ impl World {
             let mut p = Packet::new(src, dst, sport, dport, Proto::Tcp, size, Payload::Tcp { conn, to_receiver, hdr }, now);
             p.ect = ect && hdr.len > 0; // RFC 3168 §6.1.4: pure ACKs are not ECT
             let id = PktId(self.pkts.insert(p));
-            self.lb.on_host_send(&mut ctx!(self), src, id);
-            self.run_actions();
+            self.host_send_hook(src, id);
             self.inject(id, nic);
+        }
+    }
+
+    /// The scheme's hook on a packet leaving `host`'s transport, skipped
+    /// for schemes without host hooks.
+    #[inline]
+    fn host_send_hook(&mut self, host: NodeId, pkt: PktId) {
+        if self.lb_host_hooks {
+            self.lb.on_host_send(&mut ctx!(self), host, pkt);
+            self.run_actions();
         }
     }
 
@@ -1483,8 +1500,7 @@ impl World {
         let (s, d, size, gap) = (u.src, u.dst, u.size, u.rate.tx_time(Bytes(u.size as u64)));
         let p = Packet::new(s, d, 20_000 + src as u16, 9, Proto::Udp, size, Payload::Udp { source: src }, now);
         let id = PktId(self.pkts.insert(p));
-        self.lb.on_host_send(&mut ctx!(self), s, id);
-        self.run_actions();
+        self.host_send_hook(s, id);
         let nic = self.topo.nic(s);
         match self.host_nic_limit {
             Some(l) if self.ports[nic.idx()].qlen_pkts(now) >= l => {
