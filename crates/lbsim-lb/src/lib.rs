@@ -596,7 +596,9 @@ mod tests {
     /// A scheme that says it has no host hooks must do nothing in them: 200
     /// packets of different flows go through both hooks of each such scheme,
     /// and the packet, the actions and the receive decision stay as if the
-    /// hooks were skipped (which the simulator then does).
+    /// hooks were skipped (which the simulator then does). State a hook
+    /// might keep is checked end to end in lbsim-sim
+    /// (`skipping_the_host_hooks_of_schemes_without_them_changes_nothing`).
     #[test]
     fn schemes_without_host_hooks_do_nothing_in_them() {
         let mut env = Env::testbed();
@@ -624,6 +626,6 @@ mod tests {
         for name in ["spray", "presto", "edge_flowlet", "clove_ecn", "clove_int", "hermes", "vms"] {
             assert!(with.contains(&name), "{name}: {with:?}");
         }
-        assert!(without >= 8, "{without}");
+        assert!(without >= 10, "{without}");
     }
 }

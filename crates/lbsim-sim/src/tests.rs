@@ -644,3 +644,33 @@ fn prefetching_changes_nothing_across_a_mid_run_link_failure() {
         assert_eq!(format!("{:?}", on.flows), format!("{:?}", off.flows), "{failures}");
     }
 }
+
+/// A scheme that declares no host hooks has them skipped for every packet;
+/// forced to run, they must change nothing end to end. Every scheme runs on
+/// the Clove fabric with a failed link, hooks skipped and forced: same
+/// events and per-flow records (state a hook kept for the scheme's switch
+/// decisions, or a packet it rewrote, would show here).
+#[test]
+fn skipping_the_host_hooks_of_schemes_without_them_changes_nothing() {
+    use crate::world::{DECLARED_HOST_HOOKS, FORCE_HOST_HOOKS};
+    let text = include_str!("../../../examples/clove_testbed.toml");
+    let mut skipped = vec![];
+    for info in lbsim_lb::SCHEMES {
+        let scheme = format!("lb.scheme=\"{}\"", info.name);
+        let sets = ["workload.flows=100", &scheme, "failures=[{link=\"L1-S1#0\"}]"];
+        DECLARED_HOST_HOOKS.with(|d| d.set(None));
+        let plain = run_ok(text, &sets);
+        if DECLARED_HOST_HOOKS.with(|d| d.get()).expect("the run built a world") {
+            continue;
+        }
+        FORCE_HOST_HOOKS.with(|f| f.set(true));
+        let forced = run_ok(text, &sets);
+        FORCE_HOST_HOOKS.with(|f| f.set(false));
+        assert_eq!(plain.summary["events"], forced.summary["events"], "{}", info.name);
+        assert_eq!(format!("{:?}", plain.flows), format!("{:?}", forced.flows), "{}", info.name);
+        skipped.push(info.name);
+    }
+    for name in ["ecmp", "letflow", "drill", "ag", "hula", "conga", "conga_flow", "expeditus", "clairvoyant", "mptcp"] {
+        assert!(skipped.contains(&name), "{name} no longer skips its host hooks: {skipped:?}");
+    }
+}

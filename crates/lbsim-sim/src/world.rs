@@ -210,6 +210,10 @@ const PREFETCH_MIN_PORTS: usize = 1024;
 thread_local! {
     /// Tests force prefetching on or off to show it changes nothing.
     pub(crate) static FORCE_PREFETCH: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// Tests force the scheme's host hooks to run, and read what the
+    /// scheme declared, to show that skipping them changes nothing.
+    pub(crate) static FORCE_HOST_HOOKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub(crate) static DECLARED_HOST_HOOKS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
 }
 
 fn prefetch_for(ports: usize) -> bool {
@@ -320,6 +324,11 @@ impl World {
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
         let (lb_wants_enqueue, lb_host_hooks) = (lb.wants_enqueue(), lb.wants_host_hooks());
+        #[cfg(test)]
+        let lb_host_hooks = {
+            DECLARED_HOST_HOOKS.with(|d| d.set(Some(lb_host_hooks)));
+            lb_host_hooks || FORCE_HOST_HOOKS.with(|f| f.get())
+        };
         World {
             q: EventQueue::new(),
             prefetch: prefetch_for(ports.len()),
@@ -645,7 +654,7 @@ impl World {
                 if let Some(c) = self.conns.get_mut(*conn as usize).and_then(|c| c.as_mut()) {
                     // entries below snd.una never match again: pruned when
                     // the list reaches a power of two from 32 on, so the
-                    // work is amortised over drops and none falls on ACKs
+                    // work is bounded per drop and none falls on ACKs
                     let n = c.lost.len();
                     if n >= 32 && n.is_power_of_two() {
                         let una = c.sender.snd_una();
