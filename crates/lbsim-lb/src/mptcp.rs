@@ -28,7 +28,7 @@ impl Mptcp {
 }
 
 impl LoadBalancer for Mptcp {
-    /// Switch-side only: no host hooks.
+    /// Its logic is in the transport, not in the host hooks.
     fn wants_host_hooks(&self) -> bool {
         false
     }
