@@ -674,3 +674,27 @@ fn skipping_the_host_hooks_of_schemes_without_them_changes_nothing() {
         assert!(skipped.contains(&name), "{name} no longer skips its host hooks: {skipped:?}");
     }
 }
+
+/// A connection's list of dropped segments (which splits fast recoveries
+/// into loss and reordering) is pruned of entries below snd.una as drops
+/// are recorded. Those can never match again, so the incast run, whose
+/// lists reach 32 and more, gives the same events and per-flow records
+/// (with the loss count) with pruning turned off.
+#[test]
+fn pruning_the_dropped_segment_lists_changes_nothing() {
+    use crate::world::LOST_PRUNES;
+    let text = include_str!("../../../examples/incast.toml");
+    LOST_PRUNES.with(|p| p.set(Some(0)));
+    let pruned = run_ok(text, &[]);
+    let prunes = LOST_PRUNES.with(|p| p.get()).unwrap();
+    LOST_PRUNES.with(|p| p.set(None));
+    let kept = run_ok(text, &[]);
+    LOST_PRUNES.with(|p| p.set(Some(0)));
+    assert!(prunes >= 10, "the lists must reach the pruning size: {prunes} prunes");
+    let by_loss = pruned.summary["transport"]["fast_recoveries_by_loss"].as_u64().unwrap();
+    assert!(by_loss > 100, "{by_loss}");
+    assert_eq!(pruned.summary["events"], kept.summary["events"]);
+    let split = |o: &RunOutput| o.flows.iter().map(|f| (f.fr_loss, f.fr_reorder)).collect::<Vec<_>>();
+    assert_eq!(split(&pruned), split(&kept), "fast recoveries by loss / by reordering, per flow");
+    assert!(format!("{:?}", pruned.flows) == format!("{:?}", kept.flows), "per-flow records differ");
+}

@@ -214,6 +214,19 @@ thread_local! {
     /// scheme declared, to show that skipping them changes nothing.
     pub(crate) static FORCE_HOST_HOOKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     pub(crate) static DECLARED_HOST_HOOKS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// Prunes of the dropped-segment lists so far; `None` turns pruning off
+    /// (tests show it changes nothing).
+    pub(crate) static LOST_PRUNES: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(Some(0)) };
+}
+
+/// Whether a drop may prune its connection's dropped-segment list (always,
+/// outside tests).
+#[inline]
+fn prune_lost() -> bool {
+    #[cfg(test)]
+    return LOST_PRUNES.with(|p| p.get().inspect(|k| p.set(Some(k + 1))).is_some());
+    #[cfg(not(test))]
+    true
 }
 
 fn prefetch_for(ports: usize) -> bool {
@@ -656,7 +669,7 @@ impl World {
                     // the list reaches a power of two from 32 on, so the
                     // work is bounded per drop and none falls on ACKs
                     let n = c.lost.len();
-                    if n >= 32 && n.is_power_of_two() {
+                    if n >= 32 && n.is_power_of_two() && prune_lost() {
                         let una = c.sender.snd_una();
                         c.lost.retain(|&s| s >= una);
                     }
