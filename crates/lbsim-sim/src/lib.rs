@@ -13,6 +13,7 @@
 
 pub mod metrics;
 pub mod scenario;
+mod window_stats;
 mod world;
 
 /// Bumped whenever a change alters simulation results for an unchanged
@@ -945,6 +946,10 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     });
     if let Some(obs) = &w.flowlet_obs {
         s["flowlets_observed"] = obs.summary();
+    }
+    #[cfg(feature = "window-stats")]
+    {
+        s["window_stats"] = w.window_stats.summary();
     }
     if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
         // flowlets of both directions (ACK flows too, where a scheme splits them)

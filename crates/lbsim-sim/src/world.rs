@@ -239,6 +239,8 @@ fn prefetch_for(ports: usize) -> bool {
 
 pub(crate) struct World {
     pub q: EventQueue<Ev>,
+    #[cfg(feature = "window-stats")]
+    pub window_stats: crate::window_stats::WindowStats,
     /// Whether the run loop prefetches ([`PREFETCH_MIN_PORTS`]).
     prefetch: bool,
     pub topo: Topology,
@@ -344,6 +346,8 @@ impl World {
         };
         World {
             q: EventQueue::new(),
+            #[cfg(feature = "window-stats")]
+            window_stats: crate::window_stats::WindowStats::new(&topo),
             prefetch: prefetch_for(ports.len()),
             routing,
             link_up,
@@ -462,7 +466,7 @@ impl World {
         // event takes its place in the queue (one sift, same order).
         let ports = &mut self.ports;
         let mut arrived = None;
-        let (_, ev) = self
+        let (_t, ev) = self
             .q
             .pop_with(|now, ev| match *ev {
                 Ev::Arrive { port, gen, pkt: head } => {
@@ -481,6 +485,8 @@ impl World {
         if self.prefetch {
             self.prefetch_upcoming();
         }
+        #[cfg(feature = "window-stats")]
+        self.record_window(_t, &ev);
         match ev {
             Ev::Arrive { port, .. } => {
                 if let Some(pkt) = arrived {
@@ -523,6 +529,22 @@ impl World {
             Ev::NicReady { host } => self.nic_ready(host),
         }
         true
+    }
+
+    /// Where an event happens, for the parallelism study (see
+    /// `window_stats`): an arrival at the port's far end (sent from its
+    /// near end), a connection's timer at its endpoint's host, a NIC's
+    /// wake-up at its host; scheme timers, link events, samples and flow
+    /// arrivals at no node.
+    #[cfg(feature = "window-stats")]
+    fn record_window(&mut self, t: SimTime, ev: &Ev) {
+        let (node, from) = match *ev {
+            Ev::Arrive { port, .. } => (Some(self.ports[port.idx()].ends.peer_node), Some(self.topo.ports[port.idx()].node)),
+            Ev::Timer { ep, .. } => (self.conns[(ep / 2) as usize].as_ref().map(|c| if ep % 2 == 0 { c.src } else { c.dst }), None),
+            Ev::NicReady { host } => (Some(self.topo.host(host)), None),
+            _ => (None, None),
+        };
+        self.window_stats.record(t, node, from);
     }
 
     /// Overlaps the next events' cache misses with this one's work (hints

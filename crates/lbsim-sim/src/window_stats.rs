@@ -1,0 +1,315 @@
+//! How much of a run two or four cores could share (issue 19's "second
+//! core"): a measurement for a design study, built only with the cargo
+//! feature `window-stats` (`cargo build --release -p lbsim-sim --features
+//! window-stats`), when the run summary gains a `window_stats` object.
+//! (The statistics themselves always compile, so plain `cargo test`
+//! checks them; only the run loop's hook needs the feature.)
+//!
+//! A conservative parallel engine (Chandy–Misra–Bryant's lookahead, here
+//! in synchronous windows) may handle every event of a window
+//! `[w·L, (w+1)·L)` at once when `L` is at most the smallest link delay:
+//! an event at one node reaches another node only as a packet crossing a
+//! link, which takes at least that long, so nothing one partition does in
+//! a window can change what another partition does in it. The nodes are
+//! split into partitions by where they sit in the fabric ([`partition`]);
+//! a window then costs as much as its busiest partition, and events that
+//! belong to no node (scheme timers, link events, samples, flow arrivals)
+//! are counted as run by one core alone. So
+//! `events / (Σ busiest + unowned)` bounds the speed-up before any cost of
+//! synchronising the windows or of handing packets between partitions,
+//! which `crossing_arrivals` counts.
+//!
+//! What the bound leaves out, beyond those two costs: today a port's FIFO
+//! is popped by the arrival event at the far end, and one scheme object
+//! holds every switch's state, so the model itself would have to be split
+//! by node first; and Clairvoyant reads every port, so it could not be
+//! split at all.
+
+use lbsim_engine::SimTime;
+use lbsim_net::{NodeId, Tier, Topology};
+use serde_json::{json, Value};
+
+/// Partition counts measured side by side.
+const SPLITS: [u32; 2] = [2, 4];
+
+#[derive(Clone)]
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+pub(crate) struct WindowStats {
+    /// Window length L in ps (the smallest link delay); 0 = no lookahead.
+    len: u64,
+    /// Per split: node index -> partition.
+    part: Vec<Vec<u8>>,
+    window: u64,
+    /// Per split: events per partition in the current window.
+    cur: [[u64; 4]; 2],
+    windows: u64,
+    events: u64,
+    unowned: u64,
+    /// Per split: Σ over windows of the busiest partition's events.
+    busiest: [u64; 2],
+    /// Per split: arrivals whose link joins two partitions.
+    crossing: [u64; 2],
+    /// Per split: events per partition over the whole run.
+    by_part: [[u64; 4]; 2],
+    /// Windows by events in them: bucket b holds 2^b..2^(b+1)-1 events.
+    sizes: [u64; 32],
+}
+
+/// A node's partition among `p`, by its place in the fabric: a host goes
+/// with its rack, a leaf by its rack index, an aggregation switch by its
+/// pod, a spine or core switch by its index in its tier, any other switch
+/// by its node index. Racks, pods and each tier are cut into `p` equal runs.
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+pub(crate) fn partition(topo: &Topology, p: u32) -> Vec<u8> {
+    let count = |t: Tier| topo.nodes.iter().filter(|n| n.tier == t).count().max(1) as u64;
+    let (spines, cores) = (count(Tier::Spine), count(Tier::Core));
+    let three_tier = topo.nodes.iter().any(|n| n.tier == Tier::Core);
+    let racks = topo.racks.len().max(1) as u64;
+    let pods = topo.nodes.iter().map(|n| n.pod as u64).max().unwrap_or(0) + 1;
+    let nodes = topo.nodes.len() as u64;
+    let cut = |i: u64, n: u64| ((i * p as u64) / n).min(p as u64 - 1) as u8;
+    topo.nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| match n.tier {
+            Tier::Host => cut(topo.host_rack[n.index as usize] as u64, racks),
+            Tier::Leaf => cut(n.index as u64, racks),
+            Tier::Spine if three_tier => cut(n.pod as u64, pods),
+            Tier::Spine => cut(n.index as u64, spines),
+            Tier::Core => cut(n.index as u64, cores),
+            Tier::Other => cut(i as u64, nodes),
+        })
+        .collect()
+}
+
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+impl WindowStats {
+    pub fn new(topo: &Topology) -> WindowStats {
+        let len = topo.ports.iter().map(|p| p.delay.0).min().unwrap_or(0);
+        WindowStats {
+            len,
+            part: SPLITS.iter().map(|&p| partition(topo, p)).collect(),
+            window: 0,
+            cur: [[0; 4]; 2],
+            windows: 0,
+            events: 0,
+            unowned: 0,
+            busiest: [0; 2],
+            crossing: [0; 2],
+            by_part: [[0; 4]; 2],
+            sizes: [0; 32],
+        }
+    }
+
+    /// One event at `t`: at `node` (`None`: it belongs to no node); `from`
+    /// is the node that sent the packet of an arrival.
+    pub fn record(&mut self, t: SimTime, node: Option<NodeId>, from: Option<NodeId>) {
+        if self.len == 0 {
+            return;
+        }
+        let w = t.0 / self.len;
+        if w != self.window {
+            self.close();
+            self.window = w;
+        }
+        self.events += 1;
+        let Some(n) = node else {
+            self.unowned += 1;
+            return;
+        };
+        for s in 0..SPLITS.len() {
+            let p = self.part[s][n.idx()];
+            self.cur[s][p as usize] += 1;
+            if from.is_some_and(|f| self.part[s][f.idx()] != p) {
+                self.crossing[s] += 1;
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        let n: u64 = self.cur[0].iter().sum();
+        if n > 0 {
+            self.windows += 1;
+            self.sizes[(63 - n.leading_zeros()) as usize] += 1;
+        }
+        for s in 0..SPLITS.len() {
+            self.busiest[s] += self.cur[s].iter().max().unwrap();
+            for p in 0..4 {
+                self.by_part[s][p] += self.cur[s][p];
+            }
+            self.cur[s] = [0; 4];
+        }
+    }
+
+    /// The summary's `window_stats` object, the last window closed.
+    pub fn summary(&self) -> Value {
+        let mut this = self.clone();
+        this.close();
+        this.report()
+    }
+
+    fn report(&self) -> Value {
+        let owned = self.events - self.unowned;
+        let splits: Vec<Value> = SPLITS
+            .iter()
+            .enumerate()
+            .map(|(s, &p)| {
+                let critical = self.busiest[s] + self.unowned;
+                json!({
+                    "partitions": p,
+                    "events_by_partition": &self.by_part[s][..p as usize],
+                    "critical_events": critical,
+                    "speedup_bound": if critical > 0 { self.events as f64 / critical as f64 } else { 0.0 },
+                    "crossing_arrivals": self.crossing[s],
+                    "crossing_share_of_owned": if owned > 0 { self.crossing[s] as f64 / owned as f64 } else { 0.0 },
+                })
+            })
+            .collect();
+        // the median window's size bucket, by events (where a typical event's window lies)
+        let mut acc = 0;
+        let mut median_bucket = 0;
+        for (b, &c) in self.sizes.iter().enumerate() {
+            acc += c;
+            if 2 * acc >= self.windows {
+                median_bucket = b;
+                break;
+            }
+        }
+        json!({
+            "window_ps": self.len,
+            "windows": self.windows,
+            "events": self.events,
+            "unowned_events": self.unowned,
+            "events_per_window_mean": if self.windows > 0 { self.events as f64 / self.windows as f64 } else { 0.0 },
+            "median_window_events_at_least": 1u64 << median_bucket,
+            "window_sizes_log2": self.sizes.iter().rposition(|&c| c > 0).map_or(vec![], |last| self.sizes[..=last].to_vec()),
+            "splits": splits,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lbsim_engine::BitsPerSec;
+    use lbsim_net::topology::{fat_tree, leaf_spine, LeafSpine};
+    use lbsim_net::LinkSpec;
+
+    fn link() -> LinkSpec {
+        LinkSpec { rate: BitsPerSec(10_000_000_000), delay: SimTime(1_000_000) }
+    }
+
+    #[test]
+    fn partitions_follow_racks_pods_and_tiers() {
+        let t = leaf_spine(&LeafSpine { leaves: 4, spines: 2, links_per_pair: 1, hosts_per_leaf: vec![2; 4], host_link: link(), fabric_link: link() }).unwrap();
+        let p = partition(&t, 2);
+        for (i, n) in t.nodes.iter().enumerate() {
+            let want = match n.tier {
+                Tier::Host => (t.host_rack[n.index as usize] >= 2) as u8,
+                Tier::Leaf => (n.index >= 2) as u8,
+                Tier::Spine => n.index as u8,
+                _ => unreachable!(),
+            };
+            assert_eq!(p[i], want, "{}", n.name);
+        }
+        let f = fat_tree(4, link(), link()).unwrap();
+        let p = partition(&f, 4);
+        for (i, n) in f.nodes.iter().enumerate() {
+            if n.tier == Tier::Spine || n.tier == Tier::Leaf {
+                assert_eq!(p[i] as u32, n.pod, "{}", n.name); // k = 4: one pod per partition
+            }
+        }
+        assert!((0..4).all(|q| p.iter().filter(|&&x| x == q).count() == p.len() / 4), "equal parts: {p:?}");
+    }
+
+    #[test]
+    fn windows_count_the_busiest_partition() {
+        let t = leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 1, hosts_per_leaf: vec![1; 2], host_link: link(), fabric_link: link() }).unwrap();
+        let mut s = WindowStats::new(&t);
+        let leaf = |i: u32| NodeId(t.nodes.iter().position(|n| n.tier == Tier::Leaf && n.index == i).unwrap() as u32);
+        let us = |x: u64| SimTime(x * 1_000_000);
+        // window 0: 3 events at leaf 0, 1 at leaf 1 (an arrival from leaf 0)
+        for _ in 0..3 {
+            s.record(us(0), Some(leaf(0)), None);
+        }
+        s.record(SimTime(999_999), Some(leaf(1)), Some(leaf(0)));
+        // window 5: one event each side, one unowned
+        s.record(us(5), Some(leaf(0)), None);
+        s.record(us(5), Some(leaf(1)), None);
+        s.record(us(5), None, None);
+        let v = s.summary();
+        assert_eq!(v["window_ps"], 1_000_000);
+        assert_eq!(v["windows"], 2);
+        assert_eq!(v["events"], 7);
+        // busiest 3 + 1, plus the unowned event
+        assert_eq!(v["splits"][0]["critical_events"], 5);
+        assert_eq!(v["splits"][0]["crossing_arrivals"], 1);
+        assert_eq!(v["splits"][0]["speedup_bound"], 7.0 / 5.0);
+    }
+}
+
+/// End to end, through the run loop's hook (`cargo test -p lbsim-sim
+/// --features window-stats window_stats`, which CI runs).
+#[cfg(all(test, feature = "window-stats"))]
+mod run_tests {
+    use crate::tests::run_ok;
+
+    /// 4 leaves of 2 hosts, 2 spines; `flows` rows of the flow list.
+    fn fabric(flows: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("lbsim-ws-{}-{}", std::process::id(), flows.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flows.csv");
+        std::fs::write(&path, format!("src,dst,size_bytes,start_us\n{flows}")).unwrap();
+        format!(
+            r#"
+[topology]
+kind = "leaf_spine"
+leaves = 4
+spines = 2
+links_per_pair = 1
+hosts_per_leaf = 2
+host_rate_gbps = 10
+fabric_rate_gbps = 10
+link_delay_us = 1
+[workload]
+kind = "flow_list"
+flow_list = "{}"
+"#,
+            path.display()
+        )
+    }
+
+    #[test]
+    fn a_flow_inside_one_rack_is_one_partitions_work() {
+        // hosts 0 and 1 share leaf 0: partition 0 of 2 and of 4
+        let out = run_ok(&fabric("0,1,200000,0\n"), &[]);
+        let w = &out.summary["window_stats"];
+        assert_eq!(w["events"], out.summary["events"]);
+        assert_eq!(w["window_ps"], 1_000_000);
+        for s in 0..2 {
+            assert_eq!(w["splits"][s]["speedup_bound"], 1.0, "{w}");
+            assert_eq!(w["splits"][s]["crossing_arrivals"], 0, "{w}");
+        }
+    }
+
+    #[test]
+    fn mirrored_flows_in_two_halves_split_evenly() {
+        // rack 0 (hosts 0, 1) and rack 3 (hosts 6, 7): partitions 0 and 1 of 2
+        let out = run_ok(&fabric("0,1,200000,0\n6,7,200000,0\n"), &[]);
+        let w = &out.summary["window_stats"];
+        // the same work in each half, though not in the same windows (the
+        // second flow starts a little later), so the bound stays below 2
+        let n = w["splits"][0]["events_by_partition"][0].as_u64().unwrap();
+        assert_eq!(w["splits"][0]["events_by_partition"], serde_json::json!([n, n]), "{w}");
+        assert_eq!(w["splits"][1]["events_by_partition"], serde_json::json!([n, 0, 0, n]), "{w}");
+        assert_eq!(2 * n + 2, w["events"].as_u64().unwrap(), "two unowned flow arrivals: {w}");
+        let bound = w["splits"][0]["speedup_bound"].as_f64().unwrap();
+        assert!(bound > 1.5 && bound <= 2.0, "{w}");
+        assert_eq!(w["splits"][0]["crossing_arrivals"], 0, "{w}");
+        // a flow between the halves crosses: its data at the spine or the
+        // far leaf, its ACKs on the way back
+        let out = run_ok(&fabric("0,7,200000,0\n"), &[]);
+        let w = &out.summary["window_stats"];
+        assert!(w["splits"][0]["crossing_arrivals"].as_u64().unwrap() > 100, "{w}");
+    }
+}
