@@ -21,15 +21,24 @@ struct Pair {
 }
 
 impl Pair {
+    /// Fails rather than spins forever if the other thread has stopped
+    /// (it panicked): no meeting takes anywhere near 10 s.
     fn wait(&self, me: usize, round: u64) {
         self.arrived[me].store(round, Ordering::Release);
+        let mut spins = 0u64;
+        let mut since: Option<Instant> = None;
         while self.arrived[1 - me].load(Ordering::Acquire) < round {
             std::hint::spin_loop();
+            spins += 1;
+            if spins % (1 << 20) == 0 {
+                let t = *since.get_or_insert_with(Instant::now);
+                assert!(t.elapsed().as_secs() < 10, "the other thread stopped at round {round}");
+            }
         }
     }
 }
 
-/// About `n` nanoseconds of dependent arithmetic (calibrated below).
+/// `iters` steps of dependent arithmetic (`main` calibrates steps per us).
 fn work(iters: u64) -> u64 {
     let mut x = 1u64;
     for i in 0..iters {

@@ -41,7 +41,7 @@ kind = "flow_list"
     )
 }
 
-fn flow_file(name: &str, rows: &[(u32, u32, u64, f64)]) -> String {
+pub(crate) fn flow_file(name: &str, rows: &[(u32, u32, u64, f64)]) -> String {
     let dir = std::env::temp_dir().join(format!("lbsim-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("flows.csv");
