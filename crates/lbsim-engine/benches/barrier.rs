@@ -9,6 +9,9 @@
 //! cores) or, as the control, its own; the difference per record is the
 //! cost of a hand-over. A plain harness: the numbers are the measurement.
 
+// `is_multiple_of` needs Rust 1.87; the workspace supports 1.80.
+#![allow(clippy::manual_is_multiple_of)]
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
