@@ -38,6 +38,7 @@ use serde_json::{json, Value};
 
 /// Partition counts measured side by side (at most 4: the counters below).
 const SPLITS: [u32; 2] = [2, 4];
+const N: usize = SPLITS.len();
 const _: () = assert!(SPLITS[0] <= 4 && SPLITS[1] <= 4);
 
 #[derive(Clone)]
@@ -49,16 +50,15 @@ pub(crate) struct WindowStats {
     part: Vec<Vec<u8>>,
     window: u64,
     /// Per split: events per partition in the current window.
-    cur: [[u64; 4]; 2],
+    cur: [[u64; 4]; N],
     windows: u64,
-    events: u64,
     unowned: u64,
     /// Per split: Σ over windows of the busiest partition's events.
-    busiest: [u64; 2],
+    busiest: [u64; N],
     /// Per split: arrivals whose link joins two partitions.
-    crossing: [u64; 2],
+    crossing: [u64; N],
     /// Per split: events per partition over the whole run.
-    by_part: [[u64; 4]; 2],
+    by_part: [[u64; 4]; N],
     /// Windows by events in them: bucket b holds 2^b..2^(b+1)-1 events.
     sizes: [u64; 32],
 }
@@ -98,13 +98,12 @@ impl WindowStats {
             len,
             part: SPLITS.iter().map(|&p| partition(topo, p)).collect(),
             window: 0,
-            cur: [[0; 4]; 2],
+            cur: [[0; 4]; N],
             windows: 0,
-            events: 0,
             unowned: 0,
-            busiest: [0; 2],
-            crossing: [0; 2],
-            by_part: [[0; 4]; 2],
+            busiest: [0; N],
+            crossing: [0; N],
+            by_part: [[0; 4]; N],
             sizes: [0; 32],
         }
     }
@@ -120,12 +119,11 @@ impl WindowStats {
             self.close();
             self.window = w;
         }
-        self.events += 1;
         let Some(n) = node else {
             self.unowned += 1;
             return;
         };
-        for s in 0..SPLITS.len() {
+        for s in 0..N {
             let p = self.part[s][n.idx()];
             self.cur[s][p as usize] += 1;
             if from.is_some_and(|f| self.part[s][f.idx()] != p) {
@@ -140,7 +138,7 @@ impl WindowStats {
             self.windows += 1;
             self.sizes[(63 - n.leading_zeros()) as usize] += 1;
         }
-        for s in 0..SPLITS.len() {
+        for s in 0..N {
             self.busiest[s] += self.cur[s].iter().max().unwrap();
             for p in 0..4 {
                 self.by_part[s][p] += self.cur[s][p];
@@ -157,7 +155,9 @@ impl WindowStats {
     }
 
     fn report(&self) -> Value {
-        let owned = self.events - self.unowned;
+        // every owned event is in one partition of each split (windows closed)
+        let owned: u64 = self.by_part[0].iter().sum();
+        let events = owned + self.unowned;
         let splits: Vec<Value> = SPLITS
             .iter()
             .enumerate()
@@ -167,7 +167,7 @@ impl WindowStats {
                     "partitions": p,
                     "events_by_partition": &self.by_part[s][..p as usize],
                     "critical_events": critical,
-                    "speedup_bound": if critical > 0 { self.events as f64 / critical as f64 } else { 0.0 },
+                    "speedup_bound": if critical > 0 { events as f64 / critical as f64 } else { 0.0 },
                     "crossing_arrivals": self.crossing[s],
                     "crossing_share_of_owned": if owned > 0 { self.crossing[s] as f64 / owned as f64 } else { 0.0 },
                 })
@@ -186,9 +186,9 @@ impl WindowStats {
         json!({
             "window_ps": self.len,
             "windows": self.windows,
-            "events": self.events,
+            "events": events,
             "unowned_events": self.unowned,
-            "events_per_window_mean": if self.windows > 0 { self.events as f64 / self.windows as f64 } else { 0.0 },
+            "events_per_window_mean": if self.windows > 0 { events as f64 / self.windows as f64 } else { 0.0 },
             "median_window_events_at_least": median,
             "window_sizes_log2": self.sizes.iter().rposition(|&c| c > 0).map_or(vec![], |last| self.sizes[..=last].to_vec()),
             "splits": splits,
