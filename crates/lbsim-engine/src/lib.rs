@@ -8,6 +8,8 @@
 //! - [`queue`]: the future-event list, ordered by `(time, insertion seq)`;
 //! - [`rng`]: one root seed split into independent named streams;
 //! - [`slab`]: index-addressed storage for packets;
+//! - [`windows`]: a run of a model cut into partitions, in parallel
+//!   windows of a lookahead, in exactly the serial order;
 //! - [`prefetch`], [`prefetch_lines`]: cache hints for a model's run loop.
 //!
 //! A model owns an `EventQueue<E>` with its own small `Copy` event enum and
@@ -17,6 +19,7 @@ pub mod queue;
 pub mod rng;
 pub mod slab;
 pub mod units;
+pub mod windows;
 
 pub use queue::EventQueue;
 pub use rng::{mix64, Rng};

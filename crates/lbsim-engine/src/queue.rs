@@ -21,19 +21,23 @@ use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 /// A heap entry: `key` is `time << 64 | seq`, so one 128-bit comparison
 /// orders by time, then by insertion.
-struct Entry<E> {
+pub(crate) struct Entry<E> {
     key: u128,
-    ev: E,
+    pub(crate) ev: E,
 }
 
 impl<E> Entry<E> {
     #[inline]
-    fn new(time: SimTime, seq: u64, ev: E) -> Self {
+    pub(crate) fn new(time: SimTime, seq: u64, ev: E) -> Self {
         Entry { key: (time.0 as u128) << 64 | seq as u128, ev }
     }
     #[inline]
-    fn time(&self) -> SimTime {
+    pub(crate) fn time(&self) -> SimTime {
         SimTime((self.key >> 64) as u64)
+    }
+    #[inline]
+    pub(crate) fn seq(&self) -> u64 {
+        self.key as u64
     }
 }
 

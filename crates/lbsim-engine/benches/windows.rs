@@ -1,0 +1,114 @@
+//! `cargo bench -p lbsim-engine --bench windows`: what running in parallel
+//! windows costs and gives on this machine (issue 19's second core;
+//! bench/README.md, tenth pass), on a model with the shape of the scale
+//! benchmark's runs rather than the simulator itself.
+//!
+//! Tokens (packets) hop through two partitions: each event does a fixed
+//! amount of work (calibrated, ~70 ns: about what one simulator event costs
+//! on B1) and schedules the token's next hop, in the same partition after
+//! 0-2 L or, for a quarter of hops (B1's share of events that cross; k = 8 to
+//! k = 24: 16-17 %), in the other after L-2 L. The token count sets the
+//! events per window, swept over the range the eighth pass measured (B1 ~80,
+//! k = 8 ~400, k = 16 ~700, k = 24 ~1,400).
+//!
+//! Three runs of the same events, same results (checked): `serial`, one
+//! `EventQueue`; `in turn`, the windows with both partitions on one thread
+//! (the bookkeeping alone); `2 threads`, one thread per partition. Best of
+//! five, alternating. A plain harness: the numbers are the measurement.
+
+use lbsim_engine::windows::{run, run_serial, Config, Out, Part};
+use lbsim_engine::{mix64, SimTime};
+use std::hint::black_box;
+use std::time::Instant;
+
+const L: u64 = 1_000_000; // 1 us, in ps
+
+/// `iters` steps of dependent arithmetic.
+fn work(iters: u64, seed: u64) -> u64 {
+    let mut x = seed;
+    for i in 0..iters {
+        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+    }
+    x
+}
+
+/// Aligned so the two partitions' states, written at every event, never
+/// share a cache line (a model's partitions need the same).
+#[repr(align(128))]
+struct Hops {
+    iters: u64,
+    cross_per_256: u64,
+    acc: u64,
+}
+
+impl Part for Hops {
+    type Ev = u64; // the token's hash
+    fn handle(&mut self, now: SimTime, tok: u64, out: &mut Out<u64>) {
+        self.acc ^= work(self.iters, tok);
+        let r = mix64(tok ^ now.0);
+        if r & 255 < self.cross_per_256 {
+            out.send(1 - out.me(), now + SimTime(L + (r >> 8) % L), r);
+        } else {
+            out.local(now + SimTime((r >> 8) % (2 * L)), r);
+        }
+    }
+}
+
+fn parts(iters: u64) -> Vec<Hops> {
+    (0..2).map(|_| Hops { iters, cross_per_256: 64, acc: 0 }).collect()
+}
+
+fn main() {
+    let t = Instant::now();
+    black_box(work(20_000_000, 1));
+    let per_ns = 20_000_000.0 / (t.elapsed().as_secs_f64() * 1e9);
+    let iters = (70.0 * per_ns) as u64;
+    println!("work: {iters} steps per event (~70 ns)");
+    println!("| tokens | events | events per window | bound | serial M ev/s | in turn M ev/s | 2 threads M ev/s | 2 threads / serial | in turn / serial | meeting ns |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for tokens in [80u64, 400, 700, 1_400] {
+        let init: Vec<(SimTime, usize, u64)> = (0..tokens).map(|i| (SimTime(mix64(i) % L), (i % 2) as usize, mix64(i + 7))).collect();
+        let until = SimTime(4_000_000_000_000 / tokens); // ~4 M events
+        let cfg = Config { lookahead: SimTime(L), until, threads: false, trace: false };
+        let (mut serial, mut turn, mut two) = (f64::MAX, f64::MAX, f64::MAX);
+        let (mut events, mut windows, mut busiest) = (0u64, 0u64, 0u64);
+        for _ in 0..5 {
+            let mut p = parts(iters);
+            let t = Instant::now();
+            let rs = run_serial(&mut p, &init, until, false);
+            serial = serial.min(t.elapsed().as_secs_f64());
+            let acc_serial: Vec<u64> = p.iter().map(|h| h.acc).collect();
+
+            let mut p = parts(iters);
+            let t = Instant::now();
+            let rt = run(&mut p, &init, cfg).expect("in turn");
+            turn = turn.min(t.elapsed().as_secs_f64());
+            assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "in turn differs from serial");
+
+            let mut p = parts(iters);
+            let t = Instant::now();
+            let r2 = run(&mut p, &init, Config { threads: true, ..cfg }).expect("threads");
+            two = two.min(t.elapsed().as_secs_f64());
+            assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "2 threads differ from serial");
+            assert_eq!((rs.events.clone(), rt.events.clone()), (r2.events.clone(), r2.events.clone()));
+            events = rs.events.iter().sum();
+            windows = r2.windows;
+            busiest = r2.busiest;
+        }
+        let rate = |s: f64| events as f64 / s / 1e6;
+        // what two threads took beyond the busiest side's events at the
+        // in-turn run's time per event, per window
+        let meeting = (two - busiest as f64 * turn / events as f64) / windows as f64;
+        println!(
+            "| {tokens} | {events} | {:.0} | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2}x | {:.2}x | {:.0} |",
+            events as f64 / windows as f64,
+            events as f64 / busiest as f64,
+            rate(serial),
+            rate(turn),
+            rate(two),
+            serial / two,
+            serial / turn,
+            meeting * 1e9
+        );
+    }
+}
