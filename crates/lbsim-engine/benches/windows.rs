@@ -11,10 +11,17 @@
 //! events per window, swept over the range the eighth pass measured (B1 ~80,
 //! k = 8 ~400, k = 16 ~700, k = 24 ~1,400).
 //!
+//! Two kinds of hop: `events`, each hop a plain event; `ports`, each hop a
+//! message on one of 32 FIFO channels per pair of partitions (a packet on a
+//! port: a delivery names the next one, and the meeting decides the serial
+//! numbers of deliveries across partitions).
+//!
 //! Three runs of the same events, same results (checked): `serial`, one
 //! `EventQueue`; `in turn`, the windows with both partitions on one thread
 //! (the bookkeeping alone); `2 threads`, one thread per partition. Best of
 //! five, alternating. A plain harness: the numbers are the measurement.
+//! `cargo bench -p lbsim-engine --bench windows -- ports 400` runs one row
+//! (for a profiler).
 
 use lbsim_engine::windows::{run, run_serial, Config, Out, Part};
 use lbsim_engine::{mix64, SimTime};
@@ -32,30 +39,53 @@ fn work(iters: u64, seed: u64) -> u64 {
     x
 }
 
+/// Channels per ordered pair of partitions in the `ports` model (B1 has
+/// 80 ports in all).
+const PORTS: usize = 32;
+
 /// Aligned so the two partitions' states, written at every event, never
 /// share a cache line (a model's partitions need the same).
 #[repr(align(128))]
 struct Hops {
     iters: u64,
     cross_per_256: u64,
+    /// Hop on FIFO channels (ports), or as plain events.
+    ports: bool,
+    /// Per channel: the last message's time (a FIFO link).
+    last: Vec<SimTime>,
     acc: u64,
 }
 
-impl Part for Hops {
-    type Ev = u64; // the token's hash
-    fn handle(&mut self, now: SimTime, tok: u64, out: &mut Out<u64>) {
+impl Hops {
+    fn hop(&mut self, now: SimTime, tok: u64, out: &mut Out<u64, u64>) {
         self.acc ^= work(self.iters, tok);
         let r = mix64(tok ^ now.0);
-        if r & 255 < self.cross_per_256 {
-            out.send(1 - out.me(), now + SimTime(L + (r >> 8) % L), r);
+        let me = out.me();
+        let (to, at) = if r & 255 < self.cross_per_256 { (1 - me, now + SimTime(L + (r >> 8) % L)) } else { (me, now + SimTime((r >> 8) % (2 * L))) };
+        if self.ports {
+            let ch = (me * 2 + to) * PORTS + (r >> 40) as usize % PORTS;
+            let at = at.max(self.last[ch]);
+            self.last[ch] = at;
+            out.push(ch, at, r);
         } else {
-            out.local(now + SimTime((r >> 8) % (2 * L)), r);
+            out.send(to, at, r);
         }
     }
 }
 
-fn parts(iters: u64) -> Vec<Hops> {
-    (0..2).map(|_| Hops { iters, cross_per_256: 64, acc: 0 }).collect()
+impl Part for Hops {
+    type Ev = u64; // the token's hash
+    type Msg = u64;
+    fn handle(&mut self, now: SimTime, tok: u64, out: &mut Out<u64, u64>) {
+        self.hop(now, tok, out);
+    }
+    fn receive(&mut self, now: SimTime, _: usize, tok: u64, out: &mut Out<u64, u64>) {
+        self.hop(now, tok, out);
+    }
+}
+
+fn parts(iters: u64, ports: bool) -> Vec<Hops> {
+    (0..2).map(|_| Hops { iters, cross_per_256: 64, ports, last: vec![SimTime::ZERO; 4 * PORTS], acc: 0 }).collect()
 }
 
 fn main() {
@@ -64,30 +94,37 @@ fn main() {
     let per_ns = 20_000_000.0 / (t.elapsed().as_secs_f64() * 1e9);
     let iters = (70.0 * per_ns) as u64;
     println!("work: {iters} steps per event (~70 ns)");
-    println!("| tokens | events | events per window | bound | serial M ev/s | in turn M ev/s | 2 threads M ev/s | 2 threads / serial | in turn / serial | meeting ns |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for tokens in [80u64, 400, 700, 1_400] {
+    println!("| hops | tokens | events | events per window | bound | serial M ev/s | in turn M ev/s | 2 threads M ev/s | 2 threads / serial | in turn / serial | meeting ns |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let chans: Vec<(usize, usize)> = (0..4 * PORTS).map(|i| (i / PORTS / 2, i / PORTS % 2)).collect();
+    // `cargo bench ... -- ports 400` runs one row (for a profiler)
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    for (ports, tokens) in [false, true].into_iter().flat_map(|p| [80u64, 400, 700, 1_400].map(|t| (p, t))) {
+        if only.len() == 2 && (only[0] != if ports { "ports" } else { "events" } || only[1] != tokens.to_string()) {
+            continue;
+        }
+        let chans = if ports { &chans[..] } else { &[] };
         let init: Vec<(SimTime, usize, u64)> = (0..tokens).map(|i| (SimTime(mix64(i) % L), (i % 2) as usize, mix64(i + 7))).collect();
         let until = SimTime(4_000_000_000_000 / tokens); // ~4 M events
         let cfg = Config { lookahead: SimTime(L), until, threads: false, trace: false };
         let (mut serial, mut turn, mut two) = (f64::MAX, f64::MAX, f64::MAX);
         let (mut events, mut windows, mut busiest) = (0u64, 0u64, 0u64);
         for _ in 0..5 {
-            let mut p = parts(iters);
+            let mut p = parts(iters, ports);
             let t = Instant::now();
-            let rs = run_serial(&mut p, &init, until, false);
+            let rs = run_serial(&mut p, chans, &init, until, false);
             serial = serial.min(t.elapsed().as_secs_f64());
             let acc_serial: Vec<u64> = p.iter().map(|h| h.acc).collect();
 
-            let mut p = parts(iters);
+            let mut p = parts(iters, ports);
             let t = Instant::now();
-            let rt = run(&mut p, &init, cfg).expect("in turn");
+            let rt = run(&mut p, chans, &init, cfg).expect("in turn");
             turn = turn.min(t.elapsed().as_secs_f64());
             assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "in turn differs from serial");
 
-            let mut p = parts(iters);
+            let mut p = parts(iters, ports);
             let t = Instant::now();
-            let r2 = run(&mut p, &init, Config { threads: true, ..cfg }).expect("threads");
+            let r2 = run(&mut p, chans, &init, Config { threads: true, ..cfg }).expect("threads");
             two = two.min(t.elapsed().as_secs_f64());
             assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "2 threads differ from serial");
             assert_eq!((rs.events.clone(), rt.events.clone()), (r2.events.clone(), r2.events.clone()));
@@ -100,7 +137,8 @@ fn main() {
         // in-turn run's time per event, per window
         let meeting = (two - busiest as f64 * turn / events as f64) / windows as f64;
         println!(
-            "| {tokens} | {events} | {:.0} | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2}x | {:.2}x | {:.0} |",
+            "| {} | {tokens} | {events} | {:.0} | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2}x | {:.2}x | {:.0} |",
+            if ports { "ports" } else { "events" },
             events as f64 / windows as f64,
             events as f64 / busiest as f64,
             rate(serial),

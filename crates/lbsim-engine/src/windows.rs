@@ -45,7 +45,8 @@
 
 use crate::queue::Entry;
 use crate::units::SimTime;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
+use std::collections::{BinaryHeap, VecDeque};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
@@ -54,17 +55,32 @@ use std::sync::RwLock;
 pub trait Part: Send {
     /// The partition's events: small and `Copy`, as with `EventQueue`.
     type Ev: Copy + Send + Sync;
+    /// What its channels carry (`()` for a model without channels).
+    type Msg: Copy + Send + Sync;
     /// Handles `ev` at `now`; everything it schedules goes through `out`.
-    fn handle(&mut self, now: SimTime, ev: Self::Ev, out: &mut Out<Self::Ev>);
+    fn handle(&mut self, now: SimTime, ev: Self::Ev, out: &mut Out<Self::Ev, Self::Msg>);
+    /// Receives `msg` from channel `ch` at `now`, the time it was pushed
+    /// for. Only a model that pushes on channels is ever called here.
+    fn receive(&mut self, now: SimTime, ch: usize, msg: Self::Msg, out: &mut Out<Self::Ev, Self::Msg>) {
+        let _ = (now, msg, out);
+        unreachable!("partition received on channel {ch} but does not implement `receive`");
+    }
+}
+
+/// One thing a handled event does, in order.
+#[derive(Clone, Copy)]
+enum Op<E, M> {
+    Ev(u32, E),
+    Push(u32, M),
 }
 
 /// What one handled event schedules, in the order it schedules it.
-pub struct Out<E> {
+pub struct Out<E, M> {
     me: u32,
-    v: Vec<(SimTime, u32, E)>,
+    v: Vec<(SimTime, Op<E, M>)>,
 }
 
-impl<E> Out<E> {
+impl<E, M> Out<E, M> {
     fn new(me: usize) -> Self {
         Out { me: me as u32, v: Vec::with_capacity(8) }
     }
@@ -75,13 +91,30 @@ impl<E> Out<E> {
     /// Schedules `ev` at this partition, at `at` (not before the event).
     #[inline]
     pub fn local(&mut self, at: SimTime, ev: E) {
-        self.v.push((at, self.me, ev));
+        self.v.push((at, Op::Ev(self.me, ev)));
     }
     /// Sends `ev` to partition `part`, arriving at `at`: at least the
     /// lookahead after the event when `part` is another partition.
     #[inline]
     pub fn send(&mut self, part: usize, at: SimTime, ev: E) {
-        self.v.push((at, part as u32, ev));
+        self.v.push((at, Op::Ev(part as u32, ev)));
+    }
+    /// Pushes `msg` on channel `ch` (from this partition), to be received
+    /// at `at`: not before the channel's previous message, and at least
+    /// the lookahead after the event when the channel leads to another
+    /// partition.
+    ///
+    /// A channel is a FIFO link: its next delivery is scheduled by the push
+    /// when everything pushed before has been received, and otherwise by
+    /// the delivery of the message before it, in that delivery's place (a
+    /// port whose head packet's arrival names the next arrival:
+    /// [`EventQueue::pop_with`](crate::EventQueue::pop_with)). Which one
+    /// it is fixes the delivery's serial number, and with a channel between
+    /// partitions it depends on how their events interleave; the meeting
+    /// resolves it.
+    #[inline]
+    pub fn push(&mut self, ch: usize, at: SimTime, msg: M) {
+        self.v.push((at, Op::Push(ch as u32, msg)));
     }
 }
 
@@ -95,6 +128,11 @@ pub enum WindowError {
     Past { part: usize, now: SimTime, at: SimTime },
     /// A message to a partition that does not exist.
     NoSuchPart { from: usize, to: usize, parts: usize },
+    /// A push on a channel that does not exist or leads from another
+    /// partition.
+    NotSender { part: usize, ch: usize },
+    /// A push for a time before the channel's previous message.
+    ChannelOrder { ch: usize, at: SimTime, last: SimTime },
 }
 
 impl fmt::Display for WindowError {
@@ -106,6 +144,10 @@ impl fmt::Display for WindowError {
             WindowError::Past { part, now, at } => write!(f, "partition {part} at {now} scheduled an event in the past ({at})"),
             WindowError::NoSuchPart { from, to, parts } => {
                 write!(f, "partition {from} sent an event to partition {to}, but there are {parts}")
+            }
+            WindowError::NotSender { part, ch } => write!(f, "partition {part} pushed on channel {ch}, which does not lead from it"),
+            WindowError::ChannelOrder { ch, at, last } => {
+                write!(f, "channel {ch}: a message for {at} pushed after one for {last} (a channel delivers in order)")
             }
         }
     }
@@ -136,7 +178,7 @@ pub struct Report {
     pub events: Vec<u64>,
     /// Windows with at least one event anywhere.
     pub windows: u64,
-    /// Messages handed from one partition to another.
+    /// Events and messages handed from one partition to another.
     pub handed_over: u64,
     /// Σ over windows of the busiest partition's events: with free
     /// meetings, threads would take this long in events; `events / busiest`
@@ -145,6 +187,21 @@ pub struct Report {
     /// With [`Config::trace`]: every handled event as `(time, serial
     /// sequence number, partition)`, in the serial order.
     pub trace: Vec<(SimTime, u64, u32)>,
+    /// Deliveries on channels between partitions, by what numbered them at
+    /// the meetings: the push (the channel was empty); the delivery before,
+    /// with the message already waiting at the receiver; the delivery
+    /// before, in the window the message was pushed in.
+    pub numbered_by: [u64; 3],
+}
+
+/// What sits in a heap or an outbox.
+#[derive(Clone, Copy)]
+enum Item<E, M> {
+    Ev(E),
+    /// The delivery of channel `.0`'s next message.
+    Deliver(u32),
+    /// A message for a channel into another partition (outboxes only).
+    Msg(u32, M),
 }
 
 /// One handled event, as the merge needs it.
@@ -153,25 +210,49 @@ struct Done {
     t: u64,
     /// Its serial number, or `base + c` for a schedule of this window.
     seq: u64,
-    /// How many schedules it made (numbered consecutively).
+    /// How many of the partition's numbers (`c`) its schedules took.
     n: u32,
+    /// How many of them (and markers) concern channels between partitions.
+    chops: u32,
+}
+
+/// A schedule on a channel between partitions, whose number the merge
+/// decides.
+#[derive(Clone, Copy)]
+struct ChOp {
+    /// Its place among the partition's schedules of the window.
+    c: u64,
+    ch: u32,
+    kind: ChKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ChKind {
+    /// A push; it took number `c` (numbered only if the channel is empty).
+    Push,
+    /// A delivery, at the start of its event. `local`: the next message
+    /// was already here and its delivery took number `c`; otherwise no
+    /// number was taken, and the next message, if pushed before this
+    /// delivery in the serial order, gets its number from it.
+    Deliver { local: bool },
 }
 
 /// A schedule due after the window, waiting for its serial number.
 #[derive(Clone, Copy)]
-struct Sent<E> {
+struct Sent<E, M> {
     t: u64,
     /// Its index among its partition's schedules of the window.
     c: u64,
-    ev: E,
+    item: Item<E, M>,
 }
 
 /// What a partition publishes about one window (aligned like [`Lane`]).
 #[repr(align(128))]
-struct Rec<E> {
+struct Rec<E, M> {
     done: Vec<Done>,
+    chops: Vec<ChOp>,
     /// Outboxes by destination partition (its own included).
-    out: Vec<Vec<Sent<E>>>,
+    out: Vec<Vec<Sent<E, M>>>,
     /// Schedules made in the window.
     sched: u64,
     /// Earliest time pending in the partition's heap after the window, and
@@ -180,9 +261,9 @@ struct Rec<E> {
     err: Option<WindowError>,
 }
 
-impl<E> Rec<E> {
+impl<E, M> Rec<E, M> {
     fn new(parts: usize) -> Self {
-        Rec { done: Vec::new(), out: (0..parts).map(|_| Vec::new()).collect(), sched: 0, next: u64::MAX, err: None }
+        Rec { done: Vec::new(), chops: Vec::new(), out: (0..parts).map(|_| Vec::new()).collect(), sched: 0, next: u64::MAX, err: None }
     }
     /// New buffers from the calling thread (see [`Lane::rehome`]): the
     /// outboxes' headers, written at every message, sit in one small
@@ -192,29 +273,57 @@ impl<E> Rec<E> {
     }
 }
 
+/// "No number": a push onto a channel that was not empty.
+const NONE: u64 = u64::MAX;
+
+/// The merge's view of a channel between partitions, kept by every
+/// partition alike.
+#[derive(Clone, Default)]
+struct ChanState {
+    /// Messages pushed and not yet delivered, in the serial order so far.
+    undelivered: u64,
+    /// Of those, the ones still without a number: first `earlier` from past
+    /// windows (their receiver holds them), then pushes of this window.
+    earlier: u64,
+    now: VecDeque<(u32, u64)>,
+}
+
 /// A partition's private run state. Aligned to two cache lines (the
 /// adjacent-line prefetcher pairs them) so that two partitions' counters,
 /// written at every event, never share a line between cores.
 #[repr(align(128))]
-struct Lane<E> {
+struct Lane<E, M> {
     me: usize,
-    heap: BinaryHeap<Entry<E>>,
+    heap: BinaryHeap<Entry<Item<E, M>>>,
     /// Serial numbers handed out before the current window.
     base: u64,
     events: u64,
     handed_over: u64,
     busiest: u64,
-    out: Out<E>,
+    numbered_by: [u64; 3],
+    out: Out<E, M>,
+    /// Channels: `(from, to)` partitions.
+    chans: Vec<(u32, u32)>,
+    /// Per channel into this partition: messages not yet received.
+    inbox: Vec<VecDeque<(SimTime, M)>>,
+    /// Per channel from this partition: the last message's time.
+    last: Vec<SimTime>,
+    /// Per channel between partitions: the merge's state, and the ones
+    /// with pushes of this window still unnumbered.
+    cs: Vec<ChanState>,
+    touched: Vec<u32>,
     /// Merge scratch: per partition, the serial number of each schedule of
-    /// the window, and the merge's position and schedule count.
+    /// the window, and the merge's positions and counts.
     g: Vec<Vec<u64>>,
     pos: Vec<usize>,
     cnt: Vec<usize>,
+    chpos: Vec<usize>,
     trace: Vec<(SimTime, u64, u32)>,
 }
 
-impl<E: Copy> Lane<E> {
-    fn new(me: usize, parts: usize, base: u64) -> Self {
+impl<E: Copy, M: Copy> Lane<E, M> {
+    fn new(me: usize, parts: usize, base: u64, chans: &[(u32, u32)]) -> Self {
+        let n = chans.len();
         Lane {
             me,
             heap: BinaryHeap::new(),
@@ -222,10 +331,17 @@ impl<E: Copy> Lane<E> {
             events: 0,
             handed_over: 0,
             busiest: 0,
+            numbered_by: [0; 3],
             out: Out::new(me),
+            chans: chans.to_vec(),
+            inbox: (0..n).map(|_| VecDeque::new()).collect(),
+            last: vec![SimTime::ZERO; n],
+            cs: vec![ChanState::default(); n],
+            touched: Vec::new(),
             g: vec![Vec::new(); parts],
             pos: vec![0; parts],
             cnt: vec![0; parts],
+            chpos: vec![0; parts],
             trace: Vec::new(),
         }
     }
@@ -236,7 +352,7 @@ impl<E: Copy> Lane<E> {
     /// the run up, two partitions' buffers can share a cache line, which
     /// then bounces between the cores at every event.
     fn rehome(&mut self) {
-        let heap: Vec<Entry<E>> = std::mem::take(&mut self.heap).into_vec();
+        let heap: Vec<Entry<Item<E, M>>> = std::mem::take(&mut self.heap).into_vec();
         let mut fresh = Vec::with_capacity(heap.len().max(256));
         fresh.extend(heap);
         self.heap = BinaryHeap::from(fresh);
@@ -245,96 +361,252 @@ impl<E: Copy> Lane<E> {
         self.g = (0..k).map(|_| Vec::new()).collect();
         self.pos = vec![0; k];
         self.cnt = vec![0; k];
+        self.chpos = vec![0; k];
+        self.inbox = self.inbox.iter().map(|_| VecDeque::new()).collect();
+        self.last = self.last.clone();
+        self.cs = self.cs.clone();
+    }
+
+    /// Puts a schedule numbered `c` of this window where it belongs: due in
+    /// the window, in the heap with its provisional number; otherwise in
+    /// the outbox.
+    #[inline]
+    fn place(&mut self, rec: &mut Rec<E, M>, c: u64, at: SimTime, to: usize, item: Item<E, M>, t1: SimTime) {
+        if to == self.me && at < t1 {
+            self.heap.push(Entry::new(at, self.base + c, item));
+        } else {
+            rec.next = rec.next.min(at.0);
+            rec.out[to].push(Sent { t: at.0, c, item });
+        }
     }
 
     /// Handles every event of `[.., t1)` and records the window in `rec`.
-    fn window<P: Part<Ev = E>>(&mut self, part: &mut P, rec: &mut Rec<E>, t1: SimTime, lookahead: SimTime) {
+    fn window<P: Part<Ev = E, Msg = M>>(&mut self, part: &mut P, rec: &mut Rec<E, M>, t1: SimTime, lookahead: SimTime) {
         rec.done.clear();
+        rec.chops.clear();
         rec.out.iter_mut().for_each(Vec::clear);
         rec.sched = 0;
         rec.err = None;
-        let mut out_min = u64::MAX;
+        rec.next = u64::MAX;
         let parts = rec.out.len();
-        'events: while self.heap.peek().is_some_and(|e| e.time() < t1) {
-            let e = self.heap.pop().expect("peeked");
-            let now = e.time();
-            part.handle(now, e.ev, &mut self.out);
-            let n = self.out.v.len() as u32;
-            for (at, to, ev) in self.out.v.drain(..) {
-                let to = to as usize;
-                let c = rec.sched;
-                rec.sched += 1;
+        let me = self.me;
+        loop {
+            let Some(mut top) = self.heap.peek_mut() else { break };
+            if top.time() >= t1 {
+                break;
+            }
+            let (now, seq, item) = (top.time(), top.seq(), top.ev);
+            let (c0, ch0) = (rec.sched, rec.chops.len());
+            match item {
+                Item::Ev(ev) => {
+                    PeekMut::pop(top);
+                    part.handle(now, ev, &mut self.out);
+                }
+                Item::Deliver(ch) => {
+                    let inbox = &mut self.inbox[ch as usize];
+                    let (at, msg) = inbox.pop_front().expect("a delivery finds its message");
+                    debug_assert_eq!(at, now);
+                    let c = rec.sched;
+                    // the next message waiting here takes this one's place:
+                    // in the heap (one sift, as `EventQueue::pop_with`) when
+                    // due in the window
+                    let next = inbox.front().map(|m| m.0);
+                    if self.chans[ch as usize].0 as usize != me {
+                        rec.chops.push(ChOp { c, ch, kind: ChKind::Deliver { local: next.is_some() } });
+                    }
+                    match next {
+                        Some(at) if at < t1 => {
+                            rec.sched += 1;
+                            *top = Entry::new(at, self.base + c, Item::Deliver(ch));
+                            drop(top);
+                        }
+                        Some(at) => {
+                            PeekMut::pop(top);
+                            rec.sched += 1;
+                            self.place(rec, c, at, me, Item::Deliver(ch), t1);
+                        }
+                        None => {
+                            PeekMut::pop(top);
+                        }
+                    }
+                    part.receive(now, ch as usize, msg, &mut self.out);
+                }
+                Item::Msg(..) => unreachable!("messages wait in inboxes, not in the heap"),
+            }
+            for i in 0..self.out.v.len() {
+                let (at, op) = self.out.v[i];
                 if at < now {
-                    rec.err = Some(WindowError::Past { part: self.me, now, at });
-                } else if to >= parts {
-                    rec.err = Some(WindowError::NoSuchPart { from: self.me, to, parts });
-                } else if to == self.me && at < t1 {
-                    self.heap.push(Entry::new(at, self.base + c, ev));
-                } else if to != self.me && at < now + lookahead {
-                    rec.err = Some(WindowError::Lookahead { from: self.me, to, now, at, lookahead });
-                } else {
-                    out_min = out_min.min(at.0);
-                    rec.out[to].push(Sent { t: at.0, c, ev });
+                    rec.err = Some(WindowError::Past { part: me, now, at });
+                    continue;
+                }
+                match op {
+                    Op::Ev(to, ev) => {
+                        let to = to as usize;
+                        if to >= parts {
+                            rec.err = Some(WindowError::NoSuchPart { from: me, to, parts });
+                        } else if to != me && at < now + lookahead {
+                            rec.err = Some(WindowError::Lookahead { from: me, to, now, at, lookahead });
+                        } else {
+                            let c = rec.sched;
+                            rec.sched += 1;
+                            self.place(rec, c, at, to, Item::Ev(ev), t1);
+                        }
+                    }
+                    Op::Push(ch, msg) => {
+                        let (from, to) = match self.chans.get(ch as usize) {
+                            Some(&(f, t)) if f as usize == me => (f as usize, t as usize),
+                            _ => {
+                                rec.err = Some(WindowError::NotSender { part: me, ch: ch as usize });
+                                continue;
+                            }
+                        };
+                        let last = self.last[ch as usize];
+                        if at < last {
+                            rec.err = Some(WindowError::ChannelOrder { ch: ch as usize, at, last });
+                            continue;
+                        }
+                        self.last[ch as usize] = at;
+                        if to == from {
+                            // within the partition: the serial rule, here
+                            if self.inbox[ch as usize].is_empty() {
+                                let c = rec.sched;
+                                rec.sched += 1;
+                                self.place(rec, c, at, me, Item::Deliver(ch), t1);
+                            }
+                            self.inbox[ch as usize].push_back((at, msg));
+                        } else if at < now + lookahead {
+                            rec.err = Some(WindowError::Lookahead { from: me, to, now, at, lookahead });
+                        } else {
+                            let c = rec.sched;
+                            rec.sched += 1;
+                            rec.chops.push(ChOp { c, ch, kind: ChKind::Push });
+                            rec.next = rec.next.min(at.0);
+                            rec.out[to].push(Sent { t: at.0, c, item: Item::Msg(ch, msg) });
+                        }
+                    }
                 }
             }
-            rec.done.push(Done { t: now.0, seq: e.seq(), n });
+            self.out.v.clear();
+            rec.done.push(Done { t: now.0, seq, n: (rec.sched - c0) as u32, chops: (rec.chops.len() - ch0) as u32 });
             self.events += 1;
             if rec.err.is_some() {
-                break 'events;
+                break;
             }
         }
-        rec.next = self.heap.peek().map_or(u64::MAX, |e| e.time().0).min(out_min);
+        rec.next = rec.next.min(self.heap.peek().map_or(u64::MAX, |e| e.time().0));
+    }
+
+    /// Numbers the schedules of partition `q`'s next handled event `d`.
+    #[inline(always)]
+    fn number(&mut self, q: usize, d: &Done, chops: &[ChOp], next: &mut u64) {
+        let c0 = self.cnt[q];
+        let end = c0 + d.n as usize;
+        if d.chops == 0 {
+            for (r, slot) in self.g[q][c0..end].iter_mut().enumerate() {
+                *slot = *next + r as u64;
+            }
+            *next += d.n as u64;
+        } else {
+            let mut c = c0;
+            let k0 = self.chpos[q];
+            for op in &chops[k0..k0 + d.chops as usize] {
+                while c < op.c as usize {
+                    self.g[q][c] = *next;
+                    *next += 1;
+                    c += 1;
+                }
+                let s = &mut self.cs[op.ch as usize];
+                match op.kind {
+                    ChKind::Push => {
+                        if s.undelivered == 0 {
+                            self.g[q][c] = *next;
+                            *next += 1;
+                            self.numbered_by[0] += 1;
+                        } else {
+                            self.g[q][c] = NONE;
+                            if s.now.is_empty() {
+                                self.touched.push(op.ch);
+                            }
+                            s.now.push_back((q as u32, c as u64));
+                        }
+                        s.undelivered += 1;
+                        c += 1;
+                    }
+                    ChKind::Deliver { local } => {
+                        s.undelivered -= 1;
+                        if s.undelivered > 0 {
+                            // the next message's delivery takes this one's place
+                            if s.earlier > 0 {
+                                assert!(local, "channel {}: the waiting message was not scheduled by its receiver", op.ch);
+                                s.earlier -= 1;
+                                self.g[q][c] = *next;
+                                c += 1;
+                                self.numbered_by[1] += 1;
+                            } else {
+                                assert!(!local, "channel {}: a delivery took a number for a message not yet pushed", op.ch);
+                                let (qa, ca) = s.now.pop_front().expect("an undelivered message is pending");
+                                self.g[qa as usize][ca as usize] = *next;
+                                self.numbered_by[2] += 1;
+                            }
+                            *next += 1;
+                        } else {
+                            assert!(!local, "channel {}: a delivery's successor was never pushed", op.ch);
+                        }
+                    }
+                }
+            }
+            while c < end {
+                self.g[q][c] = *next;
+                *next += 1;
+                c += 1;
+            }
+            self.chpos[q] = k0 + d.chops as usize;
+        }
+        self.cnt[q] = end;
     }
 
     /// The meeting: merges every partition's window into the serial order,
     /// numbers the schedules, and takes in this partition's outbox entries.
     /// Returns the earliest pending time anywhere (`u64::MAX`: none).
-    fn meet(&mut self, recs: &[&Rec<E>], trace: bool) -> u64 {
+    fn meet(&mut self, recs: &[&Rec<E, M>], trace: bool) -> u64 {
         let base = self.base;
         for (q, r) in recs.iter().enumerate() {
             self.g[q].clear();
             self.g[q].resize(r.sched as usize, 0);
             self.pos[q] = 0;
             self.cnt[q] = 0;
-        }
-        /// Gives an event's `n` schedules, the next `n` in its partition's
-        /// count `c`, the next `n` serial numbers.
-        #[inline(always)]
-        fn number(g: &mut [u64], c: &mut usize, n: u32, next: &mut u64) {
-            for (r, slot) in g[*c..*c + n as usize].iter_mut().enumerate() {
-                *slot = *next + r as u64;
-            }
-            *c += n as usize;
-            *next += n as u64;
+            self.chpos[q] = 0;
         }
         let mut next = base;
-        if let ([a, b], [ga, gb]) = (recs, &mut self.g[..]) {
+        // an event's serial number: from an earlier window, or numbered
+        // earlier in this merge
+        let seq = |d: &Done, g: &[u64]| if d.seq < base { d.seq } else { g[(d.seq - base) as usize] };
+        if let [a, b] = recs {
             // two partitions, the case that matters on a 2-core machine: a
             // two-pointer merge whose serial numbers are looked at only on
             // ties in time (and for the trace)
-            let seq = |d: &Done, g: &[u64]| if d.seq < base { d.seq } else { g[(d.seq - base) as usize] };
-            let (mut j, mut ca, mut cb) = (0, 0, 0);
+            let mut j = 0;
             for da in &a.done {
                 while let Some(db) = b.done.get(j) {
-                    if db.t > da.t || db.t == da.t && seq(db, gb) > seq(da, ga) {
+                    if db.t > da.t || db.t == da.t && seq(db, &self.g[1]) > seq(da, &self.g[0]) {
                         break;
                     }
                     if trace {
-                        self.trace.push((SimTime(db.t), seq(db, gb), 1));
+                        self.trace.push((SimTime(db.t), seq(db, &self.g[1]), 1));
                     }
-                    number(gb, &mut cb, db.n, &mut next);
+                    self.number(1, db, &b.chops, &mut next);
                     j += 1;
                 }
                 if trace {
-                    self.trace.push((SimTime(da.t), seq(da, ga), 0));
+                    self.trace.push((SimTime(da.t), seq(da, &self.g[0]), 0));
                 }
-                number(ga, &mut ca, da.n, &mut next);
+                self.number(0, da, &a.chops, &mut next);
             }
             for db in &b.done[j..] {
                 if trace {
-                    self.trace.push((SimTime(db.t), seq(db, gb), 1));
+                    self.trace.push((SimTime(db.t), seq(db, &self.g[1]), 1));
                 }
-                number(gb, &mut cb, db.n, &mut next);
+                self.number(1, db, &b.chops, &mut next);
             }
         } else {
             loop {
@@ -342,7 +614,7 @@ impl<E: Copy> Lane<E> {
                 let mut best: Option<(u64, u64, usize)> = None;
                 for (q, r) in recs.iter().enumerate() {
                     if let Some(d) = r.done.get(self.pos[q]) {
-                        let s = if d.seq < base { d.seq } else { self.g[q][(d.seq - base) as usize] };
+                        let s = seq(d, &self.g[q]);
                         let earlier = match best {
                             None => true,
                             Some((t, s0, _)) => (d.t, s) < (t, s0),
@@ -355,11 +627,18 @@ impl<E: Copy> Lane<E> {
                 let Some((t, s, q)) = best else { break };
                 let d = recs[q].done[self.pos[q]];
                 self.pos[q] += 1;
-                number(&mut self.g[q], &mut self.cnt[q], d.n, &mut next);
+                self.number(q, &d, &recs[q].chops, &mut next);
                 if trace {
                     self.trace.push((SimTime(t), s, q as u32));
                 }
             }
+        }
+        // pushes still without a number wait for their predecessor's
+        // delivery in a later window
+        for ch in self.touched.drain(..) {
+            let s = &mut self.cs[ch as usize];
+            s.earlier += s.now.len() as u64;
+            s.now.clear();
         }
         for (q, r) in recs.iter().enumerate() {
             let inbox = &r.out[self.me];
@@ -367,7 +646,16 @@ impl<E: Copy> Lane<E> {
                 self.handed_over += inbox.len() as u64;
             }
             for s in inbox {
-                self.heap.push(Entry::new(SimTime(s.t), self.g[q][s.c as usize], s.ev));
+                let g = self.g[q][s.c as usize];
+                match s.item {
+                    Item::Msg(ch, m) => {
+                        self.inbox[ch as usize].push_back((SimTime(s.t), m));
+                        if g != NONE {
+                            self.heap.push(Entry::new(SimTime(s.t), g, Item::Deliver(ch)));
+                        }
+                    }
+                    item => self.heap.push(Entry::new(SimTime(s.t), g, item)),
+                }
             }
         }
         self.base = next;
@@ -416,16 +704,25 @@ impl Drop for AbortOnPanic<'_> {
 
 /// Runs `parts` from the `initial` events `(time, partition, event)` in
 /// windows of `cfg.lookahead`, with the results of [`run_serial`].
-pub fn run<P: Part>(parts: &mut [P], initial: &[(SimTime, usize, P::Ev)], cfg: Config) -> Result<Report, WindowError> {
+/// `channels[i] = (from, to)`: channel `i` leads from partition `from` to
+/// partition `to` (the same one is allowed).
+pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], cfg: Config) -> Result<Report, WindowError> {
     assert!(cfg.lookahead > SimTime::ZERO, "the lookahead must be positive");
     let k = parts.len();
-    let mut lanes: Vec<Lane<P::Ev>> = (0..k).map(|me| Lane::new(me, k, initial.len() as u64)).collect();
+    let mut chans = Vec::with_capacity(channels.len());
+    for &(f, t) in channels {
+        if f >= k || t >= k {
+            return Err(WindowError::NoSuchPart { from: f, to: t, parts: k });
+        }
+        chans.push((f as u32, t as u32));
+    }
+    let mut lanes: Vec<Lane<P::Ev, P::Msg>> = (0..k).map(|me| Lane::new(me, k, initial.len() as u64, &chans)).collect();
     let mut first = u64::MAX;
     for (i, &(t, p, ev)) in initial.iter().enumerate() {
         if p >= k {
             return Err(WindowError::NoSuchPart { from: p, to: p, parts: k });
         }
-        lanes[p].heap.push(Entry::new(t, i as u64, ev));
+        lanes[p].heap.push(Entry::new(t, i as u64, Item::Ev(ev)));
         first = first.min(t.0);
     }
     let windows = if cfg.threads { threaded(parts, &mut lanes, first, cfg)? } else { in_turn(parts, &mut lanes, first, cfg)? };
@@ -434,6 +731,7 @@ pub fn run<P: Part>(parts: &mut [P], initial: &[(SimTime, usize, P::Ev)], cfg: C
         windows,
         handed_over: lanes.iter().map(|l| l.handed_over).sum(),
         busiest: lanes[0].busiest,
+        numbered_by: lanes[0].numbered_by,
         trace: std::mem::take(&mut lanes[0].trace),
     })
 }
@@ -443,20 +741,20 @@ fn window_end(t0: u64, cfg: &Config) -> Option<SimTime> {
     (t0 <= cfg.until.0).then(|| SimTime(t0.saturating_add(cfg.lookahead.0).min(cfg.until.0.saturating_add(1))))
 }
 
-fn first_error<E>(recs: &[&Rec<E>]) -> Option<WindowError> {
+fn first_error<E, M>(recs: &[&Rec<E, M>]) -> Option<WindowError> {
     recs.iter().find_map(|r| r.err.clone())
 }
 
-fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev>], first: u64, cfg: Config) -> Result<u64, WindowError> {
+fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: u64, cfg: Config) -> Result<u64, WindowError> {
     let k = parts.len();
-    let mut recs: Vec<Rec<P::Ev>> = (0..k).map(|_| Rec::new(k)).collect();
+    let mut recs: Vec<Rec<P::Ev, P::Msg>> = (0..k).map(|_| Rec::new(k)).collect();
     let (mut t0, mut windows) = (first, 0);
     while let Some(t1) = window_end(t0, &cfg) {
         for ((lane, part), rec) in lanes.iter_mut().zip(parts.iter_mut()).zip(recs.iter_mut()) {
             lane.window(part, rec, t1, cfg.lookahead);
         }
         windows += 1;
-        let view: Vec<&Rec<P::Ev>> = recs.iter().collect();
+        let view: Vec<&Rec<P::Ev, P::Msg>> = recs.iter().collect();
         if let Some(e) = first_error(&view) {
             return Err(e);
         }
@@ -467,9 +765,11 @@ fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev>], first: u64, cfg:
     Ok(windows)
 }
 
-fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev>], first: u64, cfg: Config) -> Result<u64, WindowError> {
+type Recs<E, M> = Vec<[RwLock<Rec<E, M>>; 2]>;
+
+fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: u64, cfg: Config) -> Result<u64, WindowError> {
     let k = parts.len();
-    let recs: Vec<[RwLock<Rec<P::Ev>>; 2]> = (0..k).map(|_| [RwLock::new(Rec::new(k)), RwLock::new(Rec::new(k))]).collect();
+    let recs: Recs<P::Ev, P::Msg> = (0..k).map(|_| [RwLock::new(Rec::new(k)), RwLock::new(Rec::new(k))]).collect();
     let barrier = SpinBarrier { arrived: AtomicU64::new(0), n: k as u64, abort: AtomicBool::new(false) };
     let results: Vec<Result<u64, WindowError>> = std::thread::scope(|s| {
         let handles: Vec<_> = lanes
@@ -492,7 +792,7 @@ fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev>], first: u64, cfg
                             panic!("another partition's thread stopped");
                         }
                         let guards: Vec<_> = recs.iter().map(|r| r[parity].read().expect("a writer panicked")).collect();
-                        let view: Vec<&Rec<P::Ev>> = guards.iter().map(|g| &**g).collect();
+                        let view: Vec<&Rec<P::Ev, P::Msg>> = guards.iter().map(|g| &**g).collect();
                         if let Some(e) = first_error(&view) {
                             return Err(e);
                         }
@@ -507,32 +807,64 @@ fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev>], first: u64, cfg
     results.into_iter().next().unwrap_or(Ok(0))
 }
 
-/// The reference: the same partitions run through one [`EventQueue`]
-/// (crate::EventQueue), with its serial order. Returns what [`run`] does
-/// (`windows` 0, `handed_over` the messages between partitions).
-pub fn run_serial<P: Part>(parts: &mut [P], initial: &[(SimTime, usize, P::Ev)], until: SimTime, trace: bool) -> Report {
+/// The reference: the same partitions run through one
+/// [`EventQueue`](crate::EventQueue), with its serial order, a channel's
+/// deliveries chained through `pop_with`. Returns what [`run`] does
+/// (`windows`, `busiest` and `numbered_by` 0).
+pub fn run_serial<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], until: SimTime, trace: bool) -> Report {
     // each event carries the sequence number the queue gives it (its
     // schedules are counted in the same order), for the trace
-    let mut q: crate::EventQueue<(u64, u32, P::Ev)> = crate::EventQueue::new();
+    type Queued<E, M> = crate::EventQueue<(u64, u32, Item<E, M>)>;
+    let mut q: Queued<P::Ev, P::Msg> = crate::EventQueue::new();
     let mut seq = 0u64;
     for &(t, p, ev) in initial {
-        q.schedule(t, (seq, p as u32, ev));
+        q.schedule(t, (seq, p as u32, Item::Ev(ev)));
         seq += 1;
     }
+    let mut inbox: Vec<VecDeque<(SimTime, P::Msg)>> = channels.iter().map(|_| VecDeque::new()).collect();
     let mut rep = Report { events: vec![0; parts.len()], ..Report::default() };
-    let mut outs: Vec<Out<P::Ev>> = (0..parts.len()).map(Out::new).collect();
+    let mut outs: Vec<Out<P::Ev, P::Msg>> = (0..parts.len()).map(Out::new).collect();
     while q.peek_time().is_some_and(|t| t <= until) {
-        let (now, (s, p, ev)) = q.pop().expect("peeked");
+        let mut msg = None;
+        let (now, (s, p, item)) = q
+            .pop_with(|_, &(_, p, item)| match item {
+                Item::Deliver(ch) => {
+                    let (_, m) = inbox[ch as usize].pop_front().expect("a delivery finds its message");
+                    msg = Some(m);
+                    let next = inbox[ch as usize].front().map(|&(at, _)| (at, (seq, p, Item::Deliver(ch))));
+                    seq += next.is_some() as u64;
+                    next
+                }
+                _ => None,
+            })
+            .expect("peeked");
         let p = p as usize;
-        parts[p].handle(now, ev, &mut outs[p]);
+        match item {
+            Item::Ev(ev) => parts[p].handle(now, ev, &mut outs[p]),
+            Item::Deliver(ch) => parts[p].receive(now, ch as usize, msg.expect("popped"), &mut outs[p]),
+            Item::Msg(..) => unreachable!(),
+        }
         rep.events[p] += 1;
         if trace {
             rep.trace.push((now, s, p as u32));
         }
-        for (at, to, ev) in outs[p].v.drain(..) {
-            rep.handed_over += (to as usize != p) as u64;
-            q.schedule(at, (seq, to, ev));
-            seq += 1;
+        for (at, op) in outs[p].v.drain(..) {
+            match op {
+                Op::Ev(to, ev) => {
+                    rep.handed_over += (to as usize != p) as u64;
+                    q.schedule(at, (seq, to, Item::Ev(ev)));
+                    seq += 1;
+                }
+                Op::Push(ch, m) => {
+                    let to = channels[ch as usize].1;
+                    rep.handed_over += (to != p) as u64;
+                    if inbox[ch as usize].is_empty() {
+                        q.schedule(at, (seq, to as u32, Item::Deliver(ch)));
+                        seq += 1;
+                    }
+                    inbox[ch as usize].push_back((at, m));
+                }
+            }
         }
     }
     rep
@@ -547,21 +879,34 @@ mod tests {
 
     /// A partition whose every choice hangs on the order of its events: its
     /// state hashes each event's time and payload in turn, and the state
-    /// picks what it schedules (mostly one event, sometimes none or two, so
-    /// the population stays near its start; its own or another partition's;
-    /// delays on a 100 ps grid, a third of them zero, so ties in time are
-    /// common).
+    /// picks what it schedules (mostly one thing, sometimes none or two, so
+    /// the population stays near its start): an event of its own, an event
+    /// for another partition, or a message on a channel (to any partition,
+    /// itself included). Delays sit on a 100 ps grid, a third of them zero,
+    /// so ties in time are common.
     struct Toy {
         parts: usize,
+        /// Push on channels (else only events).
+        channels: bool,
         state: u64,
         seen: Vec<(u64, u32)>,
+        /// Per channel from here: the last message's time.
+        last: Vec<SimTime>,
     }
 
-    impl Part for Toy {
-        type Ev = u32;
-        fn handle(&mut self, now: SimTime, ev: u32, out: &mut Out<u32>) {
-            self.state = mix64(self.state ^ now.0.rotate_left(17) ^ ev as u64);
-            self.seen.push((now.0, ev));
+    /// Channels per ordered pair of partitions: enough that a channel is
+    /// often empty, so every way of numbering a delivery occurs.
+    const PER: usize = 64;
+
+    /// Channel `(from * k + to) * PER + j` leads from `from` to `to`.
+    fn channels(k: usize) -> Vec<(usize, usize)> {
+        (0..k * k * PER).map(|i| (i / PER / k, i / PER % k)).collect()
+    }
+
+    impl Toy {
+        fn step(&mut self, now: SimTime, x: u32, out: &mut Out<u32, u32>) {
+            self.state = mix64(self.state ^ now.0.rotate_left(17) ^ x as u64);
+            self.seen.push((now.0, x));
             let n = match self.state % 16 {
                 0 => 0,
                 1 => 2,
@@ -571,18 +916,38 @@ mod tests {
                 let r = mix64(self.state.wrapping_add(i));
                 let step = 100 * (r % 8) * ((r >> 8) % 4);
                 let ev = (r >> 32) as u32;
-                if r >> 16 & 3 == 0 && self.parts > 1 {
-                    let to = (out.me() + 1 + (r >> 20) as usize % (self.parts - 1)) % self.parts;
-                    out.send(to, now + SimTime(L + step), ev);
-                } else {
-                    out.local(now + SimTime(step), ev);
+                let me = out.me();
+                let other = (me + 1 + (r >> 20) as usize % self.parts.max(2).saturating_sub(1)) % self.parts;
+                match r >> 16 & 7 {
+                    0 | 1 if self.parts > 1 => out.send(other, now + SimTime(L + step), ev),
+                    2..=4 if self.channels => {
+                        let to = if r >> 24 & 1 == 0 { me } else { other };
+                        let ch = (me * self.parts + to) * PER + (r >> 40) as usize % PER;
+                        let delay = if to == me { step } else { L + step };
+                        // a FIFO link: never before the previous message
+                        let at = (now + SimTime(delay)).max(self.last[ch]);
+                        self.last[ch] = at;
+                        out.push(ch, at, ev);
+                    }
+                    _ => out.local(now + SimTime(step), ev),
                 }
             }
         }
     }
 
-    fn toys(k: usize) -> Vec<Toy> {
-        (0..k).map(|p| Toy { parts: k, state: p as u64, seen: Vec::new() }).collect()
+    impl Part for Toy {
+        type Ev = u32;
+        type Msg = u32;
+        fn handle(&mut self, now: SimTime, ev: u32, out: &mut Out<u32, u32>) {
+            self.step(now, ev, out);
+        }
+        fn receive(&mut self, now: SimTime, ch: usize, msg: u32, out: &mut Out<u32, u32>) {
+            self.step(now, msg ^ (ch as u32) << 24, out);
+        }
+    }
+
+    fn toys(k: usize, channels: bool) -> Vec<Toy> {
+        (0..k).map(|p| Toy { parts: k, channels, state: p as u64, seen: Vec::new(), last: vec![SimTime::ZERO; k * k * PER] }).collect()
     }
 
     fn initial(k: usize, n: usize) -> Vec<(SimTime, usize, u32)> {
@@ -590,35 +955,61 @@ mod tests {
         (0..n).map(|i| (SimTime(100 * (i as u64 % 7)), i % k, i as u32)).collect()
     }
 
+    /// Runs the toy serially and in windows (one thread, and one per
+    /// partition) and checks that every event has the same place, time and
+    /// serial number, and every partition the same history.
+    fn same_as_serial(k: usize, with_channels: bool) -> (Report, [u64; 3]) {
+        let until = SimTime(400_000);
+        let init = initial(k, 200);
+        let chans = channels(k);
+        let mut serial = toys(k, with_channels);
+        let want = run_serial(&mut serial, &chans, &init, until, true);
+        assert!(want.trace.len() > 20_000, "k = {k}: only {} events", want.trace.len());
+        let mut by = [0; 3];
+        for threads in [false, true] {
+            let mut par = toys(k, with_channels);
+            let cfg = Config { lookahead: SimTime(L), until, threads, trace: true };
+            let got = run(&mut par, &chans, &init, cfg).unwrap();
+            assert_eq!(got.trace.len(), want.trace.len(), "k = {k}, threads {threads}");
+            if let Some(i) = (0..got.trace.len()).find(|&i| got.trace[i] != want.trace[i]) {
+                panic!("k = {k}, threads {threads}: event {i}: {:?} != serial {:?}", got.trace[i], want.trace[i]);
+            }
+            assert_eq!(got.events, want.events);
+            assert_eq!(got.handed_over, want.handed_over);
+            for (a, b) in par.iter().zip(&serial) {
+                assert_eq!(a.state, b.state);
+                assert_eq!(a.seen, b.seen);
+            }
+            assert!(got.windows > 300, "{}", got.windows);
+            by = got.numbered_by;
+        }
+        (want, by)
+    }
+
+    /// Ties in time between partitions: the case the merge is for.
+    fn ties(trace: &[(SimTime, u64, u32)]) -> usize {
+        trace.windows(2).filter(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2).count()
+    }
+
     #[test]
     fn windows_reproduce_the_serial_order_event_for_event() {
         for k in [1, 2, 3, 4] {
-            let until = SimTime(400_000);
-            let init = initial(k, 200);
-            let mut serial = toys(k);
-            let want = run_serial(&mut serial, &init, until, true);
-            assert!(want.trace.len() > 20_000, "k = {k}: only {} events", want.trace.len());
+            let (want, _) = same_as_serial(k, false);
             if k > 1 {
                 assert!(want.handed_over > 2_000, "k = {k}: {} messages", want.handed_over);
+                assert!(ties(&want.trace) > 500, "k = {k}: {} ties", ties(&want.trace));
             }
-            // ties in time between partitions, the case the merge is for
-            let ties = want.trace.windows(2).filter(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2).count();
-            assert!(k == 1 || ties > 500, "k = {k}: {ties} ties");
-            for threads in [false, true] {
-                let mut par = toys(k);
-                let cfg = Config { lookahead: SimTime(L), until, threads, trace: true };
-                let got = run(&mut par, &init, cfg).unwrap();
-                assert_eq!(got.trace.len(), want.trace.len(), "k = {k}, threads {threads}");
-                if let Some(i) = (0..got.trace.len()).find(|&i| got.trace[i] != want.trace[i]) {
-                    panic!("k = {k}, threads {threads}: event {i}: {:?} != serial {:?}", got.trace[i], want.trace[i]);
-                }
-                assert_eq!(got.events, want.events);
-                assert_eq!(got.handed_over, want.handed_over);
-                for (a, b) in par.iter().zip(&serial) {
-                    assert_eq!(a.state, b.state);
-                    assert_eq!(a.seen, b.seen);
-                }
-                assert!(got.windows > 300, "{}", got.windows);
+        }
+    }
+
+    #[test]
+    fn channels_number_each_delivery_as_the_serial_queue_does() {
+        for k in [1, 2, 3] {
+            let (want, by) = same_as_serial(k, true);
+            if k > 1 {
+                assert!(want.handed_over > 5_000, "k = {k}: {} messages", want.handed_over);
+                assert!(ties(&want.trace) > 500, "k = {k}: {} ties", ties(&want.trace));
+                assert!(by.iter().all(|&n| n > 100), "k = {k}: numbered by {by:?}");
             }
         }
     }
@@ -626,10 +1017,10 @@ mod tests {
     #[test]
     fn provisional_numbers_matter_without_them_the_order_breaks() {
         // The same run with every tie in time broken by partition instead
-        // of by serial number differs: so the test above can fail.
+        // of by serial number differs: so the tests above can fail.
         let (k, until) = (2, SimTime(200_000));
-        let init = initial(k, 200);
-        let want = run_serial(&mut toys(k), &init, until, true).trace;
+        let init = initial(k, 40);
+        let want = run_serial(&mut toys(k, true), &channels(k), &init, until, true).trace;
         let mut by_part = want.clone();
         by_part.sort_by_key(|&(t, _, p)| (t, p));
         assert_ne!(by_part, want);
@@ -637,21 +1028,51 @@ mod tests {
 
     #[test]
     fn a_message_sooner_than_the_lookahead_is_refused_with_its_partitions() {
-        struct Hasty;
+        struct Hasty(bool);
         impl Part for Hasty {
             type Ev = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<()>) {
+            type Msg = ();
+            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
                 if out.me() == 0 {
-                    out.send(1, now + SimTime(10), ());
+                    if self.0 {
+                        out.push(0, now + SimTime(10), ());
+                    } else {
+                        out.send(1, now + SimTime(10), ());
+                    }
                 }
             }
         }
         for threads in [false, true] {
-            let cfg = Config { lookahead: SimTime(100), until: SimTime(1_000), threads, trace: false };
-            let err = run(&mut [Hasty, Hasty], &[(SimTime(5), 0, ())], cfg).unwrap_err();
-            assert_eq!(err, WindowError::Lookahead { from: 0, to: 1, now: SimTime(5), at: SimTime(15), lookahead: SimTime(100) });
-            assert!(err.to_string().contains("partition 0"), "{err}");
+            for push in [false, true] {
+                let cfg = Config { lookahead: SimTime(100), until: SimTime(1_000), threads, trace: false };
+                let err = run(&mut [Hasty(push), Hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg).unwrap_err();
+                assert_eq!(err, WindowError::Lookahead { from: 0, to: 1, now: SimTime(5), at: SimTime(15), lookahead: SimTime(100) });
+                assert!(err.to_string().contains("partition 0"), "{err}");
+            }
         }
+    }
+
+    #[test]
+    fn a_push_out_of_order_or_from_the_wrong_end_is_refused() {
+        struct Bad(usize);
+        impl Part for Bad {
+            type Ev = ();
+            type Msg = ();
+            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
+                match self.0 {
+                    0 => {
+                        out.push(0, now + SimTime(500), ());
+                        out.push(0, now + SimTime(400), ());
+                    }
+                    _ => out.push(1, now + SimTime(500), ()),
+                }
+            }
+        }
+        let cfg = Config { lookahead: SimTime(100), until: SimTime(1_000), threads: false, trace: false };
+        let err = run(&mut [Bad(0), Bad(0)], &[(0, 1), (1, 0)], &[(SimTime(5), 0, ())], cfg).unwrap_err();
+        assert_eq!(err, WindowError::ChannelOrder { ch: 0, at: SimTime(405), last: SimTime(505) });
+        let err = run(&mut [Bad(1), Bad(1)], &[(0, 1), (1, 0)], &[(SimTime(5), 0, ())], cfg).unwrap_err();
+        assert_eq!(err, WindowError::NotSender { part: 0, ch: 1 });
     }
 
     #[test]
@@ -659,12 +1080,13 @@ mod tests {
         struct Sparse;
         impl Part for Sparse {
             type Ev = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<()>) {
+            type Msg = ();
+            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
                 out.local(now + SimTime(1_000_000_000), ());
             }
         }
         let cfg = Config { lookahead: SimTime(1_000), until: SimTime(10_000_000_000), threads: false, trace: false };
-        let rep = run(&mut [Sparse], &[(SimTime(0), 0, ())], cfg).unwrap();
+        let rep = run(&mut [Sparse], &[], &[(SimTime(0), 0, ())], cfg).unwrap();
         assert_eq!(rep.events, vec![11]);
         assert_eq!(rep.windows, 11);
     }
