@@ -21,7 +21,8 @@
 //! (the bookkeeping alone); `2 threads`, one thread per partition. Best of
 //! five, alternating. A plain harness: the numbers are the measurement.
 //! `cargo bench -p lbsim-engine --bench windows -- ports 400` runs one row
-//! (for a profiler).
+//! (for a profiler); `-- ports 400 63` also fixes the work per event at 63
+//! steps (calibration under callgrind would make it almost nothing).
 
 use lbsim_engine::windows::{run, run_serial, Config, Out, Part};
 use lbsim_engine::{mix64, SimTime};
@@ -58,7 +59,8 @@ struct Hops {
 
 impl Hops {
     fn hop(&mut self, now: SimTime, tok: u64, out: &mut Out<u64, u64>) {
-        self.acc ^= work(self.iters, tok);
+        // the partition's history, in order: results differ if the order does
+        self.acc = mix64(self.acc ^ work(self.iters, tok) ^ now.0);
         let r = mix64(tok ^ now.0);
         let me = out.me();
         let (to, at) = if r & 255 < self.cross_per_256 { (1 - me, now + SimTime(L + (r >> 8) % L)) } else { (me, now + SimTime((r >> 8) % (2 * L))) };
@@ -89,18 +91,25 @@ fn parts(iters: u64, ports: bool) -> Vec<Hops> {
 }
 
 fn main() {
-    let t = Instant::now();
-    black_box(work(20_000_000, 1));
-    let per_ns = 20_000_000.0 / (t.elapsed().as_secs_f64() * 1e9);
-    let iters = (70.0 * per_ns) as u64;
-    println!("work: {iters} steps per event (~70 ns)");
+    // `cargo bench ... -- ports 400` runs one row (for a profiler), and
+    // `-- ports 400 63` also fixes the work per event, which is otherwise
+    // calibrated to ~70 ns (under callgrind, to almost nothing)
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let iters = match only.get(2) {
+        Some(n) => n.parse().expect("work steps per event: a whole number"),
+        None => {
+            let t = Instant::now();
+            black_box(work(20_000_000, 1));
+            let per_ns = 20_000_000.0 / (t.elapsed().as_secs_f64() * 1e9);
+            (70.0 * per_ns) as u64
+        }
+    };
+    println!("work: {iters} steps per event (~70 ns when calibrated)");
     println!("| hops | tokens | events | events per window | bound | serial M ev/s | in turn M ev/s | 2 threads M ev/s | 2 threads / serial | in turn / serial | meeting ns |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     let chans: Vec<(usize, usize)> = (0..4 * PORTS).map(|i| (i / PORTS / 2, i / PORTS % 2)).collect();
-    // `cargo bench ... -- ports 400` runs one row (for a profiler)
-    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     for (ports, tokens) in [false, true].into_iter().flat_map(|p| [80u64, 400, 700, 1_400].map(|t| (p, t))) {
-        if only.len() == 2 && (only[0] != if ports { "ports" } else { "events" } || only[1] != tokens.to_string()) {
+        if only.len() >= 2 && (only[0] != if ports { "ports" } else { "events" } || only[1] != tokens.to_string()) {
             continue;
         }
         let chans = if ports { &chans[..] } else { &[] };
