@@ -1011,8 +1011,10 @@ mod tests {
 
     /// Runs the toy serially and in windows (one thread, and one per
     /// partition) and checks that every event has the same place, time and
-    /// serial number, and every partition the same history.
-    fn same_as_serial(k: usize, with_channels: bool) -> (Report, NumberedBy) {
+    /// serial number, and every partition the same history; and, with more
+    /// than one partition, that the run had messages and ties between
+    /// partitions to get right.
+    fn same_as_serial(k: usize, with_channels: bool) -> NumberedBy {
         let until = SimTime(400_000);
         let init = initial(k, 200);
         let chans = channels(k);
@@ -1037,35 +1039,28 @@ mod tests {
             assert!(got.windows > 300, "{}", got.windows);
             by = got.numbered_by;
         }
-        (want, by)
-    }
-
-    /// Ties in time between partitions: the case the merge is for.
-    fn ties(trace: &[(SimTime, u64, u32)]) -> usize {
-        trace.windows(2).filter(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2).count()
+        if k > 1 {
+            // ties in time between partitions: the case the merge is for
+            let ties = want.trace.windows(2).filter(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2).count();
+            assert!(want.handed_over > 2_000 && ties > 500, "k = {k}: {} messages, {ties} ties", want.handed_over);
+        }
+        by
     }
 
     #[test]
     fn windows_reproduce_the_serial_order_event_for_event() {
         for k in [1, 2, 3, 4] {
-            let (want, _) = same_as_serial(k, false);
-            if k > 1 {
-                assert!(want.handed_over > 2_000, "k = {k}: {} messages", want.handed_over);
-                assert!(ties(&want.trace) > 500, "k = {k}: {} ties", ties(&want.trace));
-            }
+            same_as_serial(k, false);
         }
     }
 
     #[test]
     fn channels_number_each_delivery_as_the_serial_queue_does() {
-        for k in [1, 2, 3, 4] {
-            let (want, by) = same_as_serial(k, true);
-            if k > 1 {
-                assert!(want.handed_over > 5_000, "k = {k}: {} messages", want.handed_over);
-                assert!(ties(&want.trace) > 500, "k = {k}: {} ties", ties(&want.trace));
-                assert!(by.push > 100 && by.waiting > 100 && by.same_window > 100, "k = {k}: numbered by {by:?}");
-            }
+        for k in [2, 3, 4] {
+            let by = same_as_serial(k, true);
+            assert!(by.push > 100 && by.waiting > 100 && by.same_window > 100, "k = {k}: numbered by {by:?}");
         }
+        same_as_serial(1, true);
     }
 
     #[test]
@@ -1081,26 +1076,42 @@ mod tests {
         assert_ne!(by_part, want);
     }
 
+    /// A partition whose events a closure handles, for the small tests
+    /// below (its state lives in the closure).
+    struct Script<E, F>(F, std::marker::PhantomData<E>);
+
+    impl<E: Copy + Send + Sync, F: FnMut(SimTime, E, &mut Out<E, ()>) + Send> Part for Script<E, F> {
+        type Ev = E;
+        type Msg = ();
+        fn handle(&mut self, now: SimTime, ev: E, out: &mut Out<E, ()>) {
+            (self.0)(now, ev, out)
+        }
+    }
+
+    fn script<E, F: FnMut(SimTime, E, &mut Out<E, ()>)>(f: F) -> Script<E, F> {
+        Script(f, std::marker::PhantomData)
+    }
+
+    fn cfg(lookahead: u64, until: u64, threads: bool) -> Config {
+        Config { lookahead: SimTime(lookahead), until: SimTime(until), threads, trace: false }
+    }
+
     #[test]
     fn a_message_sooner_than_the_lookahead_is_refused_with_its_partitions() {
-        struct Hasty(bool);
-        impl Part for Hasty {
-            type Ev = ();
-            type Msg = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
+        let hasty = |push: bool| {
+            script(move |now, _: (), out| {
                 if out.me() == 0 {
-                    if self.0 {
+                    if push {
                         out.push(0, now + SimTime(10), ());
                     } else {
                         out.send(1, now + SimTime(10), ());
                     }
                 }
-            }
-        }
+            })
+        };
         for threads in [false, true] {
             for push in [false, true] {
-                let cfg = Config { lookahead: SimTime(100), until: SimTime(1_000), threads, trace: false };
-                let err = run(&mut [Hasty(push), Hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg).unwrap_err();
+                let err = run(&mut [hasty(push), hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
                 assert_eq!(err, WindowError::Lookahead { from: 0, to: 1, now: SimTime(5), at: SimTime(15), lookahead: SimTime(100) });
                 assert!(err.to_string().contains("partition 0"), "{err}");
             }
@@ -1109,66 +1120,57 @@ mod tests {
 
     #[test]
     fn a_push_out_of_order_or_from_the_wrong_end_is_refused() {
-        struct Bad(usize);
-        impl Part for Bad {
-            type Ev = ();
-            type Msg = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
-                match self.0 {
-                    0 => {
-                        out.push(0, now + SimTime(500), ());
-                        out.push(0, now + SimTime(400), ());
-                    }
-                    _ => out.push(1, now + SimTime(500), ()),
+        let bad = |which: u8| {
+            script(move |now, _: (), out| {
+                if which == 0 {
+                    out.push(0, now + SimTime(500), ());
+                    out.push(0, now + SimTime(400), ());
+                } else {
+                    out.push(1, now + SimTime(500), ());
                 }
-            }
+            })
+        };
+        let chans = [(0, 1), (1, 0)];
+        for threads in [false, true] {
+            let err = run(&mut [bad(0), bad(0)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+            assert_eq!(err, WindowError::ChannelOrder { ch: 0, at: SimTime(405), last: SimTime(505) });
+            let err = run(&mut [bad(1), bad(1)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+            assert_eq!(err, WindowError::NotSender { part: 0, ch: 1 });
         }
-        let cfg = Config { lookahead: SimTime(100), until: SimTime(1_000), threads: false, trace: false };
-        let err = run(&mut [Bad(0), Bad(0)], &[(0, 1), (1, 0)], &[(SimTime(5), 0, ())], cfg).unwrap_err();
-        assert_eq!(err, WindowError::ChannelOrder { ch: 0, at: SimTime(405), last: SimTime(505) });
-        let err = run(&mut [Bad(1), Bad(1)], &[(0, 1), (1, 0)], &[(SimTime(5), 0, ())], cfg).unwrap_err();
-        assert_eq!(err, WindowError::NotSender { part: 0, ch: 1 });
     }
 
     #[test]
     fn a_run_without_a_stop_ends_when_nothing_is_pending() {
         // `until` = the end of time, as the simulator runs without a stop;
         // one event sits at the very last picosecond
-        struct Few(u32);
-        impl Part for Few {
-            type Ev = ();
-            type Msg = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
-                self.0 += 1;
-                if self.0 < 5 {
+        let few = || {
+            let mut n = 0;
+            script(move |now, _: (), out| {
+                n += 1;
+                if n < 5 {
                     out.send(1 - out.me(), now + SimTime(1_000), ());
                 }
-            }
-        }
+            })
+        };
         let init = [(SimTime(0), 0, ()), (SimTime(u64::MAX), 1, ())];
-        let want = run_serial(&mut [Few(0), Few(0)], &[], &init, SimTime(u64::MAX), true);
+        let want = run_serial(&mut [few(), few()], &[], &init, SimTime(u64::MAX), true);
         assert_eq!(want.events, vec![5, 5]);
         for threads in [false, true] {
-            let cfg = Config { lookahead: SimTime(1_000), until: SimTime(u64::MAX), threads, trace: true };
-            let got = run(&mut [Few(0), Few(0)], &[], &init, cfg).unwrap();
+            let got = run(&mut [few(), few()], &[], &init, Config { trace: true, ..cfg(1_000, u64::MAX, threads) }).unwrap();
             assert_eq!(got.trace, want.trace, "threads {threads}");
         }
     }
 
     #[test]
     fn a_partitions_panic_ends_the_run_as_itself() {
-        struct Faulty;
-        impl Part for Faulty {
-            type Ev = u32;
-            type Msg = ();
-            fn handle(&mut self, now: SimTime, n: u32, out: &mut Out<u32, ()>) {
+        let faulty = || {
+            script(|now, n: u32, out| {
                 assert!(!(out.me() == 1 && n == 7), "the model's own bug");
                 out.send(1 - out.me(), now + SimTime(1_000), n + 1);
-            }
-        }
+            })
+        };
         for threads in [false, true] {
-            let cfg = Config { lookahead: SimTime(1_000), until: SimTime(1_000_000), threads, trace: false };
-            let r = std::panic::catch_unwind(|| run(&mut [Faulty, Faulty], &[], &[(SimTime(0), 0, 0)], cfg));
+            let r = std::panic::catch_unwind(|| run(&mut [faulty(), faulty()], &[], &[(SimTime(0), 0, 0)], cfg(1_000, 1_000_000, threads)));
             let msg = r.err().and_then(|p| p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()));
             assert_eq!(msg.as_deref(), Some("the model's own bug"), "threads {threads}");
         }
@@ -1176,41 +1178,28 @@ mod tests {
 
     #[test]
     fn schedules_in_the_past_or_to_no_partition_are_refused() {
-        struct Wrong(bool);
-        impl Part for Wrong {
-            type Ev = ();
-            type Msg = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
-                if self.0 {
+        let wrong = |past: bool| {
+            script(move |now, _: (), out| {
+                if past {
                     out.local(SimTime(now.0 - 1), ());
                 } else {
                     out.send(5, now + SimTime(1_000), ());
                 }
-            }
-        }
+            })
+        };
         for threads in [false, true] {
-            let cfg = Config { lookahead: SimTime(100), until: SimTime(1_000), threads, trace: false };
-            let err = run(&mut [Wrong(true), Wrong(true)], &[], &[(SimTime(5), 1, ())], cfg).unwrap_err();
+            let err = run(&mut [wrong(true), wrong(true)], &[], &[(SimTime(5), 1, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::Past { part: 1, now: SimTime(5), at: SimTime(4) });
-            let err = run(&mut [Wrong(false), Wrong(false)], &[], &[(SimTime(5), 0, ())], cfg).unwrap_err();
+            let err = run(&mut [wrong(false), wrong(false)], &[], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::NoSuchPart { from: 0, to: 5, parts: 2 });
-            let cfg = Config { lookahead: SimTime::ZERO, ..cfg };
-            assert_eq!(run(&mut [Wrong(false)], &[], &[], cfg).unwrap_err(), WindowError::NoLookahead);
+            assert_eq!(run(&mut [wrong(false)], &[], &[], cfg(0, 1_000, threads)).unwrap_err(), WindowError::NoLookahead);
         }
     }
 
     #[test]
     fn idle_stretches_are_skipped_not_stepped() {
-        struct Sparse;
-        impl Part for Sparse {
-            type Ev = ();
-            type Msg = ();
-            fn handle(&mut self, now: SimTime, _: (), out: &mut Out<(), ()>) {
-                out.local(now + SimTime(1_000_000_000), ());
-            }
-        }
-        let cfg = Config { lookahead: SimTime(1_000), until: SimTime(10_000_000_000), threads: false, trace: false };
-        let rep = run(&mut [Sparse], &[], &[(SimTime(0), 0, ())], cfg).unwrap();
+        let sparse = script(|now, _: (), out| out.local(now + SimTime(1_000_000_000), ()));
+        let rep = run(&mut [sparse], &[], &[(SimTime(0), 0, ())], cfg(1_000, 10_000_000_000, false)).unwrap();
         assert_eq!(rep.events, vec![11]);
         assert_eq!(rep.windows, 11);
     }
