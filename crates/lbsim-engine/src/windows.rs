@@ -14,12 +14,20 @@
 //! **The serial order, exactly.** [`EventQueue`](crate::EventQueue) breaks
 //! ties in time by the order of scheduling (a global sequence number), and a
 //! model's results may depend on that order. A run in windows gives every
-//! event the sequence number the serial run would, so each partition sees
-//! its events in the serial order, and the results are the serial ones:
-//! - At a window's start every event pending anywhere has its serial number
-//!   (but a message waiting on a channel behind an undelivered one, which
-//!   is numbered when that one is delivered: see *Channels* below); they
-//!   are all below `base`, the count of schedules so far.
+//! event a serial number that orders it as the serial run would, so each
+//! partition sees its events in the serial order, and the results are the
+//! serial ones.
+//! - *Numbers with gaps.* Every schedule takes the next number, whether or
+//!   not it schedules an event now (a push onto a busy channel does not),
+//!   and a channel's delivery takes one first, for the next delivery,
+//!   whether or not there is one. These are the serial queue's numbers with
+//!   gaps; a gap never changes which of two numbers is the smaller, so the
+//!   order is the serial queue's. In exchange, how many numbers an event
+//!   takes is known where it is handled.
+//! - At a window's start every event pending anywhere has its number (but a
+//!   message waiting on a channel behind an undelivered one, which gets its
+//!   number when that one is delivered: see *Channels* below); they are all
+//!   below `base`, the count of numbers so far.
 //! - Inside the window a partition numbers its own schedules `base + c`, `c`
 //!   its running count, and puts those due inside the window in its heap.
 //!   In the serial run they get numbers at least `base`, in the order the
@@ -28,22 +36,23 @@
 //!   an outbox, since their serial numbers depend on how the partitions'
 //!   events of the window interleave in the serial order.
 //! - At the meeting, the events every partition handled in the window are
-//!   merged by `(time, serial number)`. An event numbered `base + c` takes
-//!   its serial number from the event that scheduled it, which came earlier
-//!   in the same partition and so merged first. Walking the merge in order,
-//!   each event's schedules get the next serial numbers, exactly as the
-//!   serial queue's counter would hand them out; the outboxes then go into
-//!   the heaps with those numbers.
+//!   merged by `(time, serial number)`, a walk that reads numbers only on
+//!   ties in time. An event numbered `base + c` has the number of the event
+//!   that scheduled it, which came earlier in the same partition and so has
+//!   merged, plus its place among that event's. Each handled event's first
+//!   number is `base` plus the numbers taken by the events before it; the
+//!   outboxes then go into the heaps with their numbers.
 //!
 //! **Channels** ([`Out::push`]) are FIFO links with the rule of a port in
-//! the simulator: the next delivery is numbered by the push if everything
+//! the simulator: the next delivery is scheduled by the push if everything
 //! pushed before has been delivered, and otherwise by the delivery before
-//! it, in that delivery's place (`EventQueue::pop_with`). For a channel
-//! between partitions which rule applies depends on how the two ends'
-//! events interleave, so each push and delivery is recorded, and the merge
-//! replays them per channel in the serial order: a delivery numbers a
-//! message pushed in the same window, or its receiver, already holding a
-//! message pushed in an earlier window, has scheduled it itself.
+//! it, in that delivery's place (`EventQueue::pop_with`); its number is
+//! that event's. For a channel between partitions which rule applies
+//! depends on how the two ends' events interleave, so each push and
+//! delivery is recorded, and the meeting replays them per channel in the
+//! serial order: a delivery numbers a message pushed in the same window, or
+//! its receiver, already holding a message pushed in an earlier window, has
+//! scheduled it itself.
 //!
 //! Every partition runs the (deterministic) merge for itself, reading the
 //! others' records of the window, so a window costs one barrier. Records
@@ -236,39 +245,43 @@ struct Done {
     t: u64,
     /// Its serial number, or `base + c` for a schedule of this window.
     seq: u64,
-    /// How many of the partition's numbers (`c`) its schedules took.
+    /// Its first number's place `c` among the partition's numbers of the
+    /// window, and how many it took (one per schedule, and one more first
+    /// for a delivery: see [`run`]'s numbering).
+    c0: u32,
     n: u32,
-    /// How many of them (and markers) concern channels between partitions.
-    chops: u32,
 }
 
-/// A schedule on a channel between partitions, whose number the merge
-/// decides.
+/// A schedule on a channel between partitions: event `d` of the window's
+/// list, its number `r` among that event's.
 #[derive(Clone, Copy)]
 struct ChOp {
-    /// Its place among the partition's schedules of the window.
-    c: u64,
+    d: u32,
+    r: u32,
     ch: u32,
     kind: ChKind,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum ChKind {
-    /// A push; it took number `c` (numbered only if the channel is empty).
+    /// A push; its delivery takes the push's number if the channel is
+    /// empty.
     Push,
-    /// A delivery, at the start of its event. `local`: the next message
-    /// was already here and its delivery took number `c`; otherwise no
-    /// number was taken, and the next message, if pushed before this
-    /// delivery in the serial order, gets its number from it.
+    /// A delivery, at the start of its event (`r` = 0): if the channel has
+    /// more, the next message's delivery takes this number. `local`: that
+    /// message was already here (pushed in an earlier window).
     Deliver { local: bool },
 }
 
-/// A schedule due after the window, waiting for its serial number.
+/// A schedule due after the window, waiting for its serial number: the
+/// `r`-th number of event `d`; for a message, `k` is its push in the
+/// record's `chops` for its receiver.
 #[derive(Clone, Copy)]
 struct Sent<E, M> {
     t: u64,
-    /// Its index among its partition's schedules of the window.
-    c: u64,
+    d: u32,
+    r: u32,
+    k: u32,
     item: Item<E, M>,
 }
 
@@ -276,10 +289,12 @@ struct Sent<E, M> {
 #[repr(align(128))]
 struct Rec<E, M> {
     done: Vec<Done>,
-    chops: Vec<ChOp>,
+    /// Operations on channels between partitions, by the channel's
+    /// receiver (the only partition that settles them).
+    chops: Vec<Vec<ChOp>>,
     /// Outboxes by destination partition (its own included).
     out: Vec<Vec<Sent<E, M>>>,
-    /// Schedules made in the window.
+    /// Numbers taken in the window.
     sched: u64,
     /// Earliest time pending in the partition's heap after the window, and
     /// in its outboxes.
@@ -289,7 +304,14 @@ struct Rec<E, M> {
 
 impl<E, M> Rec<E, M> {
     fn new(parts: usize) -> Self {
-        Rec { done: Vec::new(), chops: Vec::new(), out: (0..parts).map(|_| Vec::new()).collect(), sched: 0, next: None, err: None }
+        Rec {
+            done: Vec::new(),
+            chops: (0..parts).map(|_| Vec::new()).collect(),
+            out: (0..parts).map(|_| Vec::new()).collect(),
+            sched: 0,
+            next: None,
+            err: None,
+        }
     }
     /// Notes something pending at `at` after the window.
     #[inline]
@@ -308,19 +330,20 @@ impl<E, M> Rec<E, M> {
     }
 }
 
-/// "No number yet": a push onto a channel that was not empty.
+/// "No number yet": a message pushed onto a channel that was not empty.
 const UNNUMBERED: u64 = u64::MAX;
 
-/// The merge's view of a channel between partitions, kept by every
-/// partition alike.
+/// The meeting's view of a channel between partitions, kept by its
+/// receiver.
 #[derive(Clone, Default)]
 struct ChanState {
     /// Messages pushed and not yet delivered, in the serial order so far.
     undelivered: u64,
     /// Of those, the ones still without a number: first `earlier` from past
-    /// windows (their receiver holds them), then pushes of this window.
+    /// windows (their receiver holds them), then pushes of this window (as
+    /// partition and place in its `chops` for the receiver).
     earlier: u64,
-    this_window: VecDeque<(u32, u64)>,
+    this_window: VecDeque<(u32, u32)>,
 }
 
 /// A partition's private run state. Aligned to two cache lines (the
@@ -343,16 +366,17 @@ struct Lane<E, M> {
     inbox: Vec<VecDeque<(SimTime, M)>>,
     /// Per channel from this partition: the last message's time.
     last: Vec<SimTime>,
-    /// Per channel between partitions: the merge's state, and the ones
-    /// with pushes of this window still unnumbered.
+    /// Per channel from another partition into this one: the meeting's
+    /// state, and the channels with pushes of this window still
+    /// unnumbered.
     cs: Vec<ChanState>,
     touched: Vec<u32>,
-    /// Merge scratch: per partition, the serial number of each schedule of
-    /// the window, and the merge's positions and counts.
-    g: Vec<Vec<u64>>,
+    /// Merge scratch, per partition: each handled event's first serial
+    /// number, each push's delivery number (or [`UNNUMBERED`]), and the
+    /// merge's positions.
+    gs: Vec<Vec<u64>>,
+    msg: Vec<Vec<u64>>,
     pos: Vec<usize>,
-    cnt: Vec<usize>,
-    chpos: Vec<usize>,
     trace: Vec<(SimTime, u64, u32)>,
 }
 
@@ -373,10 +397,9 @@ impl<E: Copy, M: Copy> Lane<E, M> {
             last: vec![SimTime::ZERO; n],
             cs: vec![ChanState::default(); n],
             touched: Vec::new(),
-            g: vec![Vec::new(); parts],
+            gs: vec![Vec::new(); parts],
+            msg: vec![Vec::new(); parts],
             pos: vec![0; parts],
-            cnt: vec![0; parts],
-            chpos: vec![0; parts],
             trace: Vec::new(),
         }
     }
@@ -394,25 +417,25 @@ impl<E: Copy, M: Copy> Lane<E, M> {
         self.heap = BinaryHeap::from(fresh);
         self.out.v = Vec::with_capacity(16);
         let k = self.pos.len();
-        self.g = (0..k).map(|_| Vec::new()).collect();
+        self.gs = (0..k).map(|_| Vec::new()).collect();
+        self.msg = (0..k).map(|_| Vec::new()).collect();
         self.pos = vec![0; k];
-        self.cnt = vec![0; k];
-        self.chpos = vec![0; k];
         self.inbox = self.inbox.iter().map(|_| VecDeque::new()).collect();
         self.last = self.last.clone();
         self.cs = self.cs.clone();
     }
 
-    /// Puts a schedule numbered `c` of this window where it belongs: due in
-    /// the window, in the heap with its provisional number; otherwise in
-    /// the outbox.
+    /// Puts the schedule numbered `c` of this window (the event's
+    /// `c - c0`-th) where it belongs: due in the window, in the heap with its
+    /// provisional number; otherwise in the outbox.
     #[inline]
-    fn place(&mut self, rec: &mut Rec<E, M>, c: u64, at: SimTime, to: usize, item: Item<E, M>, hi: SimTime) {
+    #[allow(clippy::too_many_arguments)]
+    fn place(&mut self, rec: &mut Rec<E, M>, c: u64, c0: u64, at: SimTime, to: usize, item: Item<E, M>, hi: SimTime) {
         if to == self.me && at <= hi {
             self.heap.push(Entry::new(at, self.base + c, item));
         } else {
             rec.pending(at);
-            rec.out[to].push(Sent { t: at.0, c, item });
+            rec.out[to].push(Sent { t: at.0, d: rec.done.len() as u32, r: (c - c0) as u32, k: u32::MAX, item });
         }
     }
 
@@ -420,7 +443,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
     /// records the window in `rec`.
     fn window<P: Part<Ev = E, Msg = M>>(&mut self, part: &mut P, rec: &mut Rec<E, M>, hi: SimTime, lookahead: SimTime) {
         rec.done.clear();
-        rec.chops.clear();
+        rec.chops.iter_mut().for_each(Vec::clear);
         rec.out.iter_mut().for_each(Vec::clear);
         rec.sched = 0;
         rec.err = None;
@@ -433,7 +456,8 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                 break;
             }
             let (now, seq, item) = (top.time(), top.seq(), top.ev);
-            let (c0, ch0) = (rec.sched, rec.chops.len());
+            let c0 = rec.sched;
+            let d = rec.done.len() as u32;
             match item {
                 Item::Ev(ev) => {
                     PeekMut::pop(top);
@@ -443,24 +467,24 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                     let inbox = &mut self.inbox[ch as usize];
                     let (at, msg) = inbox.pop_front().expect("a delivery finds its message");
                     debug_assert_eq!(at, now);
+                    // a delivery's first number is for the next message's
+                    // delivery, which takes this one's place: in the heap
+                    // (one sift, as `EventQueue::pop_with`) when due in the
+                    // window; taken whether or not there is one
                     let c = rec.sched;
-                    // the next message waiting here takes this one's place:
-                    // in the heap (one sift, as `EventQueue::pop_with`) when
-                    // due in the window
+                    rec.sched += 1;
                     let next = inbox.front().map(|m| m.0);
                     if self.chans[ch as usize].0 as usize != me {
-                        rec.chops.push(ChOp { c, ch, kind: ChKind::Deliver { local: next.is_some() } });
+                        rec.chops[me].push(ChOp { d, r: 0, ch, kind: ChKind::Deliver { local: next.is_some() } });
                     }
                     match next {
                         Some(at) if at <= hi => {
-                            rec.sched += 1;
                             *top = Entry::new(at, self.base + c, Item::Deliver(ch));
                             drop(top);
                         }
                         Some(at) => {
                             PeekMut::pop(top);
-                            rec.sched += 1;
-                            self.place(rec, c, at, me, Item::Deliver(ch), hi);
+                            self.place(rec, c, c0, at, me, Item::Deliver(ch), hi);
                         }
                         None => {
                             PeekMut::pop(top);
@@ -472,6 +496,10 @@ impl<E: Copy, M: Copy> Lane<E, M> {
             }
             for i in 0..self.out.v.len() {
                 let (at, op) = self.out.v[i];
+                // every schedule takes a number, whether or not it schedules
+                // an event now (a push behind others does not)
+                let c = rec.sched;
+                rec.sched += 1;
                 if at < now {
                     rec.fail(WindowError::Past { part: me, now, at });
                     continue;
@@ -484,9 +512,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                         } else if to != me && at < now + lookahead {
                             rec.fail(WindowError::Lookahead { from: me, to, now, at, lookahead });
                         } else {
-                            let c = rec.sched;
-                            rec.sched += 1;
-                            self.place(rec, c, at, to, Item::Ev(ev), hi);
+                            self.place(rec, c, c0, at, to, Item::Ev(ev), hi);
                         }
                     }
                     Op::Push(ch, msg) => {
@@ -506,25 +532,22 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                         if to == from {
                             // within the partition: the serial rule, here
                             if self.inbox[ch as usize].is_empty() {
-                                let c = rec.sched;
-                                rec.sched += 1;
-                                self.place(rec, c, at, me, Item::Deliver(ch), hi);
+                                self.place(rec, c, c0, at, me, Item::Deliver(ch), hi);
                             }
                             self.inbox[ch as usize].push_back((at, msg));
                         } else if at < now + lookahead {
                             rec.fail(WindowError::Lookahead { from: me, to, now, at, lookahead });
                         } else {
-                            let c = rec.sched;
-                            rec.sched += 1;
-                            rec.chops.push(ChOp { c, ch, kind: ChKind::Push });
+                            let (r, k) = ((c - c0) as u32, rec.chops[to].len() as u32);
+                            rec.chops[to].push(ChOp { d, r, ch, kind: ChKind::Push });
                             rec.pending(at);
-                            rec.out[to].push(Sent { t: at.0, c, item: Item::Msg(ch, msg) });
+                            rec.out[to].push(Sent { t: at.0, d, r, k, item: Item::Msg(ch, msg) });
                         }
                     }
                 }
             }
             self.out.v.clear();
-            rec.done.push(Done { t: now.0, seq, n: (rec.sched - c0) as u32, chops: (rec.chops.len() - ch0) as u32 });
+            rec.done.push(Done { t: now.0, seq, c0: c0 as u32, n: (rec.sched - c0) as u32 });
             self.events += 1;
             if rec.err.is_some() {
                 break;
@@ -535,117 +558,49 @@ impl<E: Copy, M: Copy> Lane<E, M> {
         }
     }
 
-    /// Numbers the schedules of partition `q`'s next handled event `d`.
-    #[inline(always)]
-    fn number(&mut self, q: usize, d: &Done, chops: &[ChOp], next: &mut u64) {
-        let c0 = self.cnt[q];
-        let end = c0 + d.n as usize;
-        if d.chops == 0 {
-            for (r, slot) in self.g[q][c0..end].iter_mut().enumerate() {
-                *slot = *next + r as u64;
-            }
-            *next += d.n as u64;
-        } else {
-            let mut c = c0;
-            let k0 = self.chpos[q];
-            for op in &chops[k0..k0 + d.chops as usize] {
-                while c < op.c as usize {
-                    self.g[q][c] = *next;
-                    *next += 1;
-                    c += 1;
-                }
-                let s = &mut self.cs[op.ch as usize];
-                match op.kind {
-                    ChKind::Push => {
-                        if s.undelivered == 0 {
-                            self.g[q][c] = *next;
-                            *next += 1;
-                            self.numbered_by.push += 1;
-                        } else {
-                            self.g[q][c] = UNNUMBERED;
-                            if s.this_window.is_empty() {
-                                self.touched.push(op.ch);
-                            }
-                            s.this_window.push_back((q as u32, c as u64));
-                        }
-                        s.undelivered += 1;
-                        c += 1;
-                    }
-                    ChKind::Deliver { local } => {
-                        s.undelivered -= 1;
-                        if s.undelivered > 0 {
-                            // the next message's delivery takes this one's place
-                            if s.earlier > 0 {
-                                assert!(local, "channel {}: the waiting message was not scheduled by its receiver", op.ch);
-                                s.earlier -= 1;
-                                self.g[q][c] = *next;
-                                c += 1;
-                                self.numbered_by.waiting += 1;
-                            } else {
-                                assert!(!local, "channel {}: a delivery took a number for a message not yet pushed", op.ch);
-                                let (qa, ca) = s.this_window.pop_front().expect("an undelivered message is pending");
-                                self.g[qa as usize][ca as usize] = *next;
-                                self.numbered_by.same_window += 1;
-                            }
-                            *next += 1;
-                        } else {
-                            assert!(!local, "channel {}: a delivery's successor was never pushed", op.ch);
-                        }
-                    }
-                }
-            }
-            while c < end {
-                self.g[q][c] = *next;
-                *next += 1;
-                c += 1;
-            }
-            self.chpos[q] = k0 + d.chops as usize;
-        }
-        self.cnt[q] = end;
-    }
-
     /// The meeting: merges every partition's window into the serial order,
-    /// numbers the schedules, and takes in this partition's outbox entries.
-    /// Returns the earliest pending time anywhere.
+    /// which gives each handled event its first serial number; settles the
+    /// channels between partitions; and takes in this partition's outbox
+    /// entries with their numbers. Returns the earliest pending time
+    /// anywhere.
     fn meet(&mut self, recs: &[&Rec<E, M>], trace: bool) -> Option<u64> {
         let base = self.base;
         for (q, r) in recs.iter().enumerate() {
-            self.g[q].clear();
-            self.g[q].resize(r.sched as usize, 0);
+            self.gs[q].clear();
+            self.gs[q].resize(r.done.len(), 0);
             self.pos[q] = 0;
-            self.cnt[q] = 0;
-            self.chpos[q] = 0;
         }
         let mut next = base;
-        // an event's serial number: from an earlier window, or numbered
-        // earlier in this merge
-        let seq = |d: &Done, g: &[u64]| if d.seq < base { d.seq } else { g[(d.seq - base) as usize] };
+        let gs = &mut self.gs;
         if let [a, b] = recs {
             // two partitions, the case that matters on a 2-core machine: a
-            // two-pointer merge whose serial numbers are looked at only on
-            // ties in time (and for the trace)
+            // two-pointer walk that looks at serial numbers only on ties in
+            // time
             let mut j = 0;
-            for da in &a.done {
+            for (i, da) in a.done.iter().enumerate() {
                 while let Some(db) = b.done.get(j) {
-                    if db.t > da.t || db.t == da.t && seq(db, &self.g[1]) > seq(da, &self.g[0]) {
+                    if db.t > da.t || db.t == da.t && serial(&b.done, &gs[1], base, db) > serial(&a.done, &gs[0], base, da) {
                         break;
                     }
                     if trace {
-                        self.trace.push((SimTime(db.t), seq(db, &self.g[1]), 1));
+                        self.trace.push((SimTime(db.t), serial(&b.done, &gs[1], base, db), 1));
                     }
-                    self.number(1, db, &b.chops, &mut next);
+                    gs[1][j] = next;
+                    next += db.n as u64;
                     j += 1;
                 }
                 if trace {
-                    self.trace.push((SimTime(da.t), seq(da, &self.g[0]), 0));
+                    self.trace.push((SimTime(da.t), serial(&a.done, &gs[0], base, da), 0));
                 }
-                self.number(0, da, &a.chops, &mut next);
+                gs[0][i] = next;
+                next += da.n as u64;
             }
-            for db in &b.done[j..] {
+            for (j, db) in b.done.iter().enumerate().skip(j) {
                 if trace {
-                    self.trace.push((SimTime(db.t), seq(db, &self.g[1]), 1));
+                    self.trace.push((SimTime(db.t), serial(&b.done, &gs[1], base, db), 1));
                 }
-                self.number(1, db, &b.chops, &mut next);
+                gs[1][j] = next;
+                next += db.n as u64;
             }
         } else {
             loop {
@@ -653,7 +608,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                 let mut best: Option<(u64, u64, usize)> = None;
                 for (q, r) in recs.iter().enumerate() {
                     if let Some(d) = r.done.get(self.pos[q]) {
-                        let s = seq(d, &self.g[q]);
+                        let s = serial(&r.done, &gs[q], base, d);
                         let earlier = match best {
                             None => true,
                             Some((t, s0, _)) => (d.t, s) < (t, s0),
@@ -664,36 +619,31 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                     }
                 }
                 let Some((t, s, q)) = best else { break };
-                let d = recs[q].done[self.pos[q]];
+                let i = self.pos[q];
                 self.pos[q] += 1;
-                self.number(q, &d, &recs[q].chops, &mut next);
+                gs[q][i] = next;
+                next += recs[q].done[i].n as u64;
                 if trace {
                     self.trace.push((SimTime(t), s, q as u32));
                 }
             }
         }
-        // pushes still without a number wait for their predecessor's
-        // delivery in a later window
-        for ch in self.touched.drain(..) {
-            let s = &mut self.cs[ch as usize];
-            s.earlier += s.this_window.len() as u64;
-            s.this_window.clear();
-        }
+        self.settle_channels(recs);
         for (q, r) in recs.iter().enumerate() {
             let inbox = &r.out[self.me];
             if q != self.me {
                 self.handed_over += inbox.len() as u64;
             }
             for s in inbox {
-                let g = self.g[q][s.c as usize];
                 match s.item {
                     Item::Msg(ch, m) => {
                         self.inbox[ch as usize].push_back((SimTime(s.t), m));
+                        let g = self.msg[q][s.k as usize];
                         if g != UNNUMBERED {
                             self.heap.push(Entry::new(SimTime(s.t), g, Item::Deliver(ch)));
                         }
                     }
-                    item => self.heap.push(Entry::new(SimTime(s.t), g, item)),
+                    item => self.heap.push(Entry::new(SimTime(s.t), self.gs[q][s.d as usize] + s.r as u64, item)),
                 }
             }
         }
@@ -701,6 +651,125 @@ impl<E: Copy, M: Copy> Lane<E, M> {
         self.busiest += recs.iter().map(|r| r.done.len() as u64).max().unwrap_or(0);
         recs.iter().filter_map(|r| r.next).min()
     }
+
+    /// Replays the pushes and deliveries on the channels from other
+    /// partitions into this one (the only partition that needs their
+    /// outcome) in the serial order, and gives each message pushed in the
+    /// window the
+    /// number of the event that schedules its delivery: its push, when the
+    /// channel was empty, or the delivery before it, when that came in this
+    /// window (`msg`). A message waiting for a delivery in a later window
+    /// stays unnumbered; its receiver will schedule it.
+    fn settle_channels(&mut self, recs: &[&Rec<E, M>]) {
+        for (q, r) in recs.iter().enumerate() {
+            self.msg[q].clear();
+            self.msg[q].resize(r.chops[self.me].len(), UNNUMBERED);
+            self.pos[q] = 0;
+        }
+        let me = self.me;
+        if recs.iter().all(|r| r.chops[me].is_empty()) {
+            return;
+        }
+        let Lane { gs, msg, pos, cs, touched, numbered_by, .. } = self;
+        let mut settle = |q: usize, k: usize, op: ChOp, g: u64| settle_one(cs, touched, msg, numbered_by, q, k, op, g);
+        let number = |q: usize, op: &ChOp| gs[q][op.d as usize] + op.r as u64;
+        if let [a, b] = recs {
+            // two partitions: a two-pointer walk
+            let mut j = 0;
+            let (a, b) = (&a.chops[me], &b.chops[me]);
+            for (i, oa) in a.iter().enumerate() {
+                let ga = number(0, oa);
+                while let Some(ob) = b.get(j) {
+                    let gb = number(1, ob);
+                    if gb > ga {
+                        break;
+                    }
+                    settle(1, j, *ob, gb);
+                    j += 1;
+                }
+                settle(0, i, *oa, ga);
+            }
+            for (j, ob) in b.iter().enumerate().skip(j) {
+                settle(1, j, *ob, number(1, ob));
+            }
+        } else {
+            loop {
+                // the earliest channel operation by serial number
+                let mut best: Option<(u64, usize)> = None;
+                for (q, r) in recs.iter().enumerate() {
+                    if let Some(op) = r.chops[me].get(pos[q]) {
+                        let g = number(q, op);
+                        if best.is_none() || best.is_some_and(|(g0, _)| g < g0) {
+                            best = Some((g, q));
+                        }
+                    }
+                }
+                let Some((g, q)) = best else { break };
+                let k = pos[q];
+                pos[q] += 1;
+                settle(q, k, recs[q].chops[me][k], g);
+            }
+        }
+        // pushes still without a number wait for their predecessor's
+        // delivery in a later window
+        for ch in touched.drain(..) {
+            let s = &mut cs[ch as usize];
+            s.earlier += s.this_window.len() as u64;
+            s.this_window.clear();
+        }
+    }
+}
+
+/// One channel operation of the window, in the serial order (see
+/// [`Lane::settle_channels`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn settle_one(cs: &mut [ChanState], touched: &mut Vec<u32>, msg: &mut [Vec<u64>], numbered_by: &mut NumberedBy, q: usize, k: usize, op: ChOp, g: u64) {
+    let s = &mut cs[op.ch as usize];
+    match op.kind {
+        ChKind::Push => {
+            if s.undelivered == 0 {
+                msg[q][k] = g;
+                numbered_by.push += 1;
+            } else {
+                if s.this_window.is_empty() {
+                    touched.push(op.ch);
+                }
+                s.this_window.push_back((q as u32, k as u32));
+            }
+            s.undelivered += 1;
+        }
+        ChKind::Deliver { local } => {
+            s.undelivered -= 1;
+            if s.undelivered == 0 {
+                assert!(!local, "channel {}: a delivery's successor was never pushed", op.ch);
+            } else if s.earlier > 0 {
+                // its receiver held it and scheduled it with this number
+                assert!(local, "channel {}: the waiting message was not scheduled by its receiver", op.ch);
+                s.earlier -= 1;
+                numbered_by.waiting += 1;
+            } else {
+                assert!(!local, "channel {}: a delivery took a number for a message not yet pushed", op.ch);
+                let (qa, ka) = s.this_window.pop_front().expect("an undelivered message is pending");
+                msg[qa as usize][ka as usize] = g;
+                numbered_by.same_window += 1;
+            }
+        }
+    }
+}
+
+/// The serial number of a handled event `d` of a partition's window list
+/// `done`: its own if it was scheduled before the window; otherwise
+/// (`base + c`) its scheduling event's first number `gs[..]` plus its place
+/// among that event's numbers. The scheduling event is earlier in the same
+/// list and so has been merged.
+fn serial(done: &[Done], gs: &[u64], base: u64, d: &Done) -> u64 {
+    if d.seq < base {
+        return d.seq;
+    }
+    let c = d.seq - base;
+    let i = done.partition_point(|p| p.c0 as u64 <= c) - 1;
+    gs[i] + (c - done[i].c0 as u64)
 }
 
 /// A barrier for a fixed set of spinning threads, which gives up (returns
@@ -775,7 +844,11 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
         windows,
         handed_over: lanes.iter().map(|l| l.handed_over).sum(),
         busiest: lanes[0].busiest,
-        numbered_by: lanes[0].numbered_by,
+        numbered_by: lanes.iter().fold(NumberedBy::default(), |a, l| NumberedBy {
+            push: a.push + l.numbered_by.push,
+            waiting: a.waiting + l.numbered_by.waiting,
+            same_window: a.same_window + l.numbered_by.same_window,
+        }),
         trace: std::mem::take(&mut lanes[0].trace),
     })
 }
@@ -864,7 +937,9 @@ fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: 
 /// The reference: the same partitions run through one
 /// [`EventQueue`](crate::EventQueue), with its serial order, a channel's
 /// deliveries chained through `pop_with`. Returns what [`run`] does
-/// (`windows`, `busiest` and `numbered_by` 0).
+/// (`windows`, `busiest` and `numbered_by` 0); the trace's numbers count as
+/// [`run`]'s do, with a number for every schedule (the queue's own order
+/// has no gaps, which changes no comparison).
 pub fn run_serial<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], until: SimTime, trace: bool) -> Report {
     // each event carries the sequence number the queue gives it (its
     // schedules are counted in the same order), for the trace
@@ -886,7 +961,9 @@ pub fn run_serial<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial
                     let (_, m) = inbox[ch as usize].pop_front().expect("a delivery finds its message");
                     msg = Some(m);
                     let next = inbox[ch as usize].front().map(|&(at, _)| (at, (seq, p, Item::Deliver(ch))));
-                    seq += next.is_some() as u64;
+                    // the delivery's first number, taken whether or not it
+                    // names a next one (see `run`)
+                    seq += 1;
                     next
                 }
                 _ => None,
@@ -914,8 +991,9 @@ pub fn run_serial<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial
                     rep.handed_over += (to != p) as u64;
                     if inbox[ch as usize].is_empty() {
                         q.schedule(at, (seq, to as u32, Item::Deliver(ch)));
-                        seq += 1;
                     }
+                    // taken whether or not the push schedules its delivery
+                    seq += 1;
                     inbox[ch as usize].push_back((at, m));
                 }
             }
