@@ -36,8 +36,8 @@
 //!   an outbox, since their serial numbers depend on how the partitions'
 //!   events of the window interleave in the serial order.
 //! - At the meeting, the events every partition handled in the window are
-//!   merged by `(time, serial number)`, a walk that reads numbers only on
-//!   ties in time. An event numbered `base + c` has the number of the event
+//!   merged by `(time, serial number)`, a walk that (with two partitions)
+//!   reads numbers only on ties in time. An event numbered `base + c` has the number of the event
 //!   that scheduled it, which came earlier in the same partition and so has
 //!   merged, plus its place among that event's. Each handled event's first
 //!   number is `base` plus the numbers taken by the events before it; the
@@ -54,8 +54,9 @@
 //! its receiver, already holding a message pushed in an earlier window, has
 //! scheduled it itself.
 //!
-//! Every partition runs the (deterministic) merge for itself, reading the
-//! others' records of the window, so a window costs one barrier. Records
+//! Every partition runs the (deterministic) walk for itself, and settles
+//! the channels into it, reading the others' records of the window, so a
+//! window costs one barrier. Records
 //! alternate between two buffers by window parity, so a partition can
 //! start the next window while a slower one still reads the last.
 //!
@@ -247,7 +248,7 @@ struct Done {
     seq: u64,
     /// Its first number's place `c` among the partition's numbers of the
     /// window, and how many it took (one per schedule, and one more first
-    /// for a delivery: see [`run`]'s numbering).
+    /// for a delivery: the module docs' *numbers with gaps*).
     c0: u32,
     n: u32,
 }
@@ -367,7 +368,8 @@ struct Lane<E, M> {
     /// Per channel from this partition: the last message's time.
     last: Vec<SimTime>,
     /// Per channel from another partition into this one: the meeting's
-    /// state, and the channels with pushes of this window still
+    /// state (indexed by channel, so entries for other channels stay
+    /// unused), and the channels with pushes of this window still
     /// unnumbered.
     cs: Vec<ChanState>,
     touched: Vec<u32>,
@@ -547,6 +549,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                 }
             }
             self.out.v.clear();
+            debug_assert!(rec.sched <= u32::MAX as u64, "more than 2^32 numbers in one window");
             rec.done.push(Done { t: now.0, seq, c0: c0 as u32, n: (rec.sched - c0) as u32 });
             self.events += 1;
             if rec.err.is_some() {
@@ -655,10 +658,9 @@ impl<E: Copy, M: Copy> Lane<E, M> {
     /// Replays the pushes and deliveries on the channels from other
     /// partitions into this one (the only partition that needs their
     /// outcome) in the serial order, and gives each message pushed in the
-    /// window the
-    /// number of the event that schedules its delivery: its push, when the
-    /// channel was empty, or the delivery before it, when that came in this
-    /// window (`msg`). A message waiting for a delivery in a later window
+    /// window the number of the event that schedules its delivery: its
+    /// push, when the channel was empty, or the delivery before it, when
+    /// that came in this window (`msg`). A message waiting for a delivery in a later window
     /// stays unnumbered; its receiver will schedule it.
     fn settle_channels(&mut self, recs: &[&Rec<E, M>]) {
         for (q, r) in recs.iter().enumerate() {
@@ -941,8 +943,8 @@ fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: 
 /// [`run`]'s do, with a number for every schedule (the queue's own order
 /// has no gaps, which changes no comparison).
 pub fn run_serial<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], until: SimTime, trace: bool) -> Report {
-    // each event carries the sequence number the queue gives it (its
-    // schedules are counted in the same order), for the trace
+    // each event carries its number counted with gaps as `run` counts
+    // (the queue orders by its own sequence, without gaps), for the trace
     type Queued<E, M> = crate::EventQueue<(u64, u32, Item<E, M>)>;
     let mut q: Queued<P::Ev, P::Msg> = crate::EventQueue::new();
     let mut seq = 0u64;
