@@ -295,8 +295,6 @@ struct Rec<E, M> {
     chops: Vec<Vec<ChOp>>,
     /// Outboxes by destination partition (its own included).
     out: Vec<Vec<Sent<E, M>>>,
-    /// Numbers taken in the window.
-    sched: u64,
     /// Earliest time pending in the partition's heap after the window, and
     /// in its outboxes.
     next: Option<u64>,
@@ -305,14 +303,7 @@ struct Rec<E, M> {
 
 impl<E, M> Rec<E, M> {
     fn new(parts: usize) -> Self {
-        Rec {
-            done: Vec::new(),
-            chops: (0..parts).map(|_| Vec::new()).collect(),
-            out: (0..parts).map(|_| Vec::new()).collect(),
-            sched: 0,
-            next: None,
-            err: None,
-        }
+        Rec { done: Vec::new(), chops: (0..parts).map(|_| Vec::new()).collect(), out: (0..parts).map(|_| Vec::new()).collect(), next: None, err: None }
     }
     /// Notes something pending at `at` after the window.
     #[inline]
@@ -447,7 +438,8 @@ impl<E: Copy, M: Copy> Lane<E, M> {
         rec.done.clear();
         rec.chops.iter_mut().for_each(Vec::clear);
         rec.out.iter_mut().for_each(Vec::clear);
-        rec.sched = 0;
+        // numbers taken in the window so far
+        let mut sched = 0u64;
         rec.err = None;
         rec.next = None;
         let parts = rec.out.len();
@@ -458,7 +450,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                 break;
             }
             let (now, seq, item) = (top.time(), top.seq(), top.ev);
-            let c0 = rec.sched;
+            let c0 = sched;
             let d = rec.done.len() as u32;
             match item {
                 Item::Ev(ev) => {
@@ -473,8 +465,8 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                     // delivery, which takes this one's place: in the heap
                     // (one sift, as `EventQueue::pop_with`) when due in the
                     // window; taken whether or not there is one
-                    let c = rec.sched;
-                    rec.sched += 1;
+                    let c = sched;
+                    sched += 1;
                     let next = inbox.front().map(|m| m.0);
                     if self.chans[ch as usize].0 as usize != me {
                         rec.chops[me].push(ChOp { d, r: 0, ch, kind: ChKind::Deliver { local: next.is_some() } });
@@ -500,8 +492,8 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                 let (at, op) = self.out.v[i];
                 // every schedule takes a number, whether or not it schedules
                 // an event now (a push behind others does not)
-                let c = rec.sched;
-                rec.sched += 1;
+                let c = sched;
+                sched += 1;
                 if at < now {
                     rec.fail(WindowError::Past { part: me, now, at });
                     continue;
@@ -549,8 +541,8 @@ impl<E: Copy, M: Copy> Lane<E, M> {
                 }
             }
             self.out.v.clear();
-            debug_assert!(rec.sched <= u32::MAX as u64, "more than 2^32 numbers in one window");
-            rec.done.push(Done { t: now.0, seq, c0: c0 as u32, n: (rec.sched - c0) as u32 });
+            debug_assert!(sched <= u32::MAX as u64, "more than 2^32 numbers in one window");
+            rec.done.push(Done { t: now.0, seq, c0: c0 as u32, n: (sched - c0) as u32 });
             self.events += 1;
             if rec.err.is_some() {
                 break;
