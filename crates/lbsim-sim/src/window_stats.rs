@@ -36,10 +36,11 @@ use lbsim_engine::SimTime;
 use lbsim_net::{NodeId, Tier, Topology};
 use serde_json::{json, Value};
 
-/// Partition counts measured side by side (at most 4: the counters below).
-const SPLITS: [u32; 2] = [2, 4];
+/// The cuts measured side by side: by place into 2 and into 4 ([`partition`]),
+/// and by role into 2 ([`by_role`]). At most 4 partitions each (the
+/// counters below).
+const SPLITS: [(&str, u32); 3] = [("place", 2), ("place", 4), ("role", 2)];
 const N: usize = SPLITS.len();
-const _: () = assert!(SPLITS[0] <= 4 && SPLITS[1] <= 4);
 
 #[derive(Clone)]
 #[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
@@ -49,16 +50,21 @@ pub(crate) struct WindowStats {
     /// Per split: node index -> partition.
     part: Vec<Vec<u8>>,
     window: u64,
-    /// Per split: events per partition in the current window.
+    /// Per split: events and their cost per partition in the current window.
     cur: [[u64; 4]; N],
+    cur_cost: [[u64; 4]; N],
     windows: u64,
     unowned: u64,
-    /// Per split: Σ over windows of the busiest partition's events.
+    unowned_cost: u64,
+    /// Per split: Σ over windows of the busiest partition's events, and of
+    /// the costliest partition's cost.
     busiest: [u64; N],
+    costliest: [u64; N],
     /// Per split: arrivals whose link joins two partitions.
     crossing: [u64; N],
-    /// Per split: events per partition over the whole run.
+    /// Per split: events and their cost per partition over the whole run.
     by_part: [[u64; 4]; N],
+    cost_by_part: [[u64; 4]; N],
     /// Windows by events in them: bucket b holds 2^b..2^(b+1)-1 events.
     sizes: [u64; 32],
 }
@@ -90,27 +96,41 @@ pub(crate) fn partition(topo: &Topology, p: u32) -> Vec<u8> {
         .collect()
 }
 
+/// The cut by role: every host (with its transport and its NIC) in
+/// partition 0, every switch in partition 1. Both ends of every connection
+/// then sit in one partition, and every packet crosses twice (into the
+/// fabric and out of it).
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+pub(crate) fn by_role(topo: &Topology) -> Vec<u8> {
+    topo.nodes.iter().map(|n| (n.tier != Tier::Host) as u8).collect()
+}
+
 #[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
 impl WindowStats {
     pub fn new(topo: &Topology) -> WindowStats {
         let len = topo.ports.iter().map(|p| p.delay.0).min().unwrap_or(0);
         WindowStats {
             len,
-            part: SPLITS.iter().map(|&p| partition(topo, p)).collect(),
+            part: SPLITS.iter().map(|&(how, p)| if how == "role" { by_role(topo) } else { partition(topo, p) }).collect(),
             window: 0,
             cur: [[0; 4]; N],
+            cur_cost: [[0; 4]; N],
             windows: 0,
             unowned: 0,
+            unowned_cost: 0,
             busiest: [0; N],
+            costliest: [0; N],
             crossing: [0; N],
             by_part: [[0; 4]; N],
+            cost_by_part: [[0; 4]; N],
             sizes: [0; 32],
         }
     }
 
-    /// One event at `t`: at `node` (`None`: it belongs to no node); `from`
-    /// is the node that sent the packet of an arrival.
-    pub fn record(&mut self, t: SimTime, node: Option<NodeId>, from: Option<NodeId>) {
+    /// One event at `t` that cost `cost` (the run loop passes CPU cycles):
+    /// at `node` (`None`: it belongs to no node); `from` is the node that
+    /// sent the packet of an arrival.
+    pub fn record(&mut self, t: SimTime, node: Option<NodeId>, from: Option<NodeId>, cost: u64) {
         if self.len == 0 {
             return;
         }
@@ -121,11 +141,13 @@ impl WindowStats {
         }
         let Some(n) = node else {
             self.unowned += 1;
+            self.unowned_cost += cost;
             return;
         };
         for s in 0..N {
             let p = self.part[s][n.idx()];
             self.cur[s][p as usize] += 1;
+            self.cur_cost[s][p as usize] += cost;
             if from.is_some_and(|f| self.part[s][f.idx()] != p) {
                 self.crossing[s] += 1;
             }
@@ -140,10 +162,13 @@ impl WindowStats {
         }
         for s in 0..N {
             self.busiest[s] += self.cur[s].iter().max().unwrap();
+            self.costliest[s] += self.cur_cost[s].iter().max().unwrap();
             for p in 0..4 {
                 self.by_part[s][p] += self.cur[s][p];
+                self.cost_by_part[s][p] += self.cur_cost[s][p];
             }
             self.cur[s] = [0; 4];
+            self.cur_cost[s] = [0; 4];
         }
     }
 
@@ -158,18 +183,25 @@ impl WindowStats {
         // every owned event is in one partition of each split (windows closed)
         let owned: u64 = self.by_part[0].iter().sum();
         let events = owned + self.unowned;
+        let cost: u64 = self.cost_by_part[0].iter().sum::<u64>() + self.unowned_cost;
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
         let splits: Vec<Value> = SPLITS
             .iter()
             .enumerate()
-            .map(|(s, &p)| {
+            .map(|(s, &(how, p))| {
                 let critical = self.busiest[s] + self.unowned;
+                let critical_cost = self.costliest[s] + self.unowned_cost;
                 json!({
+                    "cut": how,
                     "partitions": p,
                     "events_by_partition": &self.by_part[s][..p as usize],
                     "critical_events": critical,
-                    "speedup_bound": if critical > 0 { events as f64 / critical as f64 } else { 0.0 },
+                    "speedup_bound": ratio(events, critical),
+                    "cost_by_partition": &self.cost_by_part[s][..p as usize],
+                    "critical_cost": critical_cost,
+                    "speedup_bound_by_cost": ratio(cost, critical_cost),
                     "crossing_arrivals": self.crossing[s],
-                    "crossing_share_of_owned": if owned > 0 { self.crossing[s] as f64 / owned as f64 } else { 0.0 },
+                    "crossing_share_of_owned": ratio(self.crossing[s], owned),
                 })
             })
             .collect();
@@ -188,7 +220,9 @@ impl WindowStats {
             "windows": self.windows,
             "events": events,
             "unowned_events": self.unowned,
-            "events_per_window_mean": if self.windows > 0 { events as f64 / self.windows as f64 } else { 0.0 },
+            "cost": cost,
+            "unowned_cost": self.unowned_cost,
+            "events_per_window_mean": ratio(events, self.windows),
             "median_window_events_at_least": median,
             "window_sizes_log2": self.sizes.iter().rposition(|&c| c > 0).map_or(vec![], |last| self.sizes[..=last].to_vec()),
             "splits": splits,
@@ -235,24 +269,43 @@ mod tests {
         let t = leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 1, hosts_per_leaf: vec![1; 2], host_link: link(), fabric_link: link() }).unwrap();
         let mut s = WindowStats::new(&t);
         let leaf = |i: u32| NodeId(t.nodes.iter().position(|n| n.tier == Tier::Leaf && n.index == i).unwrap() as u32);
+        let host0 = t.host(0);
         let us = |x: u64| SimTime(x * 1_000_000);
-        // window 0: 3 events at leaf 0, 1 at leaf 1 (an arrival from leaf 0)
+        // window 0: 3 events at leaf 0 costing 10 each, 1 at leaf 1 (an
+        // arrival from leaf 0) costing 100
         for _ in 0..3 {
-            s.record(us(0), Some(leaf(0)), None);
+            s.record(us(0), Some(leaf(0)), None, 10);
         }
-        s.record(SimTime(999_999), Some(leaf(1)), Some(leaf(0)));
-        // window 5: one event each side, one unowned
-        s.record(us(5), Some(leaf(0)), None);
-        s.record(us(5), Some(leaf(1)), None);
-        s.record(us(5), None, None);
+        s.record(SimTime(999_999), Some(leaf(1)), Some(leaf(0)), 100);
+        // window 5: one event at each leaf, an arrival at host 0 (rack 0)
+        // from leaf 0, one unowned
+        s.record(us(5), Some(leaf(0)), None, 5);
+        s.record(us(5), Some(leaf(1)), None, 5);
+        s.record(us(5), Some(host0), Some(leaf(0)), 50);
+        s.record(us(5), None, None, 7);
         let v = s.summary();
         assert_eq!(v["window_ps"], 1_000_000);
         assert_eq!(v["windows"], 2);
-        assert_eq!(v["events"], 7);
-        // busiest 3 + 1, plus the unowned event
-        assert_eq!(v["splits"][0]["critical_events"], 5);
-        assert_eq!(v["splits"][0]["crossing_arrivals"], 1);
-        assert_eq!(v["splits"][0]["speedup_bound"], 7.0 / 5.0);
+        assert_eq!(v["events"], 8);
+        assert_eq!(v["cost"], 197);
+        // by place (rack 0 | rack 1): busiest 3 + 2 events, costliest 100 +
+        // 55, plus the unowned event; the leaf-to-leaf arrival crosses
+        let place = &v["splits"][0];
+        assert_eq!(place["critical_events"], 6);
+        assert_eq!(place["speedup_bound"], 8.0 / 6.0);
+        assert_eq!(place["critical_cost"], 162);
+        assert_eq!(place["speedup_bound_by_cost"], 197.0 / 162.0);
+        assert_eq!(place["cost_by_partition"], serde_json::json!([85, 105]));
+        assert_eq!(place["crossing_arrivals"], 1);
+        // by role (hosts | switches): busiest 4 + 2, costliest 130 + 50;
+        // the arrival at the host crosses
+        let role = &v["splits"][2];
+        assert_eq!((role["cut"].as_str(), role["partitions"].as_u64()), (Some("role"), Some(2)));
+        assert_eq!(role["events_by_partition"], serde_json::json!([1, 6]));
+        assert_eq!(role["critical_events"], 7);
+        assert_eq!(role["critical_cost"], 187);
+        assert_eq!(role["speedup_bound_by_cost"], 197.0 / 187.0);
+        assert_eq!(role["crossing_arrivals"], 1);
     }
 }
 
@@ -294,6 +347,17 @@ flow_list = "{file}"
             assert_eq!(w["splits"][s]["speedup_bound"], 1.0, "{w}");
             assert_eq!(w["splits"][s]["crossing_arrivals"], 0, "{w}");
         }
+        // by role, every packet crosses twice: into leaf 0 (the switches'
+        // only events) and out of it, but for the last packets in flight
+        let role = &w["splits"][2];
+        let at_leaf = role["events_by_partition"][1].as_u64().unwrap();
+        let crossing = role["crossing_arrivals"].as_u64().unwrap();
+        assert!(at_leaf > 100 && crossing <= 2 * at_leaf && crossing + 4 >= 2 * at_leaf, "{w}");
+        // the cost is the run's cycles, all but the unowned flow arrival's
+        // owned by hosts and switches
+        let cost = |p: usize| role["cost_by_partition"][p].as_u64().unwrap();
+        assert!(cost(0) > 0 && cost(1) > 0, "{w}");
+        assert_eq!(cost(0) + cost(1) + w["unowned_cost"].as_u64().unwrap(), w["cost"].as_u64().unwrap(), "{w}");
     }
 
     #[test]

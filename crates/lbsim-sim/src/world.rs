@@ -241,6 +241,9 @@ pub(crate) struct World {
     pub q: EventQueue<Ev>,
     #[cfg(feature = "window-stats")]
     pub window_stats: crate::window_stats::WindowStats,
+    /// The cycle counter when the last event ended.
+    #[cfg(feature = "window-stats")]
+    window_cycles: u64,
     /// Whether the run loop prefetches ([`PREFETCH_MIN_PORTS`]).
     prefetch: bool,
     pub topo: Topology,
@@ -348,6 +351,8 @@ impl World {
             q: EventQueue::new(),
             #[cfg(feature = "window-stats")]
             window_stats: crate::window_stats::WindowStats::new(&topo),
+            #[cfg(feature = "window-stats")]
+            window_cycles: 0,
             prefetch: prefetch_for(ports.len()),
             routing,
             link_up,
@@ -486,7 +491,7 @@ impl World {
             self.prefetch_upcoming();
         }
         #[cfg(feature = "window-stats")]
-        self.record_window(_t, &ev);
+        let who = self.window_who(&ev);
         match ev {
             Ev::Arrive { port, .. } => {
                 if let Some(pkt) = arrived {
@@ -528,6 +533,15 @@ impl World {
             }
             Ev::NicReady { host } => self.nic_ready(host),
         }
+        #[cfg(feature = "window-stats")]
+        {
+            // the cycles since the last event ended: this event, its pop
+            // and the run loop's own work
+            let now = lbsim_engine::cycles();
+            let cost = if self.window_cycles == 0 { 0 } else { now - self.window_cycles };
+            self.window_cycles = now;
+            self.window_stats.record(_t, who.0, who.1, cost);
+        }
         true
     }
 
@@ -537,14 +551,14 @@ impl World {
     /// wake-up at its host; scheme timers, link events, samples and flow
     /// arrivals at no node.
     #[cfg(feature = "window-stats")]
-    fn record_window(&mut self, t: SimTime, ev: &Ev) {
+    fn window_who(&self, ev: &Ev) -> (Option<NodeId>, Option<NodeId>) {
         let (node, from) = match *ev {
             Ev::Arrive { port, .. } => (Some(self.ports[port.idx()].ends.peer_node), Some(self.topo.ports[port.idx()].node)),
             Ev::Timer { ep, .. } => (self.conns[(ep / 2) as usize].as_ref().map(|c| if ep % 2 == 0 { c.src } else { c.dst }), None),
             Ev::NicReady { host } => (Some(self.topo.host(host)), None),
             _ => (None, None),
         };
-        self.window_stats.record(t, node, from);
+        (node, from)
     }
 
     /// Overlaps the next events' cache misses with this one's work (hints
