@@ -87,6 +87,14 @@ pub trait Part: Send {
         let _ = (now, msg, out);
         unreachable!("partition received on channel {ch} but does not implement `receive`");
     }
+    /// Asked after each event: whether the run should end here (a model
+    /// that is done, e.g. every flow finished). The partition handles
+    /// nothing more, and the run ends at the window's meeting, leaving the
+    /// rest pending. With one partition that is exactly where the serial
+    /// run would stop; with several, the others finish the window.
+    fn stop(&self) -> bool {
+        false
+    }
 }
 
 /// One thing a handled event does, in order.
@@ -204,6 +212,8 @@ pub struct Report {
     pub events: Vec<u64>,
     /// Windows with at least one event anywhere.
     pub windows: u64,
+    /// Whether a partition ended the run ([`Part::stop`]).
+    pub stopped: bool,
     /// Events and messages handed from one partition to another.
     pub handed_over: u64,
     /// Σ over windows of the busiest partition's events: with free
@@ -299,11 +309,20 @@ struct Rec<E, M> {
     /// in its outboxes.
     next: Option<u64>,
     err: Option<WindowError>,
+    /// The partition asked to stop ([`Part::stop`]).
+    stopped: bool,
 }
 
 impl<E, M> Rec<E, M> {
     fn new(parts: usize) -> Self {
-        Rec { done: Vec::new(), chops: (0..parts).map(|_| Vec::new()).collect(), out: (0..parts).map(|_| Vec::new()).collect(), next: None, err: None }
+        Rec {
+            done: Vec::new(),
+            chops: (0..parts).map(|_| Vec::new()).collect(),
+            out: (0..parts).map(|_| Vec::new()).collect(),
+            next: None,
+            err: None,
+            stopped: false,
+        }
     }
     /// Notes something pending at `at` after the window.
     #[inline]
@@ -441,6 +460,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
         // numbers taken in the window so far
         let mut sched = 0u64;
         rec.err = None;
+        rec.stopped = false;
         rec.next = None;
         let parts = rec.out.len();
         let me = self.me;
@@ -545,6 +565,10 @@ impl<E: Copy, M: Copy> Lane<E, M> {
             rec.done.push(Done { t: now.0, seq, c0: c0 as u32, n: (sched - c0) as u32 });
             self.events += 1;
             if rec.err.is_some() {
+                break;
+            }
+            if part.stop() {
+                rec.stopped = true;
                 break;
             }
         }
@@ -832,10 +856,11 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
         lanes[p].heap.push(Entry::new(t, i as u64, Item::Ev(ev)));
         first = Some(first.map_or(t.0, |f| f.min(t.0)));
     }
-    let windows = if cfg.threads { threaded(parts, &mut lanes, first, cfg)? } else { in_turn(parts, &mut lanes, first, cfg)? };
+    let (windows, stopped) = if cfg.threads { threaded(parts, &mut lanes, first, cfg)? } else { in_turn(parts, &mut lanes, first, cfg)? };
     Ok(Report {
         events: lanes.iter().map(|l| l.events).collect(),
         windows,
+        stopped,
         handed_over: lanes.iter().map(|l| l.handed_over).sum(),
         busiest: lanes[0].busiest,
         numbered_by: lanes.iter().fold(NumberedBy::default(), |a, l| NumberedBy {
@@ -857,7 +882,9 @@ fn first_error<E, M>(recs: &[&Rec<E, M>]) -> Option<WindowError> {
     recs.iter().find_map(|r| r.err.clone())
 }
 
-fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: Option<u64>, cfg: Config) -> Result<u64, WindowError> {
+/// Runs the windows; returns how many, and whether a partition stopped the
+/// run ([`Part::stop`]).
+fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: Option<u64>, cfg: Config) -> Ending {
     let k = parts.len();
     let mut recs: Vec<Rec<P::Ev, P::Msg>> = (0..k).map(|_| Rec::new(k)).collect();
     let (mut t0, mut windows) = (first, 0);
@@ -873,18 +900,24 @@ fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: O
         for lane in lanes.iter_mut() {
             t0 = lane.meet(&view, cfg.trace && lane.me == 0);
         }
+        if view.iter().any(|r| r.stopped) {
+            return Ok((windows, true));
+        }
     }
-    Ok(windows)
+    Ok((windows, false))
 }
 
 type Recs<E, M> = Vec<[RwLock<Rec<E, M>>; 2]>;
+/// How a run of windows ended: windows run and whether a partition stopped
+/// it, or the first error.
+type Ending = Result<(u64, bool), WindowError>;
 
-fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: Option<u64>, cfg: Config) -> Result<u64, WindowError> {
+fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: Option<u64>, cfg: Config) -> Ending {
     let k = parts.len();
     let recs: Recs<P::Ev, P::Msg> = (0..k).map(|_| [RwLock::new(Rec::new(k)), RwLock::new(Rec::new(k))]).collect();
     let barrier = SpinBarrier { arrived: AtomicU64::new(0), n: k as u64, abort: AtomicBool::new(false) };
     // per thread: `None` if it stopped because another one panicked
-    let results: Vec<std::thread::Result<Option<Result<u64, WindowError>>>> = std::thread::scope(|s| {
+    let results: Vec<std::thread::Result<Option<Ending>>> = std::thread::scope(|s| {
         let handles: Vec<_> = lanes
             .iter_mut()
             .zip(parts.iter_mut())
@@ -910,8 +943,11 @@ fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: 
                             return Some(Err(e));
                         }
                         t0 = lane.meet(&view, cfg.trace && lane.me == 0);
+                        if view.iter().any(|r| r.stopped) {
+                            return Some(Ok((round, true)));
+                        }
                     }
-                    Some(Ok(round))
+                    Some(Ok((round, false)))
                 })
             })
             .collect();
@@ -992,6 +1028,10 @@ pub fn run_serial<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial
                 }
             }
         }
+        if parts[p].stop() {
+            rep.stopped = true;
+            break;
+        }
     }
     rep
 }
@@ -1018,6 +1058,8 @@ mod tests {
         seen: Vec<(u64, u32)>,
         /// Per channel from here: the last message's time.
         last: Vec<SimTime>,
+        /// Stop the run after this many events here.
+        stop_after: Option<usize>,
     }
 
     /// Channels per ordered pair of partitions: enough that a channel is
@@ -1070,10 +1112,13 @@ mod tests {
         fn receive(&mut self, now: SimTime, ch: usize, msg: u32, out: &mut Out<u32, u32>) {
             self.step(now, msg ^ (ch as u32) << 24, out);
         }
+        fn stop(&self) -> bool {
+            self.stop_after.is_some_and(|n| self.seen.len() >= n)
+        }
     }
 
     fn toys(k: usize, channels: bool) -> Vec<Toy> {
-        (0..k).map(|p| Toy { parts: k, channels, state: p as u64, seen: Vec::new(), last: vec![SimTime::ZERO; k * k * PER] }).collect()
+        (0..k).map(|p| Toy { parts: k, channels, state: p as u64, seen: Vec::new(), last: vec![SimTime::ZERO; k * k * PER], stop_after: None }).collect()
     }
 
     fn initial(k: usize, n: usize) -> Vec<(SimTime, usize, u32)> {
@@ -1117,6 +1162,45 @@ mod tests {
             assert!(want.handed_over > 2_000 && ties > 500, "k = {k}: {} messages, {ties} ties", want.handed_over);
         }
         by
+    }
+
+    /// A partition that stops the run: with one partition, the run ends at
+    /// the very event the serial run ends at; with two, the stopping one
+    /// handles nothing more and the other finishes the window.
+    #[test]
+    fn a_stop_ends_the_run_after_the_event() {
+        let (until, init) = (SimTime(400_000), initial(1, 200));
+        let chans = channels(1);
+        let stopping = |k: usize, n: usize| {
+            let mut t = toys(k, true);
+            t[0].stop_after = Some(n);
+            t
+        };
+        let mut serial = stopping(1, 5_000);
+        let want = run_serial(&mut serial, &chans, &init, until, true);
+        assert!(want.stopped);
+        assert_eq!(serial[0].seen.len(), 5_000);
+        for threads in [false, true] {
+            let mut par = stopping(1, 5_000);
+            let got = run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads, trace: true }).unwrap();
+            assert!(got.stopped, "threads {threads}");
+            assert_eq!(got.trace, want.trace, "threads {threads}");
+            assert_eq!(par[0].seen, serial[0].seen, "threads {threads}");
+        }
+        let (chans, init) = (channels(2), initial(2, 200));
+        for threads in [false, true] {
+            let mut par = stopping(2, 3_000);
+            let got = run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads, trace: false }).unwrap();
+            assert!(got.stopped, "threads {threads}");
+            assert_eq!(par[0].seen.len(), 3_000, "threads {threads}");
+            // the other partition went on to the end of the window, no further
+            let (last0, last1) = (par[0].seen.last().unwrap().0, par[1].seen.last().unwrap().0);
+            assert!(last1 < last0 + L && par[1].seen.len() > 1_000, "threads {threads}: {last1} against {last0}");
+        }
+        // without a stop the run goes on
+        let mut par = toys(2, true);
+        let got = run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads: false, trace: false }).unwrap();
+        assert!(!got.stopped && par[0].seen.len() > 3_000);
     }
 
     #[test]

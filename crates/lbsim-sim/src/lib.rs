@@ -14,6 +14,8 @@
 pub mod metrics;
 pub mod scenario;
 mod window_stats;
+#[cfg(feature = "windows")]
+mod windowed;
 mod world;
 
 /// Bumped whenever a change alters simulation results for an unchanged
@@ -33,6 +35,8 @@ pub fn model_revision(scheme: &str) -> String {
 
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use scenario::{Scenario, ScenarioError};
+#[cfg(feature = "windows")]
+pub use windowed::run_in_windows;
 
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
@@ -43,7 +47,7 @@ use lbsim_workload::{
 use scenario::bad;
 use serde_json::{json, Value};
 use std::path::Path;
-use world::{Incast, LinkEvent, UdpSource, World};
+use world::{Clock, Incast, LinkEvent, UdpSource, World};
 
 /// What a run produces.
 pub struct RunOutput {
@@ -442,7 +446,7 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
 /// returning false stops the run with [`SimError::Interrupted`].
 /// Everything a run does before its first event: topology, routes,
 /// ports, scheme, workload, samplers. `validate` stops here.
-fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
+fn build<Q: Clock>(sc: &Scenario, base_dir: Option<&Path>, q: Q) -> Result<Built<Q>, SimError> {
     let wall0 = std::time::Instant::now();
     let prep = prepare(sc, base_dir)?;
     let Prepared { topo, flows, workload_info, .. } = prep;
@@ -557,7 +561,7 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
 
     let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
     // the routes already computed with the links failed at t = 0 down
-    let mut w = World::new(topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
+    let mut w = World::new(q, topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
     for l in &down0 {
         for p in w.topo.links[l.idx()].ports {
             let lost = w.ports[p.idx()].fail(SimTime::ZERO);
@@ -695,8 +699,8 @@ fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     Ok(Built { w, hard_stop, workload_info, rtt, ecn_desc, wall0 })
 }
 
-struct Built {
-    w: World,
+struct Built<Q: Clock> {
+    w: World<Q>,
     hard_stop: SimTime,
     workload_info: Value,
     rtt: SimTime,
@@ -707,11 +711,11 @@ struct Built {
 /// Checks a scenario as far as a run goes before its first event, so
 /// `lbsim validate` and `lbsim run` cannot disagree about what is valid.
 pub fn validate(sc: &Scenario, base_dir: Option<&Path>) -> Result<(), SimError> {
-    build(sc, base_dir).map(|_| ())
+    build(sc, base_dir, lbsim_engine::EventQueue::new()).map(|_| ())
 }
 
 pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir)?;
+    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir, lbsim_engine::EventQueue::new())?;
     let wl = &sc.workload;
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
@@ -738,10 +742,27 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         }
     }
     let run_s = t_run.elapsed().as_secs_f64();
+    let events = w.q.events_processed();
+    Ok(finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s }))
+}
+
+/// What a run learnt beside its world, for the outputs.
+struct Ran {
+    events: u64,
+    workload_info: Value,
+    rtt: SimTime,
+    ecn_desc: Value,
+    setup_s: f64,
+    run_s: f64,
+}
+
+/// The outputs of a finished run.
+fn finish<Q: Clock>(sc: &Scenario, mut w: World<Q>, ran: Ran) -> RunOutput {
+    let Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s } = ran;
     w.finalize_unfinished();
     w.record_unstarted();
     w.flush_flow_rates();
-    let mut summary = summarize(sc, &w, workload_info, rtt, setup_s, run_s);
+    let mut summary = summarize(sc, &w, events, workload_info, rtt, setup_s, run_s);
     summary["network"]["ecn_threshold"] = ecn_desc;
     if let Some(d) = w.lb.discovery_mode() {
         summary["scheme"]["path_discovery"] = json!(d);
@@ -763,7 +784,7 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     if let Some(n) = w.mptcp_n {
         summary["transport"]["mptcp_subflows"] = json!(n);
     }
-    Ok(RunOutput {
+    RunOutput {
         ports: w
             .topo
             .ports
@@ -823,13 +844,13 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
             })
             .collect(),
         summary,
-    })
+    }
 }
 
 /// Per sampled port: mean utilisation over the windows; over all sampled
 /// ports: the throughput imbalance (MAX - MIN) / AVG per window (windows in
 /// which the ports carried nothing are skipped).
-fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
+fn link_sampler_summary<Q: Clock>(w: &World<Q>, window_ms: f64) -> Value {
     let mut per: std::collections::BTreeMap<u32, (f64, u64)> = Default::default();
     let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
     for l in &w.link_samples {
@@ -855,7 +876,7 @@ fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
     })
 }
 
-fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
+fn summarize<Q: Clock>(sc: &Scenario, w: &World<Q>, events: u64, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
     let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes, &sc.metrics.percentiles);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
     let not_started = w.flows.iter().filter(|f| !f.started).count();
@@ -874,7 +895,6 @@ fn summarize(sc: &Scenario, w: &World, workload: Value, rtt: SimTime, setup_s: f
     }
     let marks: u64 = at.iter().map(|a| a[1]).sum();
     let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
-    let events = w.q.events_processed();
     let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
     let mut s = json!({
         "lbsim_version": env!("CARGO_PKG_VERSION"),

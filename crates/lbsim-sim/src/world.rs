@@ -61,6 +61,79 @@ pub(crate) enum Ev {
     },
 }
 
+/// Where the world's schedules go: the serial run's [`EventQueue`], or, run
+/// in windows (`crate::run_in_windows`, `--features windows`), one event's schedules in the order it
+/// makes them ([`Schedules`]). Generic, so the serial run pays nothing.
+pub(crate) trait Clock {
+    fn now(&self) -> SimTime;
+    /// Schedules `ev` at `at`, due soon (the queue's near heap).
+    fn at(&mut self, at: SimTime, ev: Ev);
+    /// Schedules `ev` at `at`, likely far off (the queue's later heap; the
+    /// order is the same).
+    fn later(&mut self, at: SimTime, ev: Ev);
+    /// A packet admitted to `port` reaches the far end at `at`; `head`: the
+    /// port had none in flight. A port is a FIFO link: the serial queue
+    /// holds only its head packet's arrival, and each arrival names the
+    /// next (`World::step`).
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool);
+    /// Whether [`Clock::arrival`] needs every packet's arrival, or only
+    /// the head's.
+    const EVERY_ARRIVAL: bool;
+}
+
+impl Clock for EventQueue<Ev> {
+    const EVERY_ARRIVAL: bool = false;
+    #[inline(always)]
+    fn now(&self) -> SimTime {
+        EventQueue::now(self)
+    }
+    #[inline(always)]
+    fn at(&mut self, at: SimTime, ev: Ev) {
+        self.schedule(at, ev);
+    }
+    #[inline(always)]
+    fn later(&mut self, at: SimTime, ev: Ev) {
+        self.schedule_later(at, ev);
+    }
+    #[inline(always)]
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool) {
+        if head {
+            self.schedule(at, Ev::Arrive { port, gen, pkt });
+        }
+    }
+}
+
+/// One event's schedules, in order (a run in windows moves them to the
+/// engine after each event). Every arrival is kept: the engine's channel
+/// for the port decides which one schedules the next delivery.
+#[cfg(feature = "windows")]
+#[derive(Default)]
+pub(crate) struct Schedules {
+    pub now: SimTime,
+    pub v: Vec<(SimTime, Ev)>,
+}
+
+#[cfg(feature = "windows")]
+impl Clock for Schedules {
+    const EVERY_ARRIVAL: bool = true;
+    #[inline(always)]
+    fn now(&self) -> SimTime {
+        self.now
+    }
+    #[inline(always)]
+    fn at(&mut self, at: SimTime, ev: Ev) {
+        self.v.push((at, ev));
+    }
+    #[inline(always)]
+    fn later(&mut self, at: SimTime, ev: Ev) {
+        self.v.push((at, ev));
+    }
+    #[inline(always)]
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, _head: bool) {
+        self.v.push((at, Ev::Arrive { port, gen, pkt }));
+    }
+}
+
 /// One TCP connection: its two endpoints live at different hosts, but the
 /// simulator keeps them together (demultiplexing is by connection id).
 pub(crate) struct Conn {
@@ -179,6 +252,102 @@ pub(crate) struct LinkEvent {
     pub up: bool,
 }
 
+/// The serial run: one queue, popped in `(time, seq)` order.
+impl World<EventQueue<Ev>> {
+    /// Processes one event; false when the queue is empty.
+    #[inline(always)]
+    pub fn step(&mut self, hard_stop: SimTime) -> bool {
+        let Some(t) = self.q.peek_time() else {
+            return false;
+        };
+        if t > hard_stop {
+            return false;
+        }
+        // A port's head packet arriving names the port's next arrival: that
+        // event takes its place in the queue (one sift, same order).
+        let ports = &mut self.ports;
+        let mut arrived = None;
+        let (_t, ev) = self
+            .q
+            .pop_with(|now, ev| match *ev {
+                Ev::Arrive { port, gen, pkt: head } => {
+                    let pq = &mut ports[port.idx()];
+                    if pq.generation != gen {
+                        return None; // the link failed and took its packets with it
+                    }
+                    let (pkt, next) = pq.pop_arrival(now)?;
+                    debug_assert_eq!(pkt, head, "a live arrival event names its port's head packet");
+                    arrived = Some(pkt);
+                    next.map(|(t, pkt)| (t, Ev::Arrive { port, gen, pkt }))
+                }
+                _ => None,
+            })
+            .unwrap();
+        if self.prefetch {
+            self.prefetch_upcoming();
+        }
+        #[cfg(feature = "window-stats")]
+        let who = self.window_who(&ev);
+        self.dispatch(ev, arrived);
+        #[cfg(feature = "window-stats")]
+        {
+            // the cycles since the last event ended: this event, its pop
+            // and the run loop's own work
+            let now = lbsim_engine::cycles();
+            let cost = if self.window_cycles == 0 { 0 } else { now - self.window_cycles };
+            self.window_cycles = now;
+            self.window_stats.record(_t, who.0, who.1, cost);
+        }
+        true
+    }
+    /// Overlaps the next events' cache misses with this one's work (hints
+    /// only; large fabrics spend most of their time waiting for these
+    /// lines). For the near heap's entries 1 and 2 (the event after next is
+    /// one of them): their port records and packets. For entry 0 (the next
+    /// near event, whose lines were requested one event ago): its FIFO head,
+    /// and the routing entry its packet will read at a switch or, at a host,
+    /// the host's NIC record and the segment's connection.
+    #[inline]
+    fn prefetch_upcoming(&self) {
+        if let Some(&Ev::Arrive { port, gen, pkt }) = self.q.near_at(0) {
+            let pq = &self.ports[port.idx()];
+            // a stale event (its link failed) names a packet already freed
+            if pq.generation == gen {
+                pq.prefetch_head();
+                if pq.ends.peer_is_host {
+                    // the host's NIC (its reply or its next segments go out
+                    // there) and the connection the segment is for
+                    self.ports[self.topo.nic(pq.ends.peer_node).idx()].prefetch();
+                    if let Payload::Tcp { conn, to_receiver, .. } = self.pkts.get(pkt.0).payload {
+                        // the connection lives behind its box; of its ~1 KB,
+                        // the endpoint the segment is for and the line with
+                        // its source address (the reply's header reads it)
+                        if let Some(Some(c)) = self.conns.get(conn as usize) {
+                            if to_receiver {
+                                lbsim_engine::prefetch_lines(&c.receiver);
+                            } else {
+                                lbsim_engine::prefetch_lines(&c.sender);
+                            }
+                            lbsim_engine::prefetch(&c.src);
+                        }
+                    }
+                } else {
+                    let dst = self.pkts.get(pkt.0).dst;
+                    if self.topo.is_host(dst) {
+                        self.routing.prefetch(pq.ends.peer_node, self.topo.host_index(dst));
+                    }
+                }
+            }
+        }
+        for i in 1..3 {
+            if let Some(&Ev::Arrive { port, pkt, .. }) = self.q.near_at(i) {
+                self.pkts.prefetch(pkt.0);
+                self.ports[port.idx()].prefetch_arrival();
+            }
+        }
+    }
+}
+
 /// Hook context from disjoint fields of the world.
 macro_rules! ctx {
     ($w:ident) => {
@@ -237,8 +406,8 @@ fn prefetch_for(ports: usize) -> bool {
     ports >= PREFETCH_MIN_PORTS
 }
 
-pub(crate) struct World {
-    pub q: EventQueue<Ev>,
+pub(crate) struct World<Q: Clock = EventQueue<Ev>> {
+    pub q: Q,
     #[cfg(feature = "window-stats")]
     pub window_stats: crate::window_stats::WindowStats,
     /// The cycle counter when the last event ended.
@@ -324,11 +493,12 @@ pub(crate) struct World {
     pub flowlet_obs: Option<FlowletObserver>,
 }
 
-impl World {
+impl<Q: Clock> World<Q> {
     /// `routing` is computed over `link_up` (per link: up at t = 0); the
     /// caller fails the ports of the links that are down.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
+        q: Q,
         topo: Topology,
         link_up: Vec<bool>,
         routing: Routing,
@@ -338,7 +508,7 @@ impl World {
         lb_rng: Rng,
         tcp: TcpConfig,
         persistent: Option<u32>,
-    ) -> World {
+    ) -> World<Q> {
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
         let (lb_wants_enqueue, lb_host_hooks) = (lb.wants_enqueue(), lb.wants_host_hooks());
@@ -348,7 +518,7 @@ impl World {
             lb_host_hooks || FORCE_HOST_HOOKS.with(|f| f.get())
         };
         World {
-            q: EventQueue::new(),
+            q,
             #[cfg(feature = "window-stats")]
             window_stats: crate::window_stats::WindowStats::new(&topo),
             #[cfg(feature = "window-stats")]
@@ -422,33 +592,33 @@ impl World {
     /// Schedules the initial events.
     pub fn start(&mut self, start_at: SimTime) {
         if !self.arrivals.is_empty() {
-            self.q.schedule(self.arrivals[0].start, Ev::FlowArrival);
+            self.q.at(self.arrivals[0].start, Ev::FlowArrival);
         }
         for i in 0..self.link_events.len() {
-            self.q.schedule(self.link_events[i].at, Ev::Link { idx: i as u32 });
+            self.q.at(self.link_events[i].at, Ev::Link { idx: i as u32 });
         }
         if self.incast.is_some() {
-            self.q.schedule(start_at, Ev::IncastRequest);
+            self.q.at(start_at, Ev::IncastRequest);
         }
         if !self.link_sample_ports.is_empty() {
             self.link_last_bytes = vec![0; self.link_sample_ports.len()];
-            self.q.schedule(self.link_window, Ev::SampleLinks);
+            self.q.at(self.link_window, Ev::SampleLinks);
         }
         if !self.queue_sample_ports.is_empty() {
-            self.q.schedule(SimTime::ZERO, Ev::SampleQueues);
+            self.q.at(SimTime::ZERO, Ev::SampleQueues);
         }
         if let Some(dt) = self.scheme_interval {
-            self.q.schedule(dt, Ev::SampleScheme);
+            self.q.at(dt, Ev::SampleScheme);
         }
         if let Some(dt) = self.cwnd_interval {
-            self.q.schedule(dt, Ev::SampleCwnd);
+            self.q.at(dt, Ev::SampleCwnd);
         }
         self.lb.start(&mut ctx!(self));
         self.run_actions();
     }
 
     pub fn schedule_udp(&mut self, src: u32, at: SimTime) {
-        self.q.schedule(at, Ev::Udp { src });
+        self.q.at(at, Ev::Udp { src });
     }
 
     /// Whether the workload is complete.
@@ -458,40 +628,10 @@ impl World {
         open_loop_done && incast_done && (!self.flows.is_empty() || self.incast.is_some()) && self.now() >= self.udp_until
     }
 
-    /// Processes one event; false when the queue is empty.
+    /// What event `ev` does; `arrived` is the packet an arrival popped
+    /// (`None` for a stale one, whose link failed).
     #[inline(always)]
-    pub fn step(&mut self, hard_stop: SimTime) -> bool {
-        let Some(t) = self.q.peek_time() else {
-            return false;
-        };
-        if t > hard_stop {
-            return false;
-        }
-        // A port's head packet arriving names the port's next arrival: that
-        // event takes its place in the queue (one sift, same order).
-        let ports = &mut self.ports;
-        let mut arrived = None;
-        let (_t, ev) = self
-            .q
-            .pop_with(|now, ev| match *ev {
-                Ev::Arrive { port, gen, pkt: head } => {
-                    let pq = &mut ports[port.idx()];
-                    if pq.generation != gen {
-                        return None; // the link failed and took its packets with it
-                    }
-                    let (pkt, next) = pq.pop_arrival(now)?;
-                    debug_assert_eq!(pkt, head, "a live arrival event names its port's head packet");
-                    arrived = Some(pkt);
-                    next.map(|(t, pkt)| (t, Ev::Arrive { port, gen, pkt }))
-                }
-                _ => None,
-            })
-            .unwrap();
-        if self.prefetch {
-            self.prefetch_upcoming();
-        }
-        #[cfg(feature = "window-stats")]
-        let who = self.window_who(&ev);
+    pub(crate) fn dispatch(&mut self, ev: Ev, arrived: Option<PktId>) {
         match ev {
             Ev::Arrive { port, .. } => {
                 if let Some(pkt) = arrived {
@@ -504,7 +644,7 @@ impl World {
                 self.next_arrival += 1;
                 if self.next_arrival < self.arrivals.len() {
                     let next = self.arrivals[self.next_arrival].start;
-                    self.q.schedule_later(next.max(self.now()), Ev::FlowArrival);
+                    self.q.later(next.max(self.now()), Ev::FlowArrival);
                 }
                 self.start_flow(spec, None);
             }
@@ -528,21 +668,11 @@ impl World {
                     r.0 = now;
                 }
                 if !self.finished() {
-                    self.q.schedule_later(now + self.scheme_interval.unwrap(), Ev::SampleScheme);
+                    self.q.later(now + self.scheme_interval.unwrap(), Ev::SampleScheme);
                 }
             }
             Ev::NicReady { host } => self.nic_ready(host),
         }
-        #[cfg(feature = "window-stats")]
-        {
-            // the cycles since the last event ended: this event, its pop
-            // and the run loop's own work
-            let now = lbsim_engine::cycles();
-            let cost = if self.window_cycles == 0 { 0 } else { now - self.window_cycles };
-            self.window_cycles = now;
-            self.window_stats.record(_t, who.0, who.1, cost);
-        }
-        true
     }
 
     /// Where an event happens, for the parallelism study (see
@@ -559,53 +689,6 @@ impl World {
             _ => (None, None),
         };
         (node, from)
-    }
-
-    /// Overlaps the next events' cache misses with this one's work (hints
-    /// only; large fabrics spend most of their time waiting for these
-    /// lines). For the near heap's entries 1 and 2 (the event after next is
-    /// one of them): their port records and packets. For entry 0 (the next
-    /// near event, whose lines were requested one event ago): its FIFO head,
-    /// and the routing entry its packet will read at a switch or, at a host,
-    /// the host's NIC record and the segment's connection.
-    #[inline]
-    fn prefetch_upcoming(&self) {
-        if let Some(&Ev::Arrive { port, gen, pkt }) = self.q.near_at(0) {
-            let pq = &self.ports[port.idx()];
-            // a stale event (its link failed) names a packet already freed
-            if pq.generation == gen {
-                pq.prefetch_head();
-                if pq.ends.peer_is_host {
-                    // the host's NIC (its reply or its next segments go out
-                    // there) and the connection the segment is for
-                    self.ports[self.topo.nic(pq.ends.peer_node).idx()].prefetch();
-                    if let Payload::Tcp { conn, to_receiver, .. } = self.pkts.get(pkt.0).payload {
-                        // the connection lives behind its box; of its ~1 KB,
-                        // the endpoint the segment is for and the line with
-                        // its source address (the reply's header reads it)
-                        if let Some(Some(c)) = self.conns.get(conn as usize) {
-                            if to_receiver {
-                                lbsim_engine::prefetch_lines(&c.receiver);
-                            } else {
-                                lbsim_engine::prefetch_lines(&c.sender);
-                            }
-                            lbsim_engine::prefetch(&c.src);
-                        }
-                    }
-                } else {
-                    let dst = self.pkts.get(pkt.0).dst;
-                    if self.topo.is_host(dst) {
-                        self.routing.prefetch(pq.ends.peer_node, self.topo.host_index(dst));
-                    }
-                }
-            }
-        }
-        for i in 1..3 {
-            if let Some(&Ev::Arrive { port, pkt, .. }) = self.q.near_at(i) {
-                self.pkts.prefetch(pkt.0);
-                self.ports[port.idx()].prefetch_arrival();
-            }
-        }
     }
 
     // ------------------------------------------------------------ packets
@@ -662,9 +745,9 @@ impl World {
                         }
                     }
                 }
-                if head {
+                if head || Q::EVERY_ARRIVAL {
                     let gen = self.ports[port.idx()].generation;
-                    self.q.schedule(arrive, Ev::Arrive { port, gen, pkt });
+                    self.q.arrival(arrive, port, gen, pkt, head);
                 }
                 if mark {
                     let p = self.pkts.get_mut(pkt.0);
@@ -841,7 +924,7 @@ impl World {
             let acts = std::mem::take(&mut self.actions);
             for a in &acts {
                 match *a {
-                    Action::Timer { at, token } => self.q.schedule_later(at.max(self.now()), Ev::Lb { token }),
+                    Action::Timer { at, token } => self.q.later(at.max(self.now()), Ev::Lb { token }),
                     Action::Deliver { host, pkt } => self.deliver(host, pkt),
                     Action::Consume { pkt } => self.consume(pkt),
                     Action::SendFromHost { host, pkt } => {
@@ -1211,7 +1294,7 @@ impl World {
         let nic = self.topo.nic(self.topo.host(h as u32));
         let at = self.ports[nic.idx()].drain_time(self.now(), limit / 4).max(self.now());
         self.nic_wake_at[h] = at;
-        self.q.schedule(at, Ev::NicReady { host: h as u32 });
+        self.q.at(at, Ev::NicReady { host: h as u32 });
     }
 
     fn nic_ready(&mut self, h: u32) {
@@ -1293,7 +1376,7 @@ impl World {
             if w < c.timer_at[side] {
                 c.timer_gen[side] = c.timer_gen[side].wrapping_add(1);
                 c.timer_at[side] = w;
-                self.q.schedule_later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
+                self.q.later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
             }
         }
     }
@@ -1541,7 +1624,7 @@ impl World {
         if inc.outstanding == 0 {
             inc.completed.push((inc.req_start, now));
             if inc.issued < inc.requests {
-                self.q.schedule(now, Ev::IncastRequest);
+                self.q.at(now, Ev::IncastRequest);
             }
         }
     }
@@ -1568,7 +1651,7 @@ impl World {
             }
             _ => self.inject(id, nic),
         }
-        self.q.schedule(now + gap, Ev::Udp { src });
+        self.q.at(now + gap, Ev::Udp { src });
     }
 
     // ------------------------------------------------------------ failures
@@ -1607,7 +1690,7 @@ impl World {
             self.link_last_bytes[i] = b;
         }
         if !self.finished() {
-            self.q.schedule_later(now + self.link_window, Ev::SampleLinks);
+            self.q.later(now + self.link_window, Ev::SampleLinks);
         }
     }
 
@@ -1633,7 +1716,7 @@ impl World {
             self.cwnd_samples.push((now, flow, i as u32, c.sender.cwnd(), c.sender.ssthresh()));
         }
         if !self.finished() {
-            self.q.schedule_later(now + self.cwnd_interval.unwrap(), Ev::SampleCwnd);
+            self.q.later(now + self.cwnd_interval.unwrap(), Ev::SampleCwnd);
         }
     }
 
@@ -1644,7 +1727,7 @@ impl World {
             self.queue_samples.push(QueueSample { t: now, port: p, pkts: q.qlen_pkts(now), bytes: q.qlen_bytes(now) });
         }
         if !self.finished() {
-            self.q.schedule_later(now + self.queue_interval, Ev::SampleQueues);
+            self.q.later(now + self.queue_interval, Ev::SampleQueues);
         }
     }
 
