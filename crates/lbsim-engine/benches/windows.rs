@@ -18,13 +18,17 @@
 //!
 //! Three runs of the same events, same results (checked): `serial`, one
 //! `EventQueue`; `in turn`, the windows with both partitions on one thread
-//! (the bookkeeping alone); `2 threads`, one thread per partition. Best of
-//! five, alternating. A plain harness: the numbers are the measurement.
+//! (the bookkeeping alone); `2 threads`, one thread per partition. Then the
+//! same three in the keyed order (`lbsim_engine::windows::keyed`: ties
+//! broken by the scheduling partition and its own count, so no merge at the
+//! meetings), whose results differ from the first three's but agree among
+//! themselves (checked). Best of five, alternating. A plain harness: the numbers are the measurement.
 //! `cargo bench -p lbsim-engine --bench windows -- ports 400` runs one row
 //! (for a profiler); `-- ports 400 63` also fixes the work per event at 63
-//! steps (calibration under callgrind would make it almost nothing).
+//! steps (calibration under callgrind would make it almost nothing), and
+//! `-- ports 400 63 keyed` (or `serial`) runs one order.
 
-use lbsim_engine::windows::{run, run_serial, Config, Out, Part};
+use lbsim_engine::windows::{keyed, run, run_serial, Config, Out, Part, Report, WindowError};
 use lbsim_engine::{mix64, SimTime};
 use std::hint::black_box;
 use std::time::Instant;
@@ -86,6 +90,9 @@ impl Part for Hops {
     }
 }
 
+type SerialRun = fn(&mut [Hops], &[(usize, usize)], &[(SimTime, usize, u64)], SimTime, bool) -> Report;
+type WindowsRun = fn(&mut [Hops], &[(usize, usize)], &[(SimTime, usize, u64)], Config) -> Result<Report, WindowError>;
+
 fn parts(iters: u64, ports: bool) -> Vec<Hops> {
     (0..2).map(|_| Hops { iters, cross_per_256: 64, ports, last: vec![SimTime::ZERO; 4 * PORTS], acc: 0 }).collect()
 }
@@ -105,8 +112,8 @@ fn main() {
         }
     };
     println!("work: {iters} steps per event (~70 ns when calibrated)");
-    println!("| hops | tokens | events | events per window | bound | serial M ev/s | in turn M ev/s | 2 threads M ev/s | 2 threads / serial | in turn / serial | meeting ns |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| order | hops | tokens | events | events per window | bound | serial M ev/s | in turn M ev/s | 2 threads M ev/s | 2 threads / serial | in turn / serial | meeting ns |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let chans: Vec<(usize, usize)> = (0..4 * PORTS).map(|i| (i / PORTS / 2, i / PORTS % 2)).collect();
     for (ports, tokens) in [false, true].into_iter().flat_map(|p| [80u64, 400, 700, 1_400].map(|t| (p, t))) {
         if only.len() >= 2 && (only[0] != if ports { "ports" } else { "events" } || only[1] != tokens.to_string()) {
@@ -115,47 +122,56 @@ fn main() {
         let chans = if ports { &chans[..] } else { &[] };
         let init: Vec<(SimTime, usize, u64)> = (0..tokens).map(|i| (SimTime(mix64(i) % L), (i % 2) as usize, mix64(i + 7))).collect();
         let until = SimTime(4_000_000_000_000 / tokens); // ~4 M events
-        let cfg = Config { lookahead: SimTime(L), until, threads: false, trace: false };
-        let (mut serial, mut turn, mut two) = (f64::MAX, f64::MAX, f64::MAX);
-        let (mut events, mut windows, mut busiest) = (0u64, 0u64, 0u64);
-        for _ in 0..5 {
-            let mut p = parts(iters, ports);
-            let t = Instant::now();
-            let rs = run_serial(&mut p, chans, &init, until, false);
-            serial = serial.min(t.elapsed().as_secs_f64());
-            let acc_serial: Vec<u64> = p.iter().map(|h| h.acc).collect();
+        let row = |order: &str, serial_run: SerialRun, windows_run: WindowsRun| {
+            let cfg = Config { lookahead: SimTime(L), until, threads: false, trace: false };
+            let (mut serial, mut turn, mut two) = (f64::MAX, f64::MAX, f64::MAX);
+            let (mut events, mut windows, mut busiest) = (0u64, 0u64, 0u64);
+            for _ in 0..5 {
+                let mut p = parts(iters, ports);
+                let t = Instant::now();
+                let rs = serial_run(&mut p, chans, &init, until, false);
+                serial = serial.min(t.elapsed().as_secs_f64());
+                let acc_serial: Vec<u64> = p.iter().map(|h| h.acc).collect();
 
-            let mut p = parts(iters, ports);
-            let t = Instant::now();
-            let rt = run(&mut p, chans, &init, cfg).expect("in turn");
-            turn = turn.min(t.elapsed().as_secs_f64());
-            assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "in turn differs from serial");
+                let mut p = parts(iters, ports);
+                let t = Instant::now();
+                let rt = windows_run(&mut p, chans, &init, cfg).expect("in turn");
+                turn = turn.min(t.elapsed().as_secs_f64());
+                assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "in turn differs from serial");
 
-            let mut p = parts(iters, ports);
-            let t = Instant::now();
-            let r2 = run(&mut p, chans, &init, Config { threads: true, ..cfg }).expect("threads");
-            two = two.min(t.elapsed().as_secs_f64());
-            assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "2 threads differ from serial");
-            assert_eq!((rs.events.clone(), rt.events.clone()), (r2.events.clone(), r2.events.clone()));
-            events = rs.events.iter().sum();
-            windows = r2.windows;
-            busiest = r2.busiest;
+                let mut p = parts(iters, ports);
+                let t = Instant::now();
+                let r2 = windows_run(&mut p, chans, &init, Config { threads: true, ..cfg }).expect("threads");
+                two = two.min(t.elapsed().as_secs_f64());
+                assert_eq!(p.iter().map(|h| h.acc).collect::<Vec<_>>(), acc_serial, "2 threads differ from serial");
+                assert_eq!((rs.events.clone(), rt.events.clone()), (r2.events.clone(), r2.events.clone()));
+                events = rs.events.iter().sum();
+                windows = r2.windows;
+                busiest = r2.busiest;
+            }
+            let rate = |s: f64| events as f64 / s / 1e6;
+            // what two threads took beyond the busiest side's events at the
+            // in-turn run's time per event, per window
+            let meeting = (two - busiest as f64 * turn / events as f64) / windows as f64;
+            println!(
+                "| {order} | {} | {tokens} | {events} | {:.0} | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2}x | {:.2}x | {:.0} |",
+                if ports { "ports" } else { "events" },
+                events as f64 / windows as f64,
+                events as f64 / busiest as f64,
+                rate(serial),
+                rate(turn),
+                rate(two),
+                serial / two,
+                serial / turn,
+                meeting * 1e9
+            );
+        };
+        // `-- ports 400 63 keyed` runs one order only
+        if !matches!(only.get(3), Some(o) if o != "serial") {
+            row("serial", run_serial, run);
         }
-        let rate = |s: f64| events as f64 / s / 1e6;
-        // what two threads took beyond the busiest side's events at the
-        // in-turn run's time per event, per window
-        let meeting = (two - busiest as f64 * turn / events as f64) / windows as f64;
-        println!(
-            "| {} | {tokens} | {events} | {:.0} | {:.2}x | {:.2} | {:.2} | {:.2} | {:.2}x | {:.2}x | {:.0} |",
-            if ports { "ports" } else { "events" },
-            events as f64 / windows as f64,
-            events as f64 / busiest as f64,
-            rate(serial),
-            rate(turn),
-            rate(two),
-            serial / two,
-            serial / turn,
-            meeting * 1e9
-        );
+        if !matches!(only.get(3), Some(o) if o != "keyed") {
+            row("keyed", keyed::run_serial, keyed::run);
+        }
     }
 }

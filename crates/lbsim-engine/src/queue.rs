@@ -103,6 +103,25 @@ impl<E> EventQueue<E> {
         self.seq += 1;
     }
 
+    /// Schedules `ev` at `time` with the model's own tie-break `key` instead
+    /// of the insertion count: events pop in `(time, key)` order. A queue
+    /// keyed this way must be keyed throughout (the two kinds of key do not
+    /// mix), with keys unique among the events pending at one time; a
+    /// model's keyed order ([`crate::windows::keyed`]) can then be cut into
+    /// partitions without changing it.
+    #[inline]
+    pub fn schedule_keyed(&mut self, time: SimTime, key: u64, ev: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        self.heap.push(Entry::new(time, key, ev));
+    }
+
+    /// [`EventQueue::schedule_keyed`] for a sparse / far-future event.
+    #[inline]
+    pub fn schedule_later_keyed(&mut self, time: SimTime, key: u64, ev: E) {
+        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
+        self.later.push(Entry::new(time, key, ev));
+    }
+
     #[inline]
     fn later_first(&self) -> bool {
         match (self.heap.peek(), self.later.peek()) {
@@ -131,10 +150,33 @@ impl<E> EventQueue<E> {
     where
         E: Copy,
     {
+        self.pop_replacing(|t, ev| next(t, ev).map(|(t2, e2)| (t2, None, e2)))
+    }
+
+    /// [`EventQueue::pop_with`] for a keyed queue: the successor comes with
+    /// its key.
+    #[inline]
+    pub fn pop_with_keyed(&mut self, next: impl FnOnce(SimTime, &E) -> Option<(SimTime, u64, E)>) -> Option<(SimTime, E)>
+    where
+        E: Copy,
+    {
+        self.pop_replacing(|t, ev| next(t, ev).map(|(t2, k, e2)| (t2, Some(k), e2)))
+    }
+
+    /// Both pops: a successor's key, or `None` for the next insertion
+    /// number.
+    #[inline(always)]
+    fn pop_replacing(&mut self, next: impl FnOnce(SimTime, &E) -> Option<(SimTime, Option<u64>, E)>) -> Option<(SimTime, E)>
+    where
+        E: Copy,
+    {
         if self.later_first() {
             let (t, ev) = self.pop()?;
-            if let Some((t2, e2)) = next(t, &ev) {
-                self.schedule(t2, e2);
+            if let Some((t2, key, e2)) = next(t, &ev) {
+                match key {
+                    Some(k) => self.schedule_keyed(t2, k, e2),
+                    None => self.schedule(t2, e2),
+                }
             }
             return Some((t, ev));
         }
@@ -143,10 +185,13 @@ impl<E> EventQueue<E> {
         self.now = t;
         self.popped += 1;
         match next(t, &ev) {
-            Some((t2, e2)) => {
+            Some((t2, key, e2)) => {
                 debug_assert!(t2 >= t, "event scheduled in the past: {t2} < {t}");
-                *top = Entry::new(t2, self.seq, e2);
-                self.seq += 1;
+                let k = key.unwrap_or_else(|| {
+                    self.seq += 1;
+                    self.seq - 1
+                });
+                *top = Entry::new(t2, k, e2);
             }
             None => {
                 PeekMut::pop(top);

@@ -73,6 +73,8 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
+pub mod keyed;
+
 /// One partition of a model: its state, and what one event does to it.
 pub trait Part: Send {
     /// The partition's events: small and `Copy`, as with `EventQueue`.
@@ -840,13 +842,7 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
     if k == 0 {
         return Ok(Report::default());
     }
-    let mut chans = Vec::with_capacity(channels.len());
-    for &(f, t) in channels {
-        if f >= k || t >= k {
-            return Err(WindowError::NoSuchPart { from: f, to: t, parts: k });
-        }
-        chans.push((f as u32, t as u32));
-    }
+    let chans = check_channels(channels, k)?;
     let mut lanes: Vec<Lane<P::Ev, P::Msg>> = (0..k).map(|me| Lane::new(me, k, initial.len() as u64, &chans)).collect();
     let mut first: Option<u64> = None;
     for (i, &(t, p, ev)) in initial.iter().enumerate() {
@@ -872,49 +868,109 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
     })
 }
 
+/// The channels as `(from, to)` partitions, each of the `k` there are.
+fn check_channels(channels: &[(usize, usize)], k: usize) -> Result<Vec<(u32, u32)>, WindowError> {
+    channels.iter().map(|&(f, t)| if f >= k || t >= k { Err(WindowError::NoSuchPart { from: f, to: t, parts: k }) } else { Ok((f as u32, t as u32)) }).collect()
+}
+
 /// The last picosecond of the window starting at `t0`, the earliest time
 /// pending: `None` once nothing is pending up to `until`.
 fn window_end(t0: Option<u64>, cfg: &Config) -> Option<SimTime> {
     t0.filter(|&t| t <= cfg.until.0).map(|t| SimTime(t.saturating_add(cfg.lookahead.0 - 1).min(cfg.until.0)))
 }
 
-fn first_error<E, M>(recs: &[&Rec<E, M>]) -> Option<WindowError> {
-    recs.iter().find_map(|r| r.err.clone())
+/// One partition's side of a run in windows, as the runners ([`in_turn`],
+/// [`threaded`]) drive it: the serial order's [`Lane`], or the keyed
+/// order's ([`keyed`]).
+trait Side<P: Part>: Send {
+    /// What the side publishes about a window, for every partition to read
+    /// at the meeting.
+    type Rec: Send + Sync;
+    fn rec(parts: usize) -> Self::Rec;
+    fn me(&self) -> usize;
+    /// Moves the buffers written at every event to allocations of the
+    /// calling thread (see [`Lane::rehome`]), and the side's records too.
+    fn rehome(&mut self, recs: [&mut Self::Rec; 2]);
+    /// Handles the partition's events up to `hi`, the window's last
+    /// picosecond.
+    fn window(&mut self, part: &mut P, rec: &mut Self::Rec, hi: SimTime, cfg: &Config);
+    /// Takes what concerns this partition from every partition's record of
+    /// the window; returns the earliest time pending anywhere.
+    fn meet(&mut self, recs: &[&Self::Rec], cfg: &Config) -> Option<u64>;
+    /// The record's error, and whether its partition stopped the run.
+    fn outcome(rec: &Self::Rec) -> (Option<&WindowError>, bool);
 }
 
-/// Runs the windows; returns how many, and whether a partition stopped the
-/// run ([`Part::stop`]).
-fn in_turn<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: Option<u64>, cfg: Config) -> Ending {
+impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
+    type Rec = Rec<P::Ev, P::Msg>;
+    fn rec(parts: usize) -> Self::Rec {
+        Rec::new(parts)
+    }
+    fn me(&self) -> usize {
+        self.me
+    }
+    fn rehome(&mut self, recs: [&mut Self::Rec; 2]) {
+        Lane::rehome(self);
+        for r in recs {
+            r.rehome();
+        }
+    }
+    fn window(&mut self, part: &mut P, rec: &mut Self::Rec, hi: SimTime, cfg: &Config) {
+        Lane::window(self, part, rec, hi, cfg.lookahead);
+    }
+    fn meet(&mut self, recs: &[&Self::Rec], cfg: &Config) -> Option<u64> {
+        Lane::meet(self, recs, cfg.trace && self.me == 0)
+    }
+    fn outcome(rec: &Self::Rec) -> (Option<&WindowError>, bool) {
+        (rec.err.as_ref(), rec.stopped)
+    }
+}
+
+/// A window's first error, by partition.
+fn first_error<P: Part, S: Side<P>>(view: &[&S::Rec]) -> Option<WindowError> {
+    view.iter().find_map(|r| S::outcome(r).0).cloned()
+}
+
+/// Whether a partition stopped the run in the window.
+fn stopped<P: Part, S: Side<P>>(view: &[&S::Rec]) -> bool {
+    view.iter().any(|r| S::outcome(r).1)
+}
+
+/// Runs the windows with the partitions in turn on this thread; returns how
+/// many, and whether a partition stopped the run ([`Part::stop`]).
+fn in_turn<P: Part, S: Side<P>>(parts: &mut [P], lanes: &mut [S], first: Option<u64>, cfg: Config) -> Ending {
     let k = parts.len();
-    let mut recs: Vec<Rec<P::Ev, P::Msg>> = (0..k).map(|_| Rec::new(k)).collect();
+    let mut recs: Vec<S::Rec> = (0..k).map(|_| S::rec(k)).collect();
     let (mut t0, mut windows) = (first, 0);
     while let Some(hi) = window_end(t0, &cfg) {
         for ((lane, part), rec) in lanes.iter_mut().zip(parts.iter_mut()).zip(recs.iter_mut()) {
-            lane.window(part, rec, hi, cfg.lookahead);
+            lane.window(part, rec, hi, &cfg);
         }
         windows += 1;
-        let view: Vec<&Rec<P::Ev, P::Msg>> = recs.iter().collect();
-        if let Some(e) = first_error(&view) {
+        let view: Vec<&S::Rec> = recs.iter().collect();
+        if let Some(e) = first_error::<P, S>(&view) {
             return Err(e);
         }
         for lane in lanes.iter_mut() {
-            t0 = lane.meet(&view, cfg.trace && lane.me == 0);
+            t0 = lane.meet(&view, &cfg);
         }
-        if view.iter().any(|r| r.stopped) {
+        if stopped::<P, S>(&view) {
             return Ok((windows, true));
         }
     }
     Ok((windows, false))
 }
 
-type Recs<E, M> = Vec<[RwLock<Rec<E, M>>; 2]>;
+type Recs<R> = Vec<[RwLock<R>; 2]>;
 /// How a run of windows ended: windows run and whether a partition stopped
 /// it, or the first error.
 type Ending = Result<(u64, bool), WindowError>;
 
-fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: Option<u64>, cfg: Config) -> Ending {
+/// Runs the windows with one thread per partition, meeting at a spinning
+/// barrier; records alternate between two buffers by window parity.
+fn threaded<P: Part, S: Side<P>>(parts: &mut [P], lanes: &mut [S], first: Option<u64>, cfg: Config) -> Ending {
     let k = parts.len();
-    let recs: Recs<P::Ev, P::Msg> = (0..k).map(|_| [RwLock::new(Rec::new(k)), RwLock::new(Rec::new(k))]).collect();
+    let recs: Recs<S::Rec> = (0..k).map(|_| [RwLock::new(S::rec(k)), RwLock::new(S::rec(k))]).collect();
     let barrier = SpinBarrier { arrived: AtomicU64::new(0), n: k as u64, abort: AtomicBool::new(false) };
     // per thread: `None` if it stopped because another one panicked
     let results: Vec<std::thread::Result<Option<Ending>>> = std::thread::scope(|s| {
@@ -925,25 +981,26 @@ fn threaded<P: Part>(parts: &mut [P], lanes: &mut [Lane<P::Ev, P::Msg>], first: 
                 let (recs, barrier) = (&recs, &barrier);
                 s.spawn(move || {
                     let _guard = AbortOnPanic(&barrier.abort);
-                    lane.rehome();
-                    for r in &recs[lane.me] {
-                        r.write().expect("not yet shared").rehome();
+                    let me = lane.me();
+                    {
+                        let [a, b] = &recs[me];
+                        lane.rehome([&mut a.write().expect("not yet shared"), &mut b.write().expect("not yet shared")]);
                     }
                     let (mut t0, mut round) = (first, 0u64);
                     while let Some(hi) = window_end(t0, &cfg) {
                         let parity = (round % 2) as usize;
-                        lane.window(part, &mut recs[lane.me][parity].write().expect("a writer panicked"), hi, cfg.lookahead);
+                        lane.window(part, &mut recs[me][parity].write().expect("a writer panicked"), hi, &cfg);
                         round += 1;
                         if !barrier.wait(round) {
                             return None;
                         }
                         let guards: Vec<_> = recs.iter().map(|r| r[parity].read().expect("a writer panicked")).collect();
-                        let view: Vec<&Rec<P::Ev, P::Msg>> = guards.iter().map(|g| &**g).collect();
-                        if let Some(e) = first_error(&view) {
+                        let view: Vec<&S::Rec> = guards.iter().map(|g| &**g).collect();
+                        if let Some(e) = first_error::<P, S>(&view) {
                             return Some(Err(e));
                         }
-                        t0 = lane.meet(&view, cfg.trace && lane.me == 0);
-                        if view.iter().any(|r| r.stopped) {
+                        t0 = lane.meet(&view, &cfg);
+                        if stopped::<P, S>(&view) {
                             return Some(Ok((round, true)));
                         }
                     }
@@ -1219,6 +1276,75 @@ mod tests {
         same_as_serial(1, true);
     }
 
+    /// The keyed order ([`keyed`]): windows, on one thread and on one per
+    /// partition, against the keyed serial run, event for event; the run
+    /// has messages and ties between partitions to get right.
+    fn keyed_same_as_serial(k: usize, with_channels: bool) {
+        let until = SimTime(400_000);
+        let (init, chans) = (initial(k, 200), channels(k));
+        let mut serial = toys(k, with_channels);
+        let want = keyed::run_serial(&mut serial, &chans, &init, until, true);
+        assert!(want.trace.len() > 20_000, "k = {k}: only {} events", want.trace.len());
+        for threads in [false, true] {
+            let mut par = toys(k, with_channels);
+            let got = keyed::run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads, trace: true }).unwrap();
+            assert_eq!(got.trace.len(), want.trace.len(), "k = {k}, threads {threads}");
+            if let Some(i) = (0..got.trace.len()).find(|&i| got.trace[i] != want.trace[i]) {
+                panic!("k = {k}, threads {threads}: event {i}: {:?} != serial {:?}", got.trace[i], want.trace[i]);
+            }
+            assert_eq!((&got.events, got.handed_over), (&want.events, want.handed_over));
+            for (a, b) in par.iter().zip(&serial) {
+                assert_eq!((a.state, &a.seen), (b.state, &b.seen));
+            }
+            assert!(got.windows > 300, "{}", got.windows);
+        }
+        if k > 1 {
+            let ties = want.trace.windows(2).filter(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2).count();
+            assert!(want.handed_over > 2_000 && ties > 500, "k = {k}: {} messages, {ties} ties", want.handed_over);
+        }
+    }
+
+    #[test]
+    fn keyed_windows_reproduce_the_keyed_serial_order_event_for_event() {
+        for k in [1, 2, 3, 4] {
+            keyed_same_as_serial(k, false);
+            keyed_same_as_serial(k, true);
+        }
+    }
+
+    #[test]
+    fn the_keyed_order_is_the_queues_with_one_partition_and_not_with_two() {
+        // one partition, no channels: the keys count schedules in the order
+        // made, as the queue's numbers do
+        let until = SimTime(400_000);
+        let (mut a, mut b) = (toys(1, false), toys(1, false));
+        run_serial(&mut a, &[], &initial(1, 200), until, false);
+        keyed::run_serial(&mut b, &[], &initial(1, 200), until, false);
+        assert!(a[0].seen.len() > 20_000);
+        assert_eq!(a[0].seen, b[0].seen);
+        // two partitions: ties between them fall another way
+        let (init, chans) = (initial(2, 200), channels(2));
+        let (mut a, mut b) = (toys(2, true), toys(2, true));
+        run_serial(&mut a, &chans, &init, until, false);
+        keyed::run_serial(&mut b, &chans, &init, until, false);
+        assert_ne!(a[0].seen, b[0].seen);
+        // a stop ends a keyed run where its serial run ends
+        let stopping = || {
+            let mut t = toys(1, true);
+            t[0].stop_after = Some(5_000);
+            t
+        };
+        let (init, chans) = (initial(1, 200), channels(1));
+        let mut serial = stopping();
+        let want = keyed::run_serial(&mut serial, &chans, &init, until, true);
+        for threads in [false, true] {
+            let mut par = stopping();
+            let got = keyed::run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads, trace: true }).unwrap();
+            assert!(want.stopped && got.stopped, "threads {threads}");
+            assert_eq!((&got.trace, &par[0].seen), (&want.trace, &serial[0].seen), "threads {threads}");
+        }
+    }
+
     #[test]
     fn the_toys_order_hangs_on_its_ties() {
         // The toy's serial trace with every tie in time broken by partition
@@ -1252,6 +1378,26 @@ mod tests {
         Config { lookahead: SimTime(lookahead), until: SimTime(until), threads, trace: false }
     }
 
+    /// (threads, keyed order): every way to run in windows.
+    fn both_ways() -> [(bool, bool); 4] {
+        [(false, false), (true, false), (false, true), (true, true)]
+    }
+
+    /// [`run`], or [`keyed::run`] with `keyed`.
+    fn run_either<P: Part>(
+        keyed: bool,
+        parts: &mut [P],
+        chans: &[(usize, usize)],
+        init: &[(SimTime, usize, P::Ev)],
+        cfg: Config,
+    ) -> Result<Report, WindowError> {
+        if keyed {
+            keyed::run(parts, chans, init, cfg)
+        } else {
+            run(parts, chans, init, cfg)
+        }
+    }
+
     #[test]
     fn a_message_sooner_than_the_lookahead_is_refused_with_its_partitions() {
         let hasty = |push: bool| {
@@ -1265,9 +1411,9 @@ mod tests {
                 }
             })
         };
-        for threads in [false, true] {
+        for (threads, keyed) in both_ways() {
             for push in [false, true] {
-                let err = run(&mut [hasty(push), hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+                let err = run_either(keyed, &mut [hasty(push), hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
                 assert_eq!(err, WindowError::Lookahead { from: 0, to: 1, now: SimTime(5), at: SimTime(15), lookahead: SimTime(100) });
                 assert!(err.to_string().contains("partition 0"), "{err}");
             }
@@ -1287,10 +1433,10 @@ mod tests {
             })
         };
         let chans = [(0, 1), (1, 0)];
-        for threads in [false, true] {
-            let err = run(&mut [bad(0), bad(0)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+        for (threads, keyed) in both_ways() {
+            let err = run_either(keyed, &mut [bad(0), bad(0)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::ChannelOrder { ch: 0, at: SimTime(405), last: SimTime(505) });
-            let err = run(&mut [bad(1), bad(1)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+            let err = run_either(keyed, &mut [bad(1), bad(1)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::NotSender { part: 0, ch: 1 });
         }
     }
@@ -1309,11 +1455,11 @@ mod tests {
             })
         };
         let init = [(SimTime(0), 0, ()), (SimTime(u64::MAX), 1, ())];
-        let want = run_serial(&mut [few(), few()], &[], &init, SimTime(u64::MAX), true);
-        assert_eq!(want.events, vec![5, 5]);
-        for threads in [false, true] {
-            let got = run(&mut [few(), few()], &[], &init, Config { trace: true, ..cfg(1_000, u64::MAX, threads) }).unwrap();
-            assert_eq!(got.trace, want.trace, "threads {threads}");
+        for (threads, keyed) in both_ways() {
+            let want = if keyed { keyed::run_serial } else { run_serial }(&mut [few(), few()], &[], &init, SimTime(u64::MAX), true);
+            assert_eq!(want.events, vec![5, 5]);
+            let got = run_either(keyed, &mut [few(), few()], &[], &init, Config { trace: true, ..cfg(1_000, u64::MAX, threads) }).unwrap();
+            assert_eq!(got.trace, want.trace, "threads {threads}, keyed {keyed}");
         }
     }
 
@@ -1325,10 +1471,10 @@ mod tests {
                 out.send(1 - out.me(), now + SimTime(1_000), n + 1);
             })
         };
-        for threads in [false, true] {
-            let r = std::panic::catch_unwind(|| run(&mut [faulty(), faulty()], &[], &[(SimTime(0), 0, 0)], cfg(1_000, 1_000_000, threads)));
+        for (threads, keyed) in both_ways() {
+            let r = std::panic::catch_unwind(|| run_either(keyed, &mut [faulty(), faulty()], &[], &[(SimTime(0), 0, 0)], cfg(1_000, 1_000_000, threads)));
             let msg = r.err().and_then(|p| p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()));
-            assert_eq!(msg.as_deref(), Some("the model's own bug"), "threads {threads}");
+            assert_eq!(msg.as_deref(), Some("the model's own bug"), "threads {threads}, keyed {keyed}");
         }
     }
 
@@ -1343,20 +1489,23 @@ mod tests {
                 }
             })
         };
-        for threads in [false, true] {
-            let err = run(&mut [wrong(true), wrong(true)], &[], &[(SimTime(5), 1, ())], cfg(100, 1_000, threads)).unwrap_err();
+        for (threads, keyed) in both_ways() {
+            let err = run_either(keyed, &mut [wrong(true), wrong(true)], &[], &[(SimTime(5), 1, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::Past { part: 1, now: SimTime(5), at: SimTime(4) });
-            let err = run(&mut [wrong(false), wrong(false)], &[], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+            let err = run_either(keyed, &mut [wrong(false), wrong(false)], &[], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::NoSuchPart { from: 0, to: 5, parts: 2 });
-            assert_eq!(run(&mut [wrong(false)], &[], &[], cfg(0, 1_000, threads)).unwrap_err(), WindowError::NoLookahead);
+            assert_eq!(run_either(keyed, &mut [wrong(false)], &[], &[], cfg(0, 1_000, threads)).unwrap_err(), WindowError::NoLookahead);
         }
     }
 
     #[test]
     fn idle_stretches_are_skipped_not_stepped() {
         let sparse = script(|now, _: (), out| out.local(now + SimTime(1_000_000_000), ()));
-        let rep = run(&mut [sparse], &[], &[(SimTime(0), 0, ())], cfg(1_000, 10_000_000_000, false)).unwrap();
-        assert_eq!(rep.events, vec![11]);
-        assert_eq!(rep.windows, 11);
+        let mut sparse = [sparse];
+        for keyed in [false, true] {
+            let rep = run_either(keyed, &mut sparse, &[], &[(SimTime(0), 0, ())], cfg(1_000, 10_000_000_000, false)).unwrap();
+            assert_eq!(rep.events, vec![11]);
+            assert_eq!(rep.windows, 11);
+        }
     }
 }

@@ -21,7 +21,20 @@ mod world;
 /// Bumped whenever a change alters simulation results for an unchanged
 /// scenario; results catalogs key their runs on it (with the scenario), so
 /// stale results are never reused.
+#[cfg(not(feature = "keyed-order"))]
 pub const MODEL_REVISION: &str = "2026-11-23.1";
+/// A build with the keyed event order (`--features keyed-order`) has its
+/// own results wherever events tie in time.
+#[cfg(feature = "keyed-order")]
+pub const MODEL_REVISION: &str = "2026-11-23.1+keyed-order";
+
+/// The serial run's queue: ties in time by insertion, or, built with
+/// `--features keyed-order`, by where the event was scheduled (a study for
+/// issue 19's second core; bench/README.md, eleventh pass).
+#[cfg(not(feature = "keyed-order"))]
+type SerialQ = lbsim_engine::EventQueue<world::Ev>;
+#[cfg(feature = "keyed-order")]
+type SerialQ = world::Keyed;
 
 /// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
 /// plus the scheme's own revision when it has one
@@ -47,7 +60,7 @@ use lbsim_workload::{
 use scenario::bad;
 use serde_json::{json, Value};
 use std::path::Path;
-use world::{Clock, Incast, LinkEvent, UdpSource, World};
+use world::{Clock, Incast, LinkEvent, SerialClock, UdpSource, World};
 
 /// What a run produces.
 pub struct RunOutput {
@@ -711,11 +724,11 @@ struct Built<Q: Clock> {
 /// Checks a scenario as far as a run goes before its first event, so
 /// `lbsim validate` and `lbsim run` cannot disagree about what is valid.
 pub fn validate(sc: &Scenario, base_dir: Option<&Path>) -> Result<(), SimError> {
-    build(sc, base_dir, lbsim_engine::EventQueue::new()).map(|_| ())
+    build(sc, base_dir, <SerialQ as SerialClock>::new()).map(|_| ())
 }
 
 pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir, lbsim_engine::EventQueue::new())?;
+    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir, <SerialQ as SerialClock>::new())?;
     let wl = &sc.workload;
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
@@ -734,15 +747,20 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
         steps += 1;
         if steps & 0xFFFF == 0 && last_report.elapsed().as_secs_f64() >= 0.25 {
             last_report = std::time::Instant::now();
-            let p =
-                Progress { sim_time: w.now(), flows_done: w.done, flows_total: total, events: w.q.events_processed(), wall_s: t_run.elapsed().as_secs_f64() };
+            let p = Progress {
+                sim_time: w.now(),
+                flows_done: w.done,
+                flows_total: total,
+                events: SerialClock::events_processed(&w.q),
+                wall_s: t_run.elapsed().as_secs_f64(),
+            };
             if !progress(&p) {
                 return Err(SimError::Interrupted);
             }
         }
     }
     let run_s = t_run.elapsed().as_secs_f64();
-    let events = w.q.events_processed();
+    let events = SerialClock::events_processed(&w.q);
     Ok(finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s }))
 }
 

@@ -698,3 +698,19 @@ fn pruning_the_dropped_segment_lists_changes_nothing() {
     assert_eq!(split(&pruned), split(&kept), "fast recoveries by loss / by reordering, per flow");
     assert!(format!("{:?}", pruned.flows) == format!("{:?}", kept.flows), "per-flow records differ");
 }
+
+/// The keyed event order (`--features keyed-order`): every scheme runs to
+/// completion with packets conserved, the same run twice gives the same
+/// per-flow records, and its results are labelled as its own.
+#[cfg(feature = "keyed-order")]
+#[test]
+fn the_keyed_order_runs_every_scheme_deterministically() {
+    assert!(MODEL_REVISION.ends_with("+keyed-order"));
+    for scheme in ["ecmp", "letflow", "conga", "hula", "presto", "clove_int", "drill", "mptcp", "hermes", "expeditus"] {
+        let sets = [format!("lb.scheme=\"{scheme}\""), "workload.flows=40".to_string()];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let (a, b) = (run_ok(TESTBED, &sets), run_ok(TESTBED, &sets));
+        assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows), "{scheme}");
+        assert!(a.flows.iter().all(|f| f.finish.is_some()), "{scheme}: unfinished flows");
+    }
+}

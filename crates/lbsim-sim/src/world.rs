@@ -103,6 +103,148 @@ impl Clock for EventQueue<Ev> {
     }
 }
 
+/// A clock the serial run pops events from: [`EventQueue`]'s order (ties in
+/// time by insertion), or, built with `--features keyed-order`, [`Keyed`].
+pub(crate) trait SerialClock: Clock {
+    fn new() -> Self;
+    fn peek_time(&self) -> Option<SimTime>;
+    /// Pops the next event; `next` may name the port's next arrival, which
+    /// takes the popped one's place ([`EventQueue::pop_with`]).
+    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)>;
+    /// Near-heap entry `i`, for prefetching ([`EventQueue::near_at`]).
+    fn near_at(&self, i: usize) -> Option<&Ev>;
+    fn events_processed(&self) -> u64;
+    /// The event about to be handled happens at node `origin` (`None`: at
+    /// no node); a keyed clock keys what it schedules by that.
+    #[inline(always)]
+    fn handling(&mut self, origin: Option<NodeId>) {
+        let _ = origin;
+    }
+    /// Whether [`SerialClock::handling`] is used (the origin costs a lookup).
+    const KEYED: bool = false;
+}
+
+impl SerialClock for EventQueue<Ev> {
+    fn new() -> Self {
+        EventQueue::new()
+    }
+    #[inline(always)]
+    fn peek_time(&self) -> Option<SimTime> {
+        EventQueue::peek_time(self)
+    }
+    #[inline(always)]
+    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
+        EventQueue::pop_with(self, next)
+    }
+    #[inline(always)]
+    fn near_at(&self, i: usize) -> Option<&Ev> {
+        EventQueue::near_at(self, i)
+    }
+    fn events_processed(&self) -> u64 {
+        EventQueue::events_processed(self)
+    }
+}
+
+/// The keyed order (bench/README.md, eleventh pass;
+/// [`lbsim_engine::windows::keyed`]): ties in time are broken by where an
+/// event was scheduled, not by when in the whole run, so a run cut into
+/// partitions by node has the same order as the serial run. An event
+/// scheduled while handling an event at node `n` is keyed by `n` in the high
+/// bits and `n`'s count of schedules in the low 40; one scheduled at no node
+/// (the run's start, flow arrivals, samples, link events) by an origin of
+/// its own (`World::event_node` says where an event happens). A
+/// port's arrival is keyed by the port (and its generation): a port has
+/// one arrival pending at a time. Results differ from [`EventQueue`]'s
+/// order wherever events tie to the picosecond.
+#[cfg(feature = "keyed-order")]
+pub(crate) struct Keyed {
+    q: EventQueue<Ev>,
+    /// The key of the next schedule: the origin in the high bits.
+    key: u64,
+    /// Per node (index 0: no node), the next count.
+    counts: Vec<u64>,
+    origin: usize,
+}
+
+#[cfg(feature = "keyed-order")]
+impl Keyed {
+    const ORIGIN_SHIFT: u32 = 40;
+    #[inline(always)]
+    fn next_key(&mut self) -> u64 {
+        let k = self.key;
+        self.key += 1;
+        k
+    }
+    #[inline(always)]
+    fn arrival_key(port: PortId, gen: u32) -> u64 {
+        1 << 63 | (port.0 as u64) << 32 | gen as u64
+    }
+}
+
+#[cfg(feature = "keyed-order")]
+impl Clock for Keyed {
+    const EVERY_ARRIVAL: bool = false;
+    #[inline(always)]
+    fn now(&self) -> SimTime {
+        self.q.now()
+    }
+    #[inline(always)]
+    fn at(&mut self, at: SimTime, ev: Ev) {
+        let k = self.next_key();
+        self.q.schedule_keyed(at, k, ev);
+    }
+    #[inline(always)]
+    fn later(&mut self, at: SimTime, ev: Ev) {
+        let k = self.next_key();
+        self.q.schedule_later_keyed(at, k, ev);
+    }
+    #[inline(always)]
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool) {
+        if head {
+            self.q.schedule_keyed(at, Keyed::arrival_key(port, gen), Ev::Arrive { port, gen, pkt });
+        }
+    }
+}
+
+#[cfg(feature = "keyed-order")]
+impl SerialClock for Keyed {
+    const KEYED: bool = true;
+    fn new() -> Self {
+        Keyed { q: EventQueue::new(), key: 1 << Keyed::ORIGIN_SHIFT, counts: vec![1 << Keyed::ORIGIN_SHIFT], origin: 0 }
+    }
+    #[inline(always)]
+    fn peek_time(&self) -> Option<SimTime> {
+        self.q.peek_time()
+    }
+    #[inline(always)]
+    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
+        self.q.pop_with_keyed(|t, ev| {
+            next(t, ev).map(|(t2, e2)| match e2 {
+                Ev::Arrive { port, gen, .. } => (t2, Keyed::arrival_key(port, gen), e2),
+                _ => unreachable!("only a port's next arrival takes an event's place"),
+            })
+        })
+    }
+    #[inline(always)]
+    fn near_at(&self, i: usize) -> Option<&Ev> {
+        self.q.near_at(i)
+    }
+    fn events_processed(&self) -> u64 {
+        self.q.events_processed()
+    }
+    #[inline(always)]
+    fn handling(&mut self, origin: Option<NodeId>) {
+        // put back the last origin's count, take this one's
+        self.counts[self.origin] = self.key;
+        let o = origin.map_or(0, |n| n.idx() + 1);
+        if o >= self.counts.len() {
+            self.counts.extend((self.counts.len()..=o).map(|i| ((i as u64) + 1) << Keyed::ORIGIN_SHIFT));
+        }
+        self.origin = o;
+        self.key = self.counts[o];
+    }
+}
+
 /// One event's schedules, in order (a run in windows moves them to the
 /// engine after each event). Every arrival is kept: the engine's channel
 /// for the port decides which one schedules the next delivery.
@@ -252,8 +394,8 @@ pub(crate) struct LinkEvent {
     pub up: bool,
 }
 
-/// The serial run: one queue, popped in `(time, seq)` order.
-impl World<EventQueue<Ev>> {
+/// The serial run: one queue, popped in its order.
+impl<Q: SerialClock> World<Q> {
     /// Processes one event; false when the queue is empty.
     #[inline(always)]
     pub fn step(&mut self, hard_stop: SimTime) -> bool {
@@ -288,6 +430,10 @@ impl World<EventQueue<Ev>> {
         }
         #[cfg(feature = "window-stats")]
         let who = self.window_who(&ev);
+        if Q::KEYED {
+            let node = self.event_node(&ev);
+            self.q.handling(node);
+        }
         self.dispatch(ev, arrived);
         #[cfg(feature = "window-stats")]
         {
@@ -682,13 +828,25 @@ impl<Q: Clock> World<Q> {
     /// arrivals at no node.
     #[cfg(feature = "window-stats")]
     fn window_who(&self, ev: &Ev) -> (Option<NodeId>, Option<NodeId>) {
-        let (node, from) = match *ev {
-            Ev::Arrive { port, .. } => (Some(self.ports[port.idx()].ends.peer_node), Some(self.topo.ports[port.idx()].node)),
-            Ev::Timer { ep, .. } => (self.conns[(ep / 2) as usize].as_ref().map(|c| if ep % 2 == 0 { c.src } else { c.dst }), None),
-            Ev::NicReady { host } => (Some(self.topo.host(host)), None),
-            _ => (None, None),
+        let from = match *ev {
+            Ev::Arrive { port, .. } => Some(self.topo.ports[port.idx()].node),
+            _ => None,
         };
-        (node, from)
+        (self.event_node(ev), from)
+    }
+
+    /// The node an event happens at: an arrival at the port's far end, a
+    /// TCP timer or a NIC wake-up at its host; `None` for scheme timers,
+    /// link events, samples and flow arrivals (and a closed connection's
+    /// timer).
+    #[inline]
+    fn event_node(&self, ev: &Ev) -> Option<NodeId> {
+        match *ev {
+            Ev::Arrive { port, .. } => Some(self.ports[port.idx()].ends.peer_node),
+            Ev::Timer { ep, .. } => self.conns[(ep / 2) as usize].as_ref().map(|c| if ep % 2 == 0 { c.src } else { c.dst }),
+            Ev::NicReady { host } => Some(self.topo.host(host)),
+            _ => None,
+        }
     }
 
     // ------------------------------------------------------------ packets
