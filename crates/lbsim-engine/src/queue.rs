@@ -2,6 +2,8 @@
 //!
 //! Two events scheduled for the same picosecond pop in the order they were
 //! scheduled, so a run is a pure function of its inputs (NeXosim, simcore).
+//! A model may instead key its events itself (`schedule_keyed`): then
+//! `(time, key)` orders them (the keyed order, `windows::keyed`).
 //! Events are small `Copy` values chosen by the model (`E`), dispatched by a
 //! `match` in the model's loop; the queue never boxes them.
 //!
@@ -346,6 +348,57 @@ mod tests {
             assert_eq!(q.peek_time().map(|t| t.0), reference.keys().next().map(|k| k.0));
         }
         assert!(pops > 30_000, "{pops}");
+    }
+
+    #[test]
+    fn a_keyed_queue_pops_in_time_then_key_order() {
+        // keys drawn at random (unique: a count in the low bits), so ties in
+        // time go by key, not by insertion; both heaps and the keyed
+        // pop_with, against a BTreeMap on (time, key)
+        let mut x = 0x9e3779b97f4a7c15u64;
+        let mut rnd = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut q: EventQueue<u64> = EventQueue::new();
+        let mut reference = std::collections::BTreeMap::new();
+        let (mut n, mut now, mut pops, mut ties) = (0u64, 0u64, 0, 0);
+        let mut last: Option<(u64, u64)> = None;
+        for step in 0..40_000 {
+            let r = rnd();
+            if step < 100 || r % 3 != 0 {
+                let (t, key) = (now + [0, 1_000, 1_000_000][(r % 3) as usize] * (rnd() % 4), rnd() << 20 | n);
+                n += 1;
+                if r % 5 == 0 {
+                    q.schedule_later_keyed(SimTime(t), key, key);
+                } else {
+                    q.schedule_keyed(SimTime(t), key, key);
+                }
+                reference.insert((t, key), key);
+            }
+            if step >= 100 && r % 4 != 0 {
+                let expect = reference.pop_first().map(|((t, _), ev)| (SimTime(t), ev));
+                let succ = (rnd() % 2 == 0).then(|| (rnd() % 3 * 1_000, rnd() << 20 | n));
+                n += 1;
+                let got = q.pop_with_keyed(|t, _| succ.map(|(dt, k)| (SimTime(t.0 + dt), k, k)));
+                if let (Some((t, _)), Some((dt, k))) = (got, succ) {
+                    reference.insert((t.0 + dt, k), k);
+                }
+                assert_eq!(got, expect, "step {step}");
+                if let Some((t, k)) = got {
+                    // same time, inserted before the last one popped (the
+                    // count in the low bits): insertion order would differ
+                    ties += last.is_some_and(|(lt, lk)| lt == t.0 && k & 0xF_FFFF < lk & 0xF_FFFF) as u32;
+                    (now, last) = (t.0, Some((t.0, k)));
+                    pops += 1;
+                }
+            }
+            assert_eq!(q.len(), reference.len());
+        }
+        // keys, not insertion, decided many ties
+        assert!(pops > 20_000 && ties > 1_000, "{pops} pops, {ties} ties against insertion");
     }
 
     #[test]

@@ -329,7 +329,7 @@ impl<E, M> Rec<E, M> {
     /// Notes something pending at `at` after the window.
     #[inline]
     fn pending(&mut self, at: SimTime) {
-        self.next = Some(self.next.map_or(at.0, |n| n.min(at.0)));
+        note_pending(&mut self.next, at);
     }
     /// Keeps the first error of the window (later ones may follow from it).
     fn fail(&mut self, e: WindowError) {
@@ -341,6 +341,21 @@ impl<E, M> Rec<E, M> {
     fn rehome(&mut self) {
         *self = Rec::new(self.out.len());
     }
+}
+
+/// Notes something pending at `at` in a record's earliest pending time.
+#[inline]
+fn note_pending(next: &mut Option<u64>, at: SimTime) {
+    *next = Some(next.map_or(at.0, |n| n.min(at.0)));
+}
+
+/// Moves a heap to an allocation of the calling thread (see
+/// [`Lane::rehome`]), with room to grow.
+fn rehome_heap<T: Ord>(heap: &mut BinaryHeap<T>) {
+    let old = std::mem::take(heap).into_vec();
+    let mut fresh = Vec::with_capacity(old.len().max(256));
+    fresh.extend(old);
+    *heap = BinaryHeap::from(fresh);
 }
 
 /// "No number yet": a message pushed onto a channel that was not empty.
@@ -425,10 +440,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
     /// then bounces between the cores at every event.
     fn rehome(&mut self) {
         debug_assert!(self.inbox.iter().all(VecDeque::is_empty), "called before the run starts");
-        let heap: Vec<Entry<Item<E, M>>> = std::mem::take(&mut self.heap).into_vec();
-        let mut fresh = Vec::with_capacity(heap.len().max(256));
-        fresh.extend(heap);
-        self.heap = BinaryHeap::from(fresh);
+        rehome_heap(&mut self.heap);
         self.out.v = Vec::with_capacity(16);
         let k = self.pos.len();
         self.gs = (0..k).map(|_| Vec::new()).collect();

@@ -17,7 +17,8 @@
 //! Not yet here, and refused with an error naming the field: link failures
 //! and restorations during the run (a failed port's packets in flight would
 //! each arrive as a stale event, where the serial run has one), and schemes
-//! that send packets before the first event (HULA's probes, for one).
+//! that send packets before the first event (none does today; the check
+//! guards a new one).
 //! Splitting the fabric into several partitions needs more (bench/README.md
 //! lists it): the port's FIFO kept by its sender, packets handed over by
 //! value, connections whose two ends sit in different partitions.

@@ -63,7 +63,10 @@ pub(crate) enum Ev {
 
 /// Where the world's schedules go: the serial run's [`EventQueue`], or, run
 /// in windows (`crate::run_in_windows`, `--features windows`), one event's schedules in the order it
-/// makes them ([`Schedules`]). Generic, so the serial run pays nothing.
+/// makes them ([`Schedules`]). Generic; with `windows` off, only the serial
+/// instantiation exists and the serial run pays nothing (with it on, the
+/// second one changes the serial run's inlining: bench/README.md, eleventh
+/// pass).
 pub(crate) trait Clock {
     fn now(&self) -> SimTime;
     /// Schedules `ev` at `at`, due soon (the queue's near heap).
@@ -152,10 +155,13 @@ impl SerialClock for EventQueue<Ev> {
 /// scheduled while handling an event at node `n` is keyed by `n` in the high
 /// bits and `n`'s count of schedules in the low 40; one scheduled at no node
 /// (the run's start, flow arrivals, samples, link events) by an origin of
-/// its own (`World::event_node` says where an event happens). A
-/// port's arrival is keyed by the port (and its generation): a port has
-/// one arrival pending at a time. Results differ from [`EventQueue`]'s
-/// order wherever events tie to the picosecond.
+/// its own (`World::event_node` says where an event happens). A port's
+/// arrival is keyed by a hash of its time, the port and its generation in
+/// the high bits and the port in the low 32 (a port has one arrival pending
+/// at a time, so keys are unique): arrivals tied in time go in an order
+/// that favours no port (keyed by the port alone, the lowest port id would
+/// win every tie). Results differ from [`EventQueue`]'s order wherever
+/// events tie to the picosecond.
 #[cfg(feature = "keyed-order")]
 pub(crate) struct Keyed {
     q: EventQueue<Ev>,
@@ -171,13 +177,16 @@ impl Keyed {
     const ORIGIN_SHIFT: u32 = 40;
     #[inline(always)]
     fn next_key(&mut self) -> u64 {
+        debug_assert!((self.key + 1) & ((1 << Keyed::ORIGIN_SHIFT) - 1) != 0, "2^40 schedules at one origin overflow the key's count");
         let k = self.key;
         self.key += 1;
         k
     }
+    /// A port's arrival: see the type's docs.
     #[inline(always)]
-    fn arrival_key(port: PortId, gen: u32) -> u64 {
-        1 << 63 | (port.0 as u64) << 32 | gen as u64
+    fn arrival_key(port: PortId, gen: u32, at: SimTime) -> u64 {
+        let h = lbsim_engine::mix64(at.0 ^ ((port.0 as u64) << 32 | gen as u64).rotate_left(17));
+        1 << 63 | (h >> 33) << 32 | port.0 as u64
     }
 }
 
@@ -201,7 +210,7 @@ impl Clock for Keyed {
     #[inline(always)]
     fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool) {
         if head {
-            self.q.schedule_keyed(at, Keyed::arrival_key(port, gen), Ev::Arrive { port, gen, pkt });
+            self.q.schedule_keyed(at, Keyed::arrival_key(port, gen, at), Ev::Arrive { port, gen, pkt });
         }
     }
 }
@@ -220,7 +229,7 @@ impl SerialClock for Keyed {
     fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
         self.q.pop_with_keyed(|t, ev| {
             next(t, ev).map(|(t2, e2)| match e2 {
-                Ev::Arrive { port, gen, .. } => (t2, Keyed::arrival_key(port, gen), e2),
+                Ev::Arrive { port, gen, .. } => (t2, Keyed::arrival_key(port, gen, t2), e2),
                 _ => unreachable!("only a port's next arrival takes an event's place"),
             })
         })
@@ -837,8 +846,8 @@ impl<Q: Clock> World<Q> {
 
     /// The node an event happens at: an arrival at the port's far end, a
     /// TCP timer or a NIC wake-up at its host; `None` for scheme timers,
-    /// link events, samples and flow arrivals (and a closed connection's
-    /// timer).
+    /// link events, samples, flow arrivals, UDP sources, incast requests
+    /// (and a closed connection's timer).
     #[inline]
     fn event_node(&self, ev: &Ev) -> Option<NodeId> {
         match *ev {
@@ -1908,4 +1917,57 @@ enum Drop {
     LinkDown,
     NoRoute,
     Ttl,
+}
+
+#[cfg(all(test, feature = "keyed-order"))]
+mod keyed_tests {
+    use super::*;
+
+    fn pop_all(k: &mut Keyed) -> Vec<String> {
+        std::iter::from_fn(|| k.pop_with(|_, _| None).map(|(t, ev)| format!("{} {ev:?}", t.0))).collect()
+    }
+
+    /// Ties in time go by the origin the event was scheduled at, then by
+    /// that origin's count, whatever the order the schedules were made in.
+    #[test]
+    fn keyed_schedules_tie_by_origin_then_by_its_count() {
+        let mut k = <Keyed as SerialClock>::new();
+        k.handling(Some(NodeId(3)));
+        k.at(SimTime(10), Ev::Link { idx: 30 });
+        k.later(SimTime(10), Ev::Link { idx: 31 });
+        k.handling(Some(NodeId(1)));
+        k.at(SimTime(10), Ev::Link { idx: 10 });
+        k.handling(Some(NodeId(3)));
+        k.at(SimTime(10), Ev::Link { idx: 32 });
+        k.at(SimTime(9), Ev::Link { idx: 33 });
+        k.handling(None);
+        k.later(SimTime(10), Ev::Link { idx: 0 });
+        let got = pop_all(&mut k);
+        let want: Vec<String> =
+            [(9, 33), (10, 0), (10, 10), (10, 30), (10, 31), (10, 32)].iter().map(|&(t, i)| format!("{t} {:?}", Ev::Link { idx: i })).collect();
+        assert_eq!(got, want);
+    }
+
+    /// Arrivals of eight ports tied in time: each port comes first at some
+    /// times and not at others (no port wins every tie), and a port's next
+    /// arrival, named as the head arrives, keeps its key's rule.
+    #[test]
+    fn tied_arrivals_favour_no_port() {
+        let mut k = <Keyed as SerialClock>::new();
+        for t in 0..256u64 {
+            for p in 0..8u32 {
+                k.arrival(SimTime(t * 1_000), PortId(p), 0, PktId(p), true);
+            }
+        }
+        let mut first = [0u32; 8];
+        let mut last_t = u64::MAX;
+        while let Some((t, ev)) = k.pop_with(|_, _| None) {
+            let Ev::Arrive { port, .. } = ev else { unreachable!() };
+            if t.0 != last_t {
+                first[port.0 as usize] += 1;
+                last_t = t.0;
+            }
+        }
+        assert!(first.iter().all(|&n| (8..=64).contains(&n)), "times each port came first: {first:?}");
+    }
 }

@@ -29,7 +29,7 @@
 //! run included; but not `EventQueue`'s order, so its results would differ
 //! from a serial run's wherever events tie to the picosecond.
 
-use super::{in_turn, threaded, Config, Op, Out, Part, Report, Side, WindowError};
+use super::{in_turn, note_pending, rehome_heap, threaded, Config, Op, Out, Part, Report, Side, WindowError};
 use crate::queue::Entry;
 use crate::units::SimTime;
 use std::collections::binary_heap::PeekMut;
@@ -94,7 +94,7 @@ impl<E, M> Rec<E, M> {
     /// Notes something pending at `at` after the window.
     #[inline]
     fn pending(&mut self, at: SimTime) {
-        self.next = Some(self.next.map_or(at.0, |n| n.min(at.0)));
+        note_pending(&mut self.next, at);
     }
     fn new(parts: usize) -> Self {
         Rec { out: (0..parts).map(|_| Vec::new()).collect(), next: None, handled: 0, err: None, stopped: false }
@@ -134,6 +134,7 @@ impl<E: Copy, M: Copy> Lane<E, M> {
     /// inbox) or in an outbox; an error names the rule it breaks.
     #[inline]
     fn place(&mut self, now: SimTime, at: SimTime, op: Op<E, M>, rec: &mut Rec<E, M>, lookahead: SimTime) -> Result<(), WindowError> {
+        debug_assert!(self.count < 1 << ORIGIN_SHIFT, "partition {}: 2^40 schedules overflow the key's count", self.me);
         let key = (self.me as u64 + 1) << ORIGIN_SHIFT | self.count;
         self.count += 1;
         if at < now {
@@ -185,10 +186,7 @@ impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
     }
     fn rehome(&mut self, recs: [&mut Self::Rec; 2]) {
         debug_assert!(self.inbox.iter().all(VecDeque::is_empty), "called before the run starts");
-        let heap = std::mem::take(&mut self.heap).into_vec();
-        let mut fresh = Vec::with_capacity(heap.len().max(256));
-        fresh.extend(heap);
-        self.heap = BinaryHeap::from(fresh);
+        rehome_heap(&mut self.heap);
         self.out = Out::new(self.me);
         self.inbox = self.inbox.iter().map(|_| VecDeque::new()).collect();
         self.last = self.last.clone();
@@ -293,6 +291,7 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
         if p >= k {
             return Err(WindowError::NoSuchPart { from: p, to: p, parts: k });
         }
+        debug_assert!((i as u64) < 1 << ORIGIN_SHIFT, "2^40 initial events overflow their keys");
         lanes[p].heap.push(Entry::new(t, i as u64, Item::Ev(ev)));
         first = Some(first.map_or(t.0, |f| f.min(t.0)));
     }
