@@ -29,10 +29,13 @@ pub(crate) enum Ev {
         gen: u32,
         pkt: PktId,
     },
-    /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver).
+    /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver),
+    /// at the endpoint's host (node index; where the event happens, without
+    /// a look at the connection).
     Timer {
         ep: u32,
         gen: u32,
+        host: u32,
     },
     /// The next flow of the open-loop workload starts.
     FlowArrival,
@@ -793,7 +796,7 @@ impl<Q: Clock> World<Q> {
                     self.arrive(pkt, port);
                 }
             }
-            Ev::Timer { ep, gen } => self.conn_timer(ep, gen),
+            Ev::Timer { ep, gen, .. } => self.conn_timer(ep, gen),
             Ev::FlowArrival => {
                 let spec = self.arrivals[self.next_arrival];
                 self.next_arrival += 1;
@@ -846,13 +849,12 @@ impl<Q: Clock> World<Q> {
 
     /// The node an event happens at: an arrival at the port's far end, a
     /// TCP timer or a NIC wake-up at its host; `None` for scheme timers,
-    /// link events, samples, flow arrivals, UDP sources, incast requests
-    /// (and a closed connection's timer).
+    /// link events, samples, flow arrivals, UDP sources, incast requests.
     #[inline]
     fn event_node(&self, ev: &Ev) -> Option<NodeId> {
         match *ev {
             Ev::Arrive { port, .. } => Some(self.ports[port.idx()].ends.peer_node),
-            Ev::Timer { ep, .. } => self.conns[(ep / 2) as usize].as_ref().map(|c| if ep % 2 == 0 { c.src } else { c.dst }),
+            Ev::Timer { host, .. } => Some(NodeId(host)),
             Ev::NicReady { host } => Some(self.topo.host(host)),
             _ => None,
         }
@@ -1543,7 +1545,8 @@ impl<Q: Clock> World<Q> {
             if w < c.timer_at[side] {
                 c.timer_gen[side] = c.timer_gen[side].wrapping_add(1);
                 c.timer_at[side] = w;
-                self.q.later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
+                let host = if side == 0 { c.src } else { c.dst };
+                self.q.later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side], host: host.0 });
             }
         }
     }
