@@ -278,18 +278,22 @@ mod tests {
         assert_eq!(order, vec![0, 1, 2, 3, 4, 5]);
     }
 
+    /// A small seeded generator for the randomised tests.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     #[test]
     fn pops_in_the_order_of_a_reference_sorted_map() {
         // a random schedule whose delays span 0 ps to 5 ms (same-time
         // events, both heaps interleaved), through both schedule kinds and
         // pop_with, against a BTreeMap on (time, seq)
-        let mut x = 0x2545f4914f6cdd1du64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = xorshift(0x2545f4914f6cdd1d);
         let span = [0u64, 3, 1_500, 40_000, 1_000_000, 60_000_000, 70_000_000, 5_000_000_000];
         let mut q: EventQueue<u64> = EventQueue::new();
         let mut reference = std::collections::BTreeMap::new();
@@ -355,13 +359,7 @@ mod tests {
         // keys drawn at random (unique: a count in the low bits), so ties in
         // time go by key, not by insertion; both heaps and the keyed
         // pop_with, against a BTreeMap on (time, key)
-        let mut x = 0x9e3779b97f4a7c15u64;
-        let mut rnd = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rnd = xorshift(0x9e3779b97f4a7c15);
         let mut q: EventQueue<u64> = EventQueue::new();
         let mut reference = std::collections::BTreeMap::new();
         let (mut n, mut now, mut pops, mut ties) = (0u64, 0u64, 0, 0);
