@@ -714,3 +714,33 @@ fn the_keyed_order_runs_ten_schemes_deterministically() {
         assert!(a.flows.iter().all(|f| f.finish.is_some()), "{scheme}: unfinished flows");
     }
 }
+
+/// Two one-segment flows start at the same picosecond from the two hosts of
+/// leaf 0 (host jitter off), so their packets reach the leaf together and
+/// tie for its uplink. The default order admits them as their events were
+/// scheduled, so the flow listed first goes first; the keyed order
+/// (`--features keyed-order`) by where the events were scheduled, so the
+/// same host goes first whichever flow is listed first.
+#[test]
+fn a_tie_in_time_goes_by_the_event_order_of_the_build() {
+    // the host whose flow finishes first
+    let first = |rows: &[(u32, u32, u64, f64)], name: &str| {
+        let flows = flow_file(name, rows);
+        let out = run_ok(&dumbbell(2), &[&format!("workload.flow_list=\"{flows}\""), "network.host_jitter_ns=0"]);
+        let finish = |src: u32| out.flows.iter().find(|f| f.src == src).and_then(|f| f.finish).unwrap();
+        let (f0, f1) = (finish(0), finish(1));
+        assert_ne!(f0, f1, "{name}: the two flows tie all the way");
+        if f0 < f1 {
+            0
+        } else {
+            1
+        }
+    };
+    let a = first(&[(1, 2, 1448, 0.0), (0, 3, 1448, 0.0)], "tie-a");
+    let b = first(&[(0, 3, 1448, 0.0), (1, 2, 1448, 0.0)], "tie-b");
+    if cfg!(feature = "keyed-order") {
+        assert_eq!(a, b, "keyed: the same host first whatever the list's order");
+    } else {
+        assert_eq!((a, b), (1, 0), "insertion order: the flow listed first goes first");
+    }
+}
