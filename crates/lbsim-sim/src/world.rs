@@ -163,8 +163,9 @@ impl SerialClock for EventQueue<Ev> {
 /// the high bits and the port in the low 32 (a port has one arrival pending
 /// at a time, so keys are unique): arrivals tied in time go in an order
 /// that favours no port (keyed by the port alone, the lowest port id would
-/// win every tie). Results differ from [`EventQueue`]'s order wherever
-/// events tie to the picosecond.
+/// win every tie). Bit 63, set in arrivals' keys only, puts every event
+/// scheduled at a node before every arrival at the same picosecond. Results
+/// differ from [`EventQueue`]'s order wherever events tie to the picosecond.
 #[cfg(feature = "keyed-order")]
 pub(crate) struct Keyed {
     q: EventQueue<Ev>,
@@ -1952,8 +1953,7 @@ mod keyed_tests {
     }
 
     /// Arrivals of eight ports tied in time: each port comes first at some
-    /// times and not at others (no port wins every tie), and a port's next
-    /// arrival, named as the head arrives, keeps its key's rule.
+    /// times and not at others (no port wins every tie).
     #[test]
     fn tied_arrivals_favour_no_port() {
         let mut k = <Keyed as SerialClock>::new();
