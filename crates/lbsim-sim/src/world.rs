@@ -77,11 +77,12 @@ pub(crate) trait Clock {
     /// Schedules `ev` at `at`, likely far off (the queue's later heap; the
     /// order is the same).
     fn later(&mut self, at: SimTime, ev: Ev);
-    /// A packet admitted to `port` reaches the far end at `at`; `head`: the
-    /// port had none in flight. A port is a FIFO link: the serial queue
-    /// holds only its head packet's arrival, and each arrival names the
-    /// next (`World::step`).
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool);
+    /// A packet admitted to `port` reaches the far end at `at`. Called for
+    /// the port's head packet only (one with none in flight before it), or
+    /// for every packet when [`Clock::EVERY_ARRIVAL`]: a port is a FIFO
+    /// link, and the serial queue holds only its head packet's arrival,
+    /// each arrival naming the next (`World::step`).
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId);
     /// Whether [`Clock::arrival`] needs every packet's arrival, or only
     /// the head's.
     const EVERY_ARRIVAL: bool;
@@ -102,10 +103,8 @@ impl Clock for EventQueue<Ev> {
         self.schedule_later(at, ev);
     }
     #[inline(always)]
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool) {
-        if head {
-            self.schedule(at, Ev::Arrive { port, gen, pkt });
-        }
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
+        self.schedule(at, Ev::Arrive { port, gen, pkt });
     }
 }
 
@@ -169,10 +168,10 @@ impl SerialClock for EventQueue<Ev> {
 #[cfg(feature = "keyed-order")]
 pub(crate) struct Keyed {
     q: EventQueue<Ev>,
-    /// The key of the next schedule: the origin in the high bits.
-    key: u64,
-    /// Per node (index 0: no node), the next count.
-    counts: Vec<u64>,
+    /// Per origin (index 0: no node; node `n`: `n + 1`), the key of its next
+    /// schedule: the origin in the high bits, its count in the low 40.
+    next: Vec<u64>,
+    /// The origin of the event being handled.
     origin: usize,
 }
 
@@ -181,10 +180,10 @@ impl Keyed {
     const ORIGIN_SHIFT: u32 = 40;
     #[inline(always)]
     fn next_key(&mut self) -> u64 {
-        debug_assert!((self.key + 1) & ((1 << Keyed::ORIGIN_SHIFT) - 1) != 0, "2^40 schedules at one origin overflow the key's count");
-        let k = self.key;
-        self.key += 1;
-        k
+        let k = &mut self.next[self.origin];
+        debug_assert!((*k + 1) & ((1 << Keyed::ORIGIN_SHIFT) - 1) != 0, "2^40 schedules at one origin overflow the key's count");
+        *k += 1;
+        *k - 1
     }
     /// A port's arrival: see the type's docs.
     #[inline(always)]
@@ -212,10 +211,8 @@ impl Clock for Keyed {
         self.q.schedule_later_keyed(at, k, ev);
     }
     #[inline(always)]
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, head: bool) {
-        if head {
-            self.q.schedule_keyed(at, Keyed::arrival_key(port, gen, at), Ev::Arrive { port, gen, pkt });
-        }
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
+        self.q.schedule_keyed(at, Keyed::arrival_key(port, gen, at), Ev::Arrive { port, gen, pkt });
     }
 }
 
@@ -223,7 +220,7 @@ impl Clock for Keyed {
 impl SerialClock for Keyed {
     const KEYED: bool = true;
     fn new() -> Self {
-        Keyed { q: EventQueue::new(), key: 1 << Keyed::ORIGIN_SHIFT, counts: vec![1 << Keyed::ORIGIN_SHIFT], origin: 0 }
+        Keyed { q: EventQueue::new(), next: vec![1 << Keyed::ORIGIN_SHIFT], origin: 0 }
     }
     #[inline(always)]
     fn peek_time(&self) -> Option<SimTime> {
@@ -247,14 +244,11 @@ impl SerialClock for Keyed {
     }
     #[inline(always)]
     fn handling(&mut self, origin: Option<NodeId>) {
-        // put back the last origin's count, take this one's
-        self.counts[self.origin] = self.key;
         let o = origin.map_or(0, |n| n.idx() + 1);
-        if o >= self.counts.len() {
-            self.counts.extend((self.counts.len()..=o).map(|i| ((i as u64) + 1) << Keyed::ORIGIN_SHIFT));
+        if o >= self.next.len() {
+            self.next.extend((self.next.len()..=o).map(|i| ((i as u64) + 1) << Keyed::ORIGIN_SHIFT));
         }
         self.origin = o;
-        self.key = self.counts[o];
     }
 }
 
@@ -284,7 +278,7 @@ impl Clock for Schedules {
         self.v.push((at, ev));
     }
     #[inline(always)]
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId, _head: bool) {
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
         self.v.push((at, Ev::Arrive { port, gen, pkt }));
     }
 }
@@ -917,7 +911,7 @@ impl<Q: Clock> World<Q> {
                 }
                 if head || Q::EVERY_ARRIVAL {
                     let gen = self.ports[port.idx()].generation;
-                    self.q.arrival(arrive, port, gen, pkt, head);
+                    self.q.arrival(arrive, port, gen, pkt);
                 }
                 if mark {
                     let p = self.pkts.get_mut(pkt.0);
@@ -1959,7 +1953,7 @@ mod keyed_tests {
         let mut k = <Keyed as SerialClock>::new();
         for t in 0..256u64 {
             for p in 0..8u32 {
-                k.arrival(SimTime(t * 1_000), PortId(p), 0, PktId(p), true);
+                k.arrival(SimTime(t * 1_000), PortId(p), 0, PktId(p));
             }
         }
         let mut first = [0u32; 8];
