@@ -22,13 +22,16 @@
 //! same three in the keyed order (`lbsim_engine::windows::keyed`: ties
 //! broken by the scheduling partition and its own count, so no merge at the
 //! meetings), whose results differ from the first three's but agree among
-//! themselves (checked). Best of five, alternating. A plain harness: the numbers are the measurement.
+//! themselves (checked); and the serial order once more in windows that
+//! merge only the picoseconds two partitions share
+//! (`lbsim_engine::windows::ancestry`), with the first three's results
+//! (checked). Best of five, alternating. A plain harness: the numbers are the measurement.
 //! `cargo bench -p lbsim-engine --bench windows -- ports 400` runs one row
 //! (for a profiler); `-- ports 400 63` also fixes the work per event at 63
 //! steps (calibration under callgrind would make it almost nothing), and
-//! `-- ports 400 63 keyed` (or `serial`) runs one order.
+//! `-- ports 400 63 keyed` (or `serial`, `ancestry`) runs one order.
 
-use lbsim_engine::windows::{keyed, run, run_serial, Config, Out, Part, Report, WindowError};
+use lbsim_engine::windows::{ancestry, keyed, run, run_serial, Config, Out, Part, Report, WindowError};
 use lbsim_engine::{mix64, SimTime};
 use std::hint::black_box;
 use std::time::Instant;
@@ -172,6 +175,11 @@ fn main() {
         }
         if !matches!(only.get(3), Some(o) if o != "keyed") {
             row("keyed", keyed::run_serial, keyed::run);
+        }
+        // the serial queue's order again, windows merging only the
+        // picoseconds two partitions share (same results as `serial`)
+        if !matches!(only.get(3), Some(o) if o != "ancestry") {
+            row("ancestry", run_serial, ancestry::run);
         }
     }
 }

@@ -64,6 +64,11 @@
 //! depends on the order of its events, run serially through `EventQueue`
 //! and in windows (one thread, and one thread per partition), gives the
 //! same sequence of `(time, serial number, partition)`, event for event.
+//!
+//! Two other runners share the barrier and the records: [`keyed`], a
+//! different order (ties broken by the scheduling partition) that needs no
+//! merge, and [`ancestry`], the same serial order as here that merges only
+//! the picoseconds two partitions share.
 
 use crate::queue::Entry;
 use crate::units::SimTime;
@@ -73,6 +78,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::RwLock;
 
+pub mod ancestry;
 pub mod keyed;
 
 /// One partition of a model: its state, and what one event does to it.
@@ -167,6 +173,9 @@ pub enum WindowError {
     ChannelOrder { ch: usize, at: SimTime, last: SimTime },
     /// A lookahead of zero: windows could not advance.
     NoLookahead,
+    /// More than [`ancestry::run`]'s packed keys hold (e.g. 2^40 schedules
+    /// in one partition, 2^16 from one event).
+    Capacity { part: usize, what: &'static str },
 }
 
 impl fmt::Display for WindowError {
@@ -181,6 +190,7 @@ impl fmt::Display for WindowError {
             }
             WindowError::NotSender { part, ch } => write!(f, "partition {part} pushed on channel {ch}, which does not lead from it"),
             WindowError::NoLookahead => write!(f, "the lookahead (window length) must be positive"),
+            WindowError::Capacity { part, what } => write!(f, "partition {part}: too many {what} for the ancestry order's keys"),
             WindowError::ChannelOrder { ch, at, last } => {
                 write!(f, "channel {ch}: a message for {at} pushed after one for {last} (a channel delivers in order)")
             }
@@ -227,6 +237,9 @@ pub struct Report {
     pub trace: Vec<(SimTime, u64, u32)>,
     /// Deliveries on channels between partitions, by what numbered them.
     pub numbered_by: NumberedBy,
+    /// [`ancestry::run`]: picoseconds at which two or more partitions
+    /// handled events, merged at the meetings.
+    pub merged: u64,
 }
 
 /// Deliveries on channels between partitions, by what gave them their
@@ -877,6 +890,7 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
             same_window: a.same_window + l.numbered_by.same_window,
         }),
         trace: std::mem::take(&mut lanes[0].trace),
+        merged: 0,
     })
 }
 
@@ -892,8 +906,8 @@ fn window_end(t0: Option<u64>, cfg: &Config) -> Option<SimTime> {
 }
 
 /// One partition's side of a run in windows, as the runners ([`in_turn`],
-/// [`threaded`]) drive it: the serial order's [`Lane`], or the keyed
-/// order's ([`keyed`]).
+/// [`threaded`]) drive it: the serial order's [`Lane`], the keyed order's
+/// ([`keyed`]), or the serial order's by ancestry ([`ancestry`]).
 trait Side<P: Part>: Send {
     /// What the side publishes about a window, for every partition to read
     /// at the meeting.
@@ -1266,6 +1280,16 @@ mod tests {
             let (last0, last1) = (par[0].seen.last().unwrap().0, par[1].seen.last().unwrap().0);
             assert!(last1 < last0 + L && par[1].seen.len() > 1_000, "threads {threads}: {last1} against {last0}");
         }
+        // the ancestry order stops where the exact one does
+        for threads in [false, true] {
+            let mut par = stopping(1, 5_000);
+            let got = ancestry::run(&mut par, &channels(1), &initial(1, 200), Config { lookahead: SimTime(L), until, threads, trace: false }).unwrap();
+            assert!(got.stopped, "threads {threads}");
+            assert_eq!(par[0].seen, serial[0].seen, "threads {threads}");
+            let mut par = stopping(2, 3_000);
+            let got = ancestry::run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads, trace: false }).unwrap();
+            assert!(got.stopped && par[0].seen.len() == 3_000, "threads {threads}");
+        }
         // without a stop the run goes on
         let mut par = toys(2, true);
         let got = run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads: false, trace: false }).unwrap();
@@ -1314,6 +1338,54 @@ mod tests {
             let ties = want.trace.windows(2).filter(|w| w[0].0 == w[1].0 && w[0].2 != w[1].2).count();
             assert!(want.handed_over > 2_000 && ties > 500, "k = {k}: {} messages, {ties} ties", want.handed_over);
         }
+    }
+
+    /// The ancestry order ([`ancestry`]): windows, on one thread and on one
+    /// per partition, give every partition the history of the serial run
+    /// ([`run_serial`], the queue's order), event for event, through ties
+    /// between partitions that only a merge settles.
+    fn ancestry_same_as_serial(k: usize, with_channels: bool) -> Report {
+        let until = SimTime(400_000);
+        let (init, chans) = (initial(k, 200), channels(k));
+        let mut serial = toys(k, with_channels);
+        let want = run_serial(&mut serial, &chans, &init, until, false);
+        assert!(want.events.iter().sum::<u64>() > 20_000, "k = {k}: only {:?} events", want.events);
+        let mut last = Report::default();
+        for threads in [false, true] {
+            let mut par = toys(k, with_channels);
+            let got = ancestry::run(&mut par, &chans, &init, Config { lookahead: SimTime(L), until, threads, trace: false }).unwrap();
+            for (p, (a, b)) in par.iter().zip(&serial).enumerate() {
+                if let Some(i) = (0..a.seen.len().min(b.seen.len())).find(|&i| a.seen[i] != b.seen[i]) {
+                    panic!("k = {k}, threads {threads}, partition {p}: event {i}: {:?} != serial {:?}", a.seen[i], b.seen[i]);
+                }
+                assert_eq!((a.state, a.seen.len()), (b.state, b.seen.len()), "k = {k}, threads {threads}, partition {p}");
+            }
+            assert_eq!((&got.events, got.handed_over), (&want.events, want.handed_over), "k = {k}, threads {threads}");
+            assert!(got.windows > 300, "{}", got.windows);
+            last = got;
+        }
+        last
+    }
+
+    #[test]
+    fn ancestry_windows_reproduce_the_serial_order_event_for_event() {
+        for k in [1, 2, 3, 4] {
+            let r = ancestry_same_as_serial(k, false);
+            if k > 1 {
+                // the toy ties often: the merge has work
+                assert!(r.merged > 1_000, "k = {k}: {} picoseconds merged", r.merged);
+            }
+        }
+    }
+
+    #[test]
+    fn ancestry_channels_number_each_delivery_as_the_serial_queue_does() {
+        for k in [2, 3, 4] {
+            let r = ancestry_same_as_serial(k, true);
+            let by = r.numbered_by;
+            assert!(by.push > 100 && by.waiting > 100 && by.same_window > 100, "k = {k}: numbered by {by:?}");
+        }
+        ancestry_same_as_serial(1, true);
     }
 
     #[test]
@@ -1390,23 +1462,30 @@ mod tests {
         Config { lookahead: SimTime(lookahead), until: SimTime(until), threads, trace: false }
     }
 
-    /// (threads, keyed order): every way to run in windows.
-    fn both_ways() -> [(bool, bool); 4] {
-        [(false, false), (true, false), (false, true), (true, true)]
+    /// The three runners in windows: [`run`], [`keyed::run`], [`ancestry::run`].
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Order {
+        Exact,
+        Keyed,
+        Ancestry,
     }
 
-    /// [`run`], or [`keyed::run`] with `keyed`.
+    /// (threads, order): every way to run in windows.
+    fn both_ways() -> Vec<(bool, Order)> {
+        [false, true].into_iter().flat_map(|t| [Order::Exact, Order::Keyed, Order::Ancestry].map(|o| (t, o))).collect()
+    }
+
     fn run_either<P: Part>(
-        keyed: bool,
+        order: Order,
         parts: &mut [P],
         chans: &[(usize, usize)],
         init: &[(SimTime, usize, P::Ev)],
         cfg: Config,
     ) -> Result<Report, WindowError> {
-        if keyed {
-            keyed::run(parts, chans, init, cfg)
-        } else {
-            run(parts, chans, init, cfg)
+        match order {
+            Order::Exact => run(parts, chans, init, cfg),
+            Order::Keyed => keyed::run(parts, chans, init, cfg),
+            Order::Ancestry => ancestry::run(parts, chans, init, cfg),
         }
     }
 
@@ -1423,9 +1502,9 @@ mod tests {
                 }
             })
         };
-        for (threads, keyed) in both_ways() {
+        for (threads, order) in both_ways() {
             for push in [false, true] {
-                let err = run_either(keyed, &mut [hasty(push), hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+                let err = run_either(order, &mut [hasty(push), hasty(push)], &[(0, 1)], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
                 assert_eq!(err, WindowError::Lookahead { from: 0, to: 1, now: SimTime(5), at: SimTime(15), lookahead: SimTime(100) });
                 assert!(err.to_string().contains("partition 0"), "{err}");
             }
@@ -1445,10 +1524,10 @@ mod tests {
             })
         };
         let chans = [(0, 1), (1, 0)];
-        for (threads, keyed) in both_ways() {
-            let err = run_either(keyed, &mut [bad(0), bad(0)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+        for (threads, order) in both_ways() {
+            let err = run_either(order, &mut [bad(0), bad(0)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::ChannelOrder { ch: 0, at: SimTime(405), last: SimTime(505) });
-            let err = run_either(keyed, &mut [bad(1), bad(1)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+            let err = run_either(order, &mut [bad(1), bad(1)], &chans, &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::NotSender { part: 0, ch: 1 });
         }
     }
@@ -1467,11 +1546,15 @@ mod tests {
             })
         };
         let init = [(SimTime(0), 0, ()), (SimTime(u64::MAX), 1, ())];
-        for (threads, keyed) in both_ways() {
-            let want = if keyed { keyed::run_serial } else { run_serial }(&mut [few(), few()], &[], &init, SimTime(u64::MAX), true);
+        for (threads, order) in both_ways() {
+            let want = if order == Order::Keyed { keyed::run_serial } else { run_serial }(&mut [few(), few()], &[], &init, SimTime(u64::MAX), true);
             assert_eq!(want.events, vec![5, 5]);
-            let got = run_either(keyed, &mut [few(), few()], &[], &init, Config { trace: true, ..cfg(1_000, u64::MAX, threads) }).unwrap();
-            assert_eq!(got.trace, want.trace, "threads {threads}, keyed {keyed}");
+            let got = run_either(order, &mut [few(), few()], &[], &init, Config { trace: true, ..cfg(1_000, u64::MAX, threads) }).unwrap();
+            assert_eq!(got.events, want.events, "threads {threads}, {order:?}");
+            if order != Order::Ancestry {
+                // (the ancestry order keeps no trace)
+                assert_eq!(got.trace, want.trace, "threads {threads}, {order:?}");
+            }
         }
     }
 
@@ -1483,10 +1566,10 @@ mod tests {
                 out.send(1 - out.me(), now + SimTime(1_000), n + 1);
             })
         };
-        for (threads, keyed) in both_ways() {
-            let r = std::panic::catch_unwind(|| run_either(keyed, &mut [faulty(), faulty()], &[], &[(SimTime(0), 0, 0)], cfg(1_000, 1_000_000, threads)));
+        for (threads, order) in both_ways() {
+            let r = std::panic::catch_unwind(|| run_either(order, &mut [faulty(), faulty()], &[], &[(SimTime(0), 0, 0)], cfg(1_000, 1_000_000, threads)));
             let msg = r.err().and_then(|p| p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()));
-            assert_eq!(msg.as_deref(), Some("the model's own bug"), "threads {threads}, keyed {keyed}");
+            assert_eq!(msg.as_deref(), Some("the model's own bug"), "threads {threads}, {order:?}");
         }
     }
 
@@ -1501,12 +1584,12 @@ mod tests {
                 }
             })
         };
-        for (threads, keyed) in both_ways() {
-            let err = run_either(keyed, &mut [wrong(true), wrong(true)], &[], &[(SimTime(5), 1, ())], cfg(100, 1_000, threads)).unwrap_err();
+        for (threads, order) in both_ways() {
+            let err = run_either(order, &mut [wrong(true), wrong(true)], &[], &[(SimTime(5), 1, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::Past { part: 1, now: SimTime(5), at: SimTime(4) });
-            let err = run_either(keyed, &mut [wrong(false), wrong(false)], &[], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
+            let err = run_either(order, &mut [wrong(false), wrong(false)], &[], &[(SimTime(5), 0, ())], cfg(100, 1_000, threads)).unwrap_err();
             assert_eq!(err, WindowError::NoSuchPart { from: 0, to: 5, parts: 2 });
-            assert_eq!(run_either(keyed, &mut [wrong(false)], &[], &[], cfg(0, 1_000, threads)).unwrap_err(), WindowError::NoLookahead);
+            assert_eq!(run_either(order, &mut [wrong(false)], &[], &[], cfg(0, 1_000, threads)).unwrap_err(), WindowError::NoLookahead);
         }
     }
 
@@ -1514,8 +1597,8 @@ mod tests {
     fn idle_stretches_are_skipped_not_stepped() {
         let sparse = script(|now, _: (), out| out.local(now + SimTime(1_000_000_000), ()));
         let mut sparse = [sparse];
-        for keyed in [false, true] {
-            let rep = run_either(keyed, &mut sparse, &[], &[(SimTime(0), 0, ())], cfg(1_000, 10_000_000_000, false)).unwrap();
+        for order in [Order::Exact, Order::Keyed, Order::Ancestry] {
+            let rep = run_either(order, &mut sparse, &[], &[(SimTime(0), 0, ())], cfg(1_000, 10_000_000_000, false)).unwrap();
             assert_eq!(rep.events, vec![11]);
             assert_eq!(rep.windows, 11);
         }

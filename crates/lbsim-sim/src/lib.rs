@@ -34,8 +34,12 @@ pub const MODEL_REVISION: &str = "2026-11-23.1+keyed-order";
 /// The serial run's queue: ties in time by insertion, or, built with
 /// `--features keyed-order`, by where the event was scheduled (a study for
 /// issue 19's second core; bench/README.md, eleventh pass).
-#[cfg(not(feature = "keyed-order"))]
+#[cfg(not(any(feature = "keyed-order", feature = "window-stats")))]
 type SerialQ = lbsim_engine::EventQueue<world::Ev>;
+/// The same order, each event noting its scheduler, for the study of ties
+/// (`window_stats::TieStudy`).
+#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
+type SerialQ = world::Traced;
 #[cfg(feature = "keyed-order")]
 type SerialQ = world::Keyed;
 
@@ -731,7 +735,14 @@ pub fn validate(sc: &Scenario, base_dir: Option<&Path>) -> Result<(), SimError> 
 }
 
 pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir, <SerialQ as SerialClock>::new())?;
+    run_on::<SerialQ>(sc, base_dir, progress)
+}
+
+/// [`run`] on the serial clock `Q` (the build's [`SerialQ`], or in a test
+/// another to compare with).
+#[inline(always)]
+fn run_on<Q: SerialClock>(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
+    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir, Q::new())?;
     let wl = &sc.workload;
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
@@ -991,6 +1002,9 @@ fn summarize<Q: Clock>(sc: &Scenario, w: &World<Q>, events: u64, workload: Value
     #[cfg(feature = "window-stats")]
     {
         s["window_stats"] = w.window_stats.summary();
+        for (i, t) in w.ties.summary().into_iter().enumerate() {
+            s["window_stats"]["splits"][i]["ties"] = t;
+        }
     }
     if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
         // flowlets of both directions (ACK flows too, where a scheme splits them)

@@ -230,6 +230,149 @@ impl WindowStats {
     }
 }
 
+/// Who scheduled an event, for [`TieStudy`]: when (`t`), which event (`id`,
+/// its place in the run; `u64::MAX` for the run's start) and where (`node`,
+/// [`Sched::NO_NODE`] for an event at no node).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+pub(crate) struct Sched {
+    pub t: SimTime,
+    pub id: u64,
+    pub node: u32,
+}
+
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+impl Sched {
+    pub const NO_NODE: u32 = u32::MAX;
+    /// The start of the run, before any event.
+    pub const START: Sched = Sched { t: SimTime::ZERO, id: u64::MAX, node: Sched::NO_NODE };
+}
+
+/// Could a run cut into partitions keep the serial queue's exact order
+/// without merging the partitions' events at every meeting? (issue 19's
+/// second core; bench/README.md, twelfth pass.)
+///
+/// The queue pops in `(time, insertion number)` order, and every event is
+/// inserted while another is handled; so two events tied in time go in the
+/// order their schedulers were handled, or, with one scheduler, in the order
+/// it made them. A scheduler handled earlier in time is earlier; so only
+/// ties between events whose schedulers were handled at the same time need
+/// to know how the run interleaved those schedulers. A partition knows how
+/// its own events interleave, and so does every partition for events at no
+/// node (each would run them all). What it cannot know without asking is
+/// how its own event and another partition's, handled at the same
+/// picosecond, interleave. This counts, per cut, the pairs of events handled
+/// at one time in one partition (`ties`), those of them whose distinct
+/// schedulers were handled at one time (`scheduler_ties`), and those whose
+/// schedulers also sat at nodes in two different partitions (`undecided`):
+/// the pairs whose order such a run could not settle alone.
+///
+/// An event at no node counts with its scheduler's node, or not at all if
+/// that is at no node too (every partition would run it).
+#[derive(Clone)]
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+pub(crate) struct TieStudy {
+    /// Per split: node index -> partition.
+    part: Vec<Vec<u8>>,
+    /// The time of the events in `group`.
+    t: SimTime,
+    /// The events handled at `t`: (their node, their scheduler).
+    group: Vec<(u32, Sched)>,
+    ties: [u64; N],
+    scheduler_ties: [u64; N],
+    undecided: [u64; N],
+    /// Per split: the first time an undecided pair was handled.
+    first_undecided: [Option<SimTime>; N],
+    /// Every event's scheduler, by the event's place in the run.
+    by: Vec<Sched>,
+    depth: [[u64; 8]; N],
+}
+
+#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+impl TieStudy {
+    pub fn new(topo: &Topology) -> TieStudy {
+        TieStudy {
+            part: SPLITS.iter().map(|&(how, p)| if how == "role" { by_role(topo) } else { partition(topo, p) }).collect(),
+            t: SimTime::ZERO,
+            group: Vec::new(),
+            ties: [0; N],
+            scheduler_ties: [0; N],
+            undecided: [0; N],
+            first_undecided: [None; N],
+            by: Vec::new(),
+            depth: [[0; 8]; N],
+        }
+    }
+
+    /// One event at `t`, at `node` (`None`: no node), scheduled by `by`.
+    pub fn record(&mut self, t: SimTime, node: Option<NodeId>, by: Sched) {
+        if t != self.t {
+            self.close();
+            self.t = t;
+        }
+        self.by.push(by);
+        let node = node.map_or(by.node, |n| n.0);
+        if node != Sched::NO_NODE {
+            self.group.push((node, by));
+        }
+    }
+
+    fn close(&mut self) {
+        for (i, &(a, sa)) in self.group.iter().enumerate() {
+            for &(b, sb) in &self.group[i + 1..] {
+                for s in 0..N {
+                    let part = &self.part[s];
+                    if part[a as usize] != part[b as usize] {
+                        continue;
+                    }
+                    self.ties[s] += 1;
+                    if sa.t != sb.t || sa.id == sb.id {
+                        continue;
+                    }
+                    self.scheduler_ties[s] += 1;
+                    let at_nodes = sa.node != Sched::NO_NODE && sb.node != Sched::NO_NODE;
+                    if at_nodes && part[sa.node as usize] != part[sb.node as usize] {
+                        self.undecided[s] += 1;
+                        self.first_undecided[s].get_or_insert(self.t);
+                        // how far up their schedulers' schedulers the order is settled
+                        let (mut x, mut y, mut d) = (sa, sb, 1usize);
+                        while x.t == y.t
+                            && x.id != y.id
+                            && x.node != Sched::NO_NODE
+                            && y.node != Sched::NO_NODE
+                            && part[x.node as usize] != part[y.node as usize]
+                        {
+                            match (self.by.get(x.id as usize), self.by.get(y.id as usize)) {
+                                (Some(&px), Some(&py)) => (x, y, d) = (px, py, d + 1),
+                                _ => break,
+                            }
+                        }
+                        self.depth[s][d.min(7)] += 1;
+                    }
+                }
+            }
+        }
+        self.group.clear();
+    }
+
+    /// Per split, as `window_stats.splits[i].ties`.
+    pub fn summary(&self) -> Vec<Value> {
+        let mut this = self.clone();
+        this.close();
+        (0..N)
+            .map(|s| {
+                json!({
+                    "ties": this.ties[s],
+                    "scheduler_ties": this.scheduler_ties[s],
+                    "undecided": this.undecided[s],
+                    "first_undecided_ps": this.first_undecided[s].map(|t| t.0),
+                    "undecided_depth": this.depth[s],
+                })
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +450,50 @@ mod tests {
         assert_eq!(role["speedup_bound_by_cost"], 197.0 / 187.0);
         assert_eq!(role["crossing_arrivals"], 1);
     }
+
+    #[test]
+    fn ties_are_undecided_only_between_schedulers_at_one_time_in_two_partitions() {
+        // leaves 0 and 1 (partitions 0 and 1 by place), spines 0 and 1 (the
+        // same by place; both switches by role), one host per leaf
+        let t = leaf_spine(&LeafSpine { leaves: 2, spines: 2, links_per_pair: 1, hosts_per_leaf: vec![1; 2], host_link: link(), fabric_link: link() }).unwrap();
+        let node = |tier: Tier, i: u32| NodeId(t.nodes.iter().position(|n| n.tier == tier && n.index == i).unwrap() as u32);
+        let (l0, s0, s1) = (node(Tier::Leaf, 0), node(Tier::Spine, 0), node(Tier::Spine, 1));
+        let by = |t: u64, id: u64, n: NodeId| Sched { t: SimTime(t), id, node: n.0 };
+        let mut s = TieStudy::new(&t);
+        // every event's scheduler, as the run loop records it: events 0-2
+        // have theirs at times 0-2, at leaf 1
+        let l1 = node(Tier::Leaf, 1);
+        for i in 0..3 {
+            s.record(SimTime(10 + i), Some(l1), by(i, u64::MAX, l1));
+        }
+        // at t = 100, leaf 0 handles four events: from spine 0's event 0 and
+        // spine 1's event 1 (both handled at 50, in two partitions by place:
+        // undecided), from spine 0's event 2 at 60 (an earlier scheduler
+        // time: decided), and from spine 1's event 1 again (one scheduler:
+        // its order of schedules decides)
+        s.record(SimTime(100), Some(l0), by(50, 0, s0));
+        s.record(SimTime(100), Some(l0), by(50, 1, s1));
+        s.record(SimTime(100), Some(l0), by(60, 2, s0));
+        s.record(SimTime(100), Some(l0), by(50, 1, s1));
+        // an event at no node, scheduled at no node, is every partition's
+        s.record(SimTime(100), None, Sched::START);
+        // at t = 200, spine 1 and leaf 0 (two partitions by place): no tie
+        s.record(SimTime(200), Some(s1), by(50, 0, s0));
+        s.record(SimTime(200), Some(l0), by(50, 1, s1));
+        let v = s.summary();
+        // by place: 6 pairs at leaf 0; 3 with schedulers at 50 (the pair
+        // from event 1 is one scheduler), 2 of them across the cut; each is
+        // settled one step up, by events 0 and 1's schedulers' times
+        assert_eq!(v[0]["ties"], 6, "{v:?}");
+        assert_eq!(v[0]["scheduler_ties"], 2, "{v:?}");
+        assert_eq!(v[0]["undecided"], 2, "{v:?}");
+        assert_eq!(v[0]["first_undecided_ps"], 100);
+        assert_eq!(v[0]["undecided_depth"], serde_json::json!([0, 0, 2, 0, 0, 0, 0, 0]));
+        // by role both spines are switches: the same two ties, decided; and
+        // the pair at t = 200 is a tie too (both switches)
+        assert_eq!(v[2]["ties"], 7, "{v:?}");
+        assert_eq!((v[2]["scheduler_ties"].as_u64(), v[2]["undecided"].as_u64()), (Some(3), Some(0)), "{v:?}");
+    }
 }
 
 /// End to end, through the run loop's hook (`cargo test -p lbsim-sim
@@ -374,6 +561,48 @@ flow_list = "{file}"
         assert_eq!(2 * n + 2, w["events"].as_u64().unwrap(), "two unowned flow arrivals: {w}");
         assert!(w["splits"][0]["speedup_bound"].as_f64().unwrap() > 1.5, "{w}");
         assert_eq!(w["splits"][0]["crossing_arrivals"], 0, "{w}");
+    }
+
+    /// The study's clock ([`crate::world::Traced`]) keeps the serial
+    /// queue's order: every output as the plain queue's, for schemes with
+    /// hooks, timers and packets of their own.
+    #[test]
+    fn the_traced_clock_gives_the_serial_results() {
+        use crate::world::Ev;
+        use lbsim_engine::EventQueue;
+        let text = include_str!("../../../examples/clove_testbed.toml");
+        for scheme in ["ecmp", "letflow", "conga", "hula", "clove_int", "drill", "mptcp"] {
+            let lb = format!("lb.scheme=\"{scheme}\"");
+            let sc = crate::Scenario::from_toml(text, &["workload.flows=40".to_string(), lb]).unwrap();
+            let traced = crate::run(&sc, None, &mut |_| true).unwrap();
+            let plain = crate::run_on::<EventQueue<Ev>>(&sc, None, &mut |_| true).unwrap();
+            assert!(traced.summary["events"].as_u64().unwrap() > 20_000, "{scheme}");
+            assert_eq!(traced.summary["events"], plain.summary["events"], "{scheme}");
+            assert_eq!(traced.summary["flows_digest"], plain.summary["flows_digest"], "{scheme}");
+            assert_eq!(format!("{:?}", traced.flows), format!("{:?}", plain.flows), "{scheme}");
+            let ties = &traced.summary["window_stats"]["splits"][0]["ties"];
+            assert!(ties["ties"].as_u64().unwrap() > 0, "{scheme}: {ties}");
+        }
+    }
+
+    /// Eight flows from rack 1 to rack 0 (both in partition 0 of 2 by
+    /// place) start at once with no host jitter: their first packets reach
+    /// leaf 1 at one time, leave on its two uplinks at one time, and the
+    /// two spines (partitions 0 and 1 by place) forward them to leaf 0 at
+    /// one time. At leaf 0 the two arrivals tie,
+    /// and so do the spines' events that scheduled them: their order is
+    /// undecided in partition 0 by place, and settled one step up (both
+    /// spines' arrivals were scheduled by leaf 1's events). By role every
+    /// switch is in one partition, so nothing is undecided.
+    #[test]
+    fn simultaneous_flows_through_two_spines_leave_undecided_ties() {
+        let rows: Vec<(u32, u32, u64, f64)> = (0..8).map(|i| (2 + i % 2, i % 2, 20_000, 0.0)).collect();
+        let out = run_ok(&fabric(2, &flow_file("ws-ties", &rows)), &["network.host_jitter_ns=0"]);
+        let w = &out.summary["window_stats"];
+        let place = &w["splits"][0]["ties"];
+        let undecided = place["undecided"].as_u64().unwrap();
+        assert!(undecided > 0 && place["undecided_depth"][2].as_u64() == Some(undecided), "{w}");
+        assert_eq!(w["splits"][2]["ties"]["undecided"], 0, "{w}");
     }
 
     #[test]

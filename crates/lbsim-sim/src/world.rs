@@ -127,6 +127,12 @@ pub(crate) trait SerialClock: Clock {
     }
     /// Whether [`SerialClock::handling`] is used (the origin costs a lookup).
     const KEYED: bool = false;
+    /// Who scheduled the event being handled, if the clock notes it
+    /// ([`Traced`]).
+    #[cfg(feature = "window-stats")]
+    fn scheduler(&self) -> Option<crate::window_stats::Sched> {
+        None
+    }
 }
 
 impl SerialClock for EventQueue<Ev> {
@@ -249,6 +255,82 @@ impl SerialClock for Keyed {
             self.next.extend((self.next.len()..=o).map(|i| ((i as u64) + 1) << Keyed::ORIGIN_SHIFT));
         }
         self.origin = o;
+    }
+}
+
+/// [`EventQueue`]'s order, each event noting who scheduled it, for the
+/// study of ties across a cut (`--features window-stats`;
+/// [`crate::window_stats::TieStudy`]). The queue is the serial run's, with
+/// the scheduler beside each event, so the order and the results are the
+/// serial run's.
+#[cfg(feature = "window-stats")]
+pub(crate) struct Traced {
+    q: EventQueue<(Ev, crate::window_stats::Sched)>,
+    /// The event being handled, as a scheduler.
+    cur: crate::window_stats::Sched,
+    /// Who scheduled the event being handled.
+    popped: crate::window_stats::Sched,
+    handled: u64,
+}
+
+/// A port's next arrival, scheduled by the arrival it follows: at that
+/// arrival's node, which is its own (set when it is handled).
+#[cfg(feature = "window-stats")]
+const SAME_NODE: u32 = u32::MAX - 1;
+
+#[cfg(feature = "window-stats")]
+impl Clock for Traced {
+    const EVERY_ARRIVAL: bool = false;
+    #[inline(always)]
+    fn now(&self) -> SimTime {
+        self.q.now()
+    }
+    fn at(&mut self, at: SimTime, ev: Ev) {
+        self.q.schedule(at, (ev, self.cur));
+    }
+    fn later(&mut self, at: SimTime, ev: Ev) {
+        self.q.schedule_later(at, (ev, self.cur));
+    }
+    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
+        self.q.schedule(at, (Ev::Arrive { port, gen, pkt }, self.cur));
+    }
+}
+
+#[cfg(feature = "window-stats")]
+impl SerialClock for Traced {
+    const KEYED: bool = true;
+    fn new() -> Self {
+        let start = crate::window_stats::Sched::START;
+        Traced { q: EventQueue::new(), cur: start, popped: start, handled: 0 }
+    }
+    fn peek_time(&self) -> Option<SimTime> {
+        self.q.peek_time()
+    }
+    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
+        let id = self.handled;
+        let (t, (ev, by)) = self.q.pop_with(|t, e| {
+            let by = crate::window_stats::Sched { t, id, node: SAME_NODE };
+            next(t, &e.0).map(|(t2, e2)| (t2, (e2, by)))
+        })?;
+        self.popped = by;
+        self.handled += 1;
+        Some((t, ev))
+    }
+    fn near_at(&self, i: usize) -> Option<&Ev> {
+        self.q.near_at(i).map(|e| &e.0)
+    }
+    fn events_processed(&self) -> u64 {
+        self.q.events_processed()
+    }
+    fn handling(&mut self, origin: Option<NodeId>) {
+        let node = origin.map_or(crate::window_stats::Sched::NO_NODE, |n| n.0);
+        if self.popped.node == SAME_NODE {
+            self.popped.node = node;
+        }
+        self.cur = crate::window_stats::Sched { t: self.q.now(), id: self.handled - 1, node };
+    }
+    fn scheduler(&self) -> Option<crate::window_stats::Sched> {
+        Some(self.popped)
     }
 }
 
@@ -441,6 +523,10 @@ impl<Q: SerialClock> World<Q> {
             let node = self.event_node(&ev);
             self.q.handling(node);
         }
+        #[cfg(feature = "window-stats")]
+        if let Some(by) = self.q.scheduler() {
+            self.ties.record(_t, who.0, by);
+        }
         self.dispatch(ev, arrived);
         #[cfg(feature = "window-stats")]
         {
@@ -563,6 +649,8 @@ pub(crate) struct World<Q: Clock = EventQueue<Ev>> {
     pub q: Q,
     #[cfg(feature = "window-stats")]
     pub window_stats: crate::window_stats::WindowStats,
+    #[cfg(feature = "window-stats")]
+    pub ties: crate::window_stats::TieStudy,
     /// The cycle counter when the last event ended.
     #[cfg(feature = "window-stats")]
     window_cycles: u64,
@@ -674,6 +762,8 @@ impl<Q: Clock> World<Q> {
             q,
             #[cfg(feature = "window-stats")]
             window_stats: crate::window_stats::WindowStats::new(&topo),
+            #[cfg(feature = "window-stats")]
+            ties: crate::window_stats::TieStudy::new(&topo),
             #[cfg(feature = "window-stats")]
             window_cycles: 0,
             prefetch: prefetch_for(ports.len()),
