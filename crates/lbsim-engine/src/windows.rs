@@ -255,6 +255,12 @@ pub struct NumberedBy {
     pub same_window: u64,
 }
 
+impl<'a> std::iter::Sum<&'a NumberedBy> for NumberedBy {
+    fn sum<I: Iterator<Item = &'a NumberedBy>>(it: I) -> NumberedBy {
+        it.fold(NumberedBy::default(), |a, b| NumberedBy { push: a.push + b.push, waiting: a.waiting + b.waiting, same_window: a.same_window + b.same_window })
+    }
+}
+
 /// What sits in a heap or an outbox.
 #[derive(Clone, Copy)]
 enum Item<E, M> {
@@ -360,6 +366,17 @@ impl<E, M> Rec<E, M> {
 #[inline]
 fn note_pending(next: &mut Option<u64>, at: SimTime) {
     *next = Some(next.map_or(at.0, |n| n.min(at.0)));
+}
+
+/// The end of a meeting for partition `me`, from each partition's record
+/// `(events handled in the window, earliest time pending after it)`: adds
+/// the busiest partition's events to `busiest` (counted by partition 0),
+/// and returns the earliest time pending anywhere.
+fn meeting_end(me: usize, busiest: &mut u64, recs: impl Iterator<Item = (u64, Option<u64>)> + Clone) -> Option<u64> {
+    if me == 0 {
+        *busiest += recs.clone().map(|r| r.0).max().unwrap_or(0);
+    }
+    recs.filter_map(|r| r.1).min()
 }
 
 /// Moves a heap to an allocation of the calling thread (see
@@ -860,22 +877,11 @@ impl Drop for AbortOnPanic<'_> {
 /// `channels[i] = (from, to)`: channel `i` leads from partition `from` to
 /// partition `to` (the same one is allowed).
 pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], cfg: Config) -> Result<Report, WindowError> {
-    if cfg.lookahead == SimTime::ZERO {
-        return Err(WindowError::NoLookahead);
-    }
+    let Some((chans, first)) = prepare(parts.len(), channels, initial, &cfg)? else { return Ok(Report::default()) };
     let k = parts.len();
-    if k == 0 {
-        return Ok(Report::default());
-    }
-    let chans = check_channels(channels, k)?;
     let mut lanes: Vec<Lane<P::Ev, P::Msg>> = (0..k).map(|me| Lane::new(me, k, initial.len() as u64, &chans)).collect();
-    let mut first: Option<u64> = None;
     for (i, &(t, p, ev)) in initial.iter().enumerate() {
-        if p >= k {
-            return Err(WindowError::NoSuchPart { from: p, to: p, parts: k });
-        }
         lanes[p].heap.push(Entry::new(t, i as u64, Item::Ev(ev)));
-        first = Some(first.map_or(t.0, |f| f.min(t.0)));
     }
     let (windows, stopped) = if cfg.threads { threaded(parts, &mut lanes, first, cfg)? } else { in_turn(parts, &mut lanes, first, cfg)? };
     Ok(Report {
@@ -884,11 +890,7 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
         stopped,
         handed_over: lanes.iter().map(|l| l.handed_over).sum(),
         busiest: lanes[0].busiest,
-        numbered_by: lanes.iter().fold(NumberedBy::default(), |a, l| NumberedBy {
-            push: a.push + l.numbered_by.push,
-            waiting: a.waiting + l.numbered_by.waiting,
-            same_window: a.same_window + l.numbered_by.same_window,
-        }),
+        numbered_by: lanes.iter().map(|l| &l.numbered_by).sum(),
         trace: std::mem::take(&mut lanes[0].trace),
         merged: 0,
     })
@@ -897,6 +899,28 @@ pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(Si
 /// The channels as `(from, to)` partitions, each of the `k` there are.
 fn check_channels(channels: &[(usize, usize)], k: usize) -> Result<Vec<(u32, u32)>, WindowError> {
     channels.iter().map(|&(f, t)| if f >= k || t >= k { Err(WindowError::NoSuchPart { from: f, to: t, parts: k }) } else { Ok((f as u32, t as u32)) }).collect()
+}
+
+/// A run's channels as `(from, to)` partitions, and its earliest initial
+/// time.
+type Prepared = (Vec<(u32, u32)>, Option<u64>);
+
+/// What every runner checks before it starts, for `k` partitions: a
+/// positive lookahead, the channels' and the initial events' partitions.
+/// Returns the channels as `(from, to)` and the earliest initial time, or
+/// `None` with no partitions (nothing to run).
+fn prepare<E>(k: usize, channels: &[(usize, usize)], initial: &[(SimTime, usize, E)], cfg: &Config) -> Result<Option<Prepared>, WindowError> {
+    if cfg.lookahead == SimTime::ZERO {
+        return Err(WindowError::NoLookahead);
+    }
+    if k == 0 {
+        return Ok(None);
+    }
+    let chans = check_channels(channels, k)?;
+    if let Some(&(_, p, _)) = initial.iter().find(|e| e.1 >= k) {
+        return Err(WindowError::NoSuchPart { from: p, to: p, parts: k });
+    }
+    Ok(Some((chans, initial.iter().map(|e| e.0 .0).min())))
 }
 
 /// The last picosecond of the window starting at `t0`, the earliest time

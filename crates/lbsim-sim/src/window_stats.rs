@@ -1,5 +1,6 @@
 //! How much of a run two or four cores could share (issue 19's "second
-//! core"): a measurement for a design study, built only with the cargo
+//! core"), and which of its ties in time a cut could not settle alone
+//! ([`TieStudy`]; bench/README.md, twelfth pass): a measurement for a design study, built only with the cargo
 //! feature `window-stats` (`cargo build --release -p lbsim-sim --features
 //! window-stats`), when the run summary gains a `window_stats` object.
 //! (The statistics themselves always compile, so plain `cargo test`
@@ -283,6 +284,11 @@ pub(crate) struct TieStudy {
     undecided: [u64; N],
     /// Per split: the first time an undecided pair was handled.
     first_undecided: [Option<SimTime>; N],
+    /// Per split: picoseconds at which two or more partitions handled
+    /// events (the ones a run in windows by ancestry merges), and the events
+    /// at them.
+    shared: [u64; N],
+    shared_events: [u64; N],
     /// Every event's scheduler, by the event's place in the run.
     by: Vec<Sched>,
     depth: [[u64; 8]; N],
@@ -299,6 +305,8 @@ impl TieStudy {
             scheduler_ties: [0; N],
             undecided: [0; N],
             first_undecided: [None; N],
+            shared: [0; N],
+            shared_events: [0; N],
             by: Vec::new(),
             depth: [[0; 8]; N],
         }
@@ -318,6 +326,15 @@ impl TieStudy {
     }
 
     fn close(&mut self) {
+        for s in 0..N {
+            let part = &self.part[s];
+            if let Some(&(first, _)) = self.group.first() {
+                if self.group.iter().any(|&(n, _)| part[n as usize] != part[first as usize]) {
+                    self.shared[s] += 1;
+                    self.shared_events[s] += self.group.len() as u64;
+                }
+            }
+        }
         for (i, &(a, sa)) in self.group.iter().enumerate() {
             for &(b, sb) in &self.group[i + 1..] {
                 for s in 0..N {
@@ -367,6 +384,8 @@ impl TieStudy {
                     "undecided": this.undecided[s],
                     "first_undecided_ps": this.first_undecided[s].map(|t| t.0),
                     "undecided_depth": this.depth[s],
+                    "shared_picoseconds": this.shared[s],
+                    "events_at_shared_picoseconds": this.shared_events[s],
                 })
             })
             .collect()
@@ -489,6 +508,9 @@ mod tests {
         assert_eq!(v[0]["undecided"], 2, "{v:?}");
         assert_eq!(v[0]["first_undecided_ps"], 100);
         assert_eq!(v[0]["undecided_depth"], serde_json::json!([0, 0, 2, 0, 0, 0, 0, 0]));
+        // t = 200 is the one picosecond two partitions (by place) share
+        assert_eq!((v[0]["shared_picoseconds"].as_u64(), v[0]["events_at_shared_picoseconds"].as_u64()), (Some(1), Some(2)));
+        assert_eq!(v[2]["shared_picoseconds"], 0, "{v:?}");
         // by role both spines are switches: the same two ties, decided; and
         // the pair at t = 200 is a tie too (both switches)
         assert_eq!(v[2]["ties"], 7, "{v:?}");

@@ -42,7 +42,7 @@
 //! The receiver decides which at the meeting from its last delivery's time
 //! and, at a tie, from the merge.
 
-use super::{in_turn, note_pending, threaded, Config, NumberedBy, Op, Out, Part, Report, Side, WindowError};
+use super::{in_turn, note_pending, rehome_heap, threaded, Config, NumberedBy, Op, Out, Part, Report, Side, WindowError};
 use crate::units::SimTime;
 use std::cmp::Ordering;
 use std::collections::binary_heap::PeekMut;
@@ -505,10 +505,7 @@ impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
     }
     fn rehome(&mut self, recs: [&mut Self::Rec; 2]) {
         debug_assert!(self.inbox.iter().all(VecDeque::is_empty), "called before the run starts");
-        let old = std::mem::take(&mut self.heap).into_vec();
-        let mut fresh = Vec::with_capacity(old.len().max(256));
-        fresh.extend(old);
-        self.heap = BinaryHeap::from(fresh);
+        rehome_heap(&mut self.heap);
         self.out = Out::new(self.me);
         self.inbox = self.inbox.iter().map(|_| VecDeque::new()).collect();
         self.delivered = self.delivered.clone();
@@ -641,10 +638,7 @@ impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
             }
         }
         self.incoming = inc;
-        if self.me == 0 {
-            self.busiest += recs.iter().map(|r| r.handled).max().unwrap_or(0);
-        }
-        recs.iter().filter_map(|r| r.next).min()
+        super::meeting_end(self.me, &mut self.busiest, recs.iter().map(|r| (r.handled, r.next)))
     }
 
     fn outcome(rec: &Self::Rec) -> (Option<&WindowError>, bool) {
@@ -662,39 +656,24 @@ impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
 /// queued behind it; `same_window`: the delivery before, already handled
 /// when the message came).
 pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], cfg: Config) -> Result<Report, WindowError> {
-    if cfg.lookahead == SimTime::ZERO {
-        return Err(WindowError::NoLookahead);
-    }
+    let Some((chans, first)) = super::prepare(parts.len(), channels, initial, &cfg)? else { return Ok(Report::default()) };
     let k = parts.len();
-    if k == 0 {
-        return Ok(Report::default());
-    }
     if k >= ROOT as usize {
         return Err(WindowError::Capacity { part: k - 1, what: "partitions" });
     }
-    let chans = super::check_channels(channels, k)?;
+    if initial.len() as u64 > 1 << SUB_BITS {
+        return Err(WindowError::Capacity { part: 0, what: "initial events" });
+    }
     let mut lanes: Vec<Lane<P::Ev, P::Msg>> = (0..k).map(|me| Lane::new(me, &chans)).collect();
-    let mut first: Option<u64> = None;
     for (i, &(t, p, ev)) in initial.iter().enumerate() {
-        if p >= k {
-            return Err(WindowError::NoSuchPart { from: p, to: p, parts: k });
-        }
-        if i as u64 >= 1 << SUB_BITS {
-            return Err(WindowError::Capacity { part: p, what: "initial events" });
-        }
         lanes[p].heap.push(Ent::new(t, i as u64, Item::Ev(ev), Who { li: i as u64, ..Who::ROOT }, 0));
-        first = Some(first.map_or(t.0, |f| f.min(t.0)));
     }
     let (windows, stopped) = if cfg.threads { threaded(parts, &mut lanes, first, cfg)? } else { in_turn(parts, &mut lanes, first, cfg)? };
     // a last meeting's error, with no window after it
     if let Some(e) = lanes.iter_mut().find_map(|l| l.err.take()) {
         return Err(e);
     }
-    let numbered_by = lanes.iter().fold(NumberedBy::default(), |a, l| NumberedBy {
-        push: a.push + l.numbered_by.push,
-        waiting: a.waiting + l.numbered_by.waiting,
-        same_window: a.same_window + l.numbered_by.same_window,
-    });
+    let numbered_by = lanes.iter().map(|l| &l.numbered_by).sum();
     Ok(Report {
         events: lanes.iter().map(|l| l.events).collect(),
         windows,

@@ -261,10 +261,7 @@ impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
                 }
             }
         }
-        if self.me == 0 {
-            self.busiest += recs.iter().map(|r| r.handled).max().unwrap_or(0);
-        }
-        recs.iter().filter_map(|r| r.next).min()
+        super::meeting_end(self.me, &mut self.busiest, recs.iter().map(|r| (r.handled, r.next)))
     }
 
     fn outcome(rec: &Self::Rec) -> (Option<&WindowError>, bool) {
@@ -277,23 +274,12 @@ impl<P: Part> Side<P> for Lane<P::Ev, P::Msg> {
 /// lists `(time, key, partition)` in [`run_serial`]'s order, and
 /// `numbered_by` stays zero.
 pub fn run<P: Part>(parts: &mut [P], channels: &[(usize, usize)], initial: &[(SimTime, usize, P::Ev)], cfg: Config) -> Result<Report, WindowError> {
-    if cfg.lookahead == SimTime::ZERO {
-        return Err(WindowError::NoLookahead);
-    }
+    let Some((chans, first)) = super::prepare(parts.len(), channels, initial, &cfg)? else { return Ok(Report::default()) };
     let k = parts.len();
-    if k == 0 {
-        return Ok(Report::default());
-    }
-    let chans = super::check_channels(channels, k)?;
     let mut lanes: Vec<Lane<P::Ev, P::Msg>> = (0..k).map(|me| Lane::new(me, &chans)).collect();
-    let mut first: Option<u64> = None;
     for (i, &(t, p, ev)) in initial.iter().enumerate() {
-        if p >= k {
-            return Err(WindowError::NoSuchPart { from: p, to: p, parts: k });
-        }
         debug_assert!((i as u64) < 1 << ORIGIN_SHIFT, "2^40 initial events overflow their keys");
         lanes[p].heap.push(Entry::new(t, i as u64, Item::Ev(ev)));
-        first = Some(first.map_or(t.0, |f| f.min(t.0)));
     }
     let (windows, stopped) = if cfg.threads { threaded(parts, &mut lanes, first, cfg)? } else { in_turn(parts, &mut lanes, first, cfg)? };
     // The serial order interleaves the partitions' own orders by their next
