@@ -1617,6 +1617,40 @@ mod tests {
         }
     }
 
+    /// The ancestry order's packed keys have limits; past one, the run
+    /// fails naming the partition, never a wrong order.
+    #[test]
+    fn the_ancestry_orders_key_limits_are_errors() {
+        // one event scheduling 2^16 + 1 events: the last one's rank, 2^16,
+        // does not fit
+        let burst = || {
+            script(|now, first: bool, out| {
+                if first {
+                    for _ in 0..(1 << 16) + 1 {
+                        out.local(now + SimTime(10), false);
+                    }
+                }
+            })
+        };
+        for threads in [false, true] {
+            let err = ancestry::run(&mut [burst(), burst()], &[], &[(SimTime(0), 1, true)], cfg(100, 1_000, threads)).unwrap_err();
+            assert_eq!(err, WindowError::Capacity { part: 1, what: "schedules" });
+            assert!(err.to_string().contains("partition 1"), "{err}");
+            // one fewer is fine
+            let ok = script(|now, first: bool, out| {
+                if first {
+                    for _ in 0..1 << 16 {
+                        out.local(now + SimTime(10), false);
+                    }
+                }
+            });
+            let rep = ancestry::run(&mut [ok], &[], &[(SimTime(0), 0, true)], cfg(100, 1_000, threads)).unwrap();
+            assert_eq!(rep.events, vec![(1 << 16) + 1]);
+        }
+        let mut many: Vec<_> = (0..255).map(|_| script(|_, (), _| {})).collect();
+        assert_eq!(ancestry::run(&mut many, &[], &[], cfg(100, 1_000, false)).unwrap_err(), WindowError::Capacity { part: 254, what: "partitions" });
+    }
+
     #[test]
     fn idle_stretches_are_skipped_not_stepped() {
         let sparse = script(|now, _: (), out| out.local(now + SimTime(1_000_000_000), ()));
