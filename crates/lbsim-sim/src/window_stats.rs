@@ -242,7 +242,7 @@ pub(crate) struct Sched {
     pub node: u32,
 }
 
-#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+#[cfg_attr(any(not(feature = "window-stats"), feature = "keyed-order"), allow(dead_code))]
 impl Sched {
     pub const NO_NODE: u32 = u32::MAX;
     /// The start of the run, before any event.

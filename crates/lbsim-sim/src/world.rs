@@ -263,7 +263,7 @@ impl SerialClock for Keyed {
 /// [`crate::window_stats::TieStudy`]). The queue is the serial run's, with
 /// the scheduler beside each event, so the order and the results are the
 /// serial run's.
-#[cfg(feature = "window-stats")]
+#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
 pub(crate) struct Traced {
     q: EventQueue<(Ev, crate::window_stats::Sched)>,
     /// The event being handled, as a scheduler.
@@ -275,10 +275,10 @@ pub(crate) struct Traced {
 
 /// A port's next arrival, scheduled by the arrival it follows: at that
 /// arrival's node, which is its own (set when it is handled).
-#[cfg(feature = "window-stats")]
+#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
 const SAME_NODE: u32 = u32::MAX - 1;
 
-#[cfg(feature = "window-stats")]
+#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
 impl Clock for Traced {
     const EVERY_ARRIVAL: bool = false;
     #[inline(always)]
@@ -296,7 +296,7 @@ impl Clock for Traced {
     }
 }
 
-#[cfg(feature = "window-stats")]
+#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
 impl SerialClock for Traced {
     const KEYED: bool = true;
     fn new() -> Self {
