@@ -97,6 +97,11 @@ pub(crate) fn partition(topo: &Topology, p: u32) -> Vec<u8> {
         .collect()
 }
 
+/// Per split of [`SPLITS`]: node index -> partition.
+fn cuts(topo: &Topology) -> Vec<Vec<u8>> {
+    SPLITS.iter().map(|&(how, p)| if how == "role" { by_role(topo) } else { partition(topo, p) }).collect()
+}
+
 /// The cut by role: every host (with its transport and its NIC) in
 /// partition 0, every switch in partition 1. Both ends of every connection
 /// then sit in one partition, and every packet crosses twice (into the
@@ -112,7 +117,7 @@ impl WindowStats {
         let len = topo.ports.iter().map(|p| p.delay.0).min().unwrap_or(0);
         WindowStats {
             len,
-            part: SPLITS.iter().map(|&(how, p)| if how == "role" { by_role(topo) } else { partition(topo, p) }).collect(),
+            part: cuts(topo),
             window: 0,
             cur: [[0; 4]; N],
             cur_cost: [[0; 4]; N],
@@ -294,11 +299,11 @@ pub(crate) struct TieStudy {
     depth: [[u64; 8]; N],
 }
 
-#[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
+#[cfg_attr(any(not(feature = "window-stats"), feature = "keyed-order"), allow(dead_code))]
 impl TieStudy {
     pub fn new(topo: &Topology) -> TieStudy {
         TieStudy {
-            part: SPLITS.iter().map(|&(how, p)| if how == "role" { by_role(topo) } else { partition(topo, p) }).collect(),
+            part: cuts(topo),
             t: SimTime::ZERO,
             group: Vec::new(),
             ties: [0; N],

@@ -270,7 +270,6 @@ pub(crate) struct Traced {
     cur: crate::window_stats::Sched,
     /// Who scheduled the event being handled.
     popped: crate::window_stats::Sched,
-    handled: u64,
 }
 
 /// A port's next arrival, scheduled by the arrival it follows: at that
@@ -301,19 +300,19 @@ impl SerialClock for Traced {
     const KEYED: bool = true;
     fn new() -> Self {
         let start = crate::window_stats::Sched::START;
-        Traced { q: EventQueue::new(), cur: start, popped: start, handled: 0 }
+        Traced { q: EventQueue::new(), cur: start, popped: start }
     }
     fn peek_time(&self) -> Option<SimTime> {
         self.q.peek_time()
     }
     fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
-        let id = self.handled;
+        // the event about to pop is the run's event number `id`
+        let id = self.q.events_processed();
         let (t, (ev, by)) = self.q.pop_with(|t, e| {
             let by = crate::window_stats::Sched { t, id, node: SAME_NODE };
             next(t, &e.0).map(|(t2, e2)| (t2, (e2, by)))
         })?;
         self.popped = by;
-        self.handled += 1;
         Some((t, ev))
     }
     fn near_at(&self, i: usize) -> Option<&Ev> {
@@ -327,7 +326,7 @@ impl SerialClock for Traced {
         if self.popped.node == SAME_NODE {
             self.popped.node = node;
         }
-        self.cur = crate::window_stats::Sched { t: self.q.now(), id: self.handled - 1, node };
+        self.cur = crate::window_stats::Sched { t: self.q.now(), id: self.q.events_processed() - 1, node };
     }
     fn scheduler(&self) -> Option<crate::window_stats::Sched> {
         Some(self.popped)

@@ -15,26 +15,35 @@
 //! events of all partitions. Here a partition orders its queue by where
 //! each event's scheduler falls in its own run, and the meeting merges only
 //! the events handled at picoseconds at which two or more partitions
-//! handled something (the simulator's runs have ~1-3 % of their events at
-//! such times; `window_stats`' tie study, bench/README.md twelfth pass).
-//! Every partition merges them all, the same way, and keeps each merged
-//! event's place among the events at its picosecond (`g`).
+//! handled something (0.05 % of B1's events, 0.7 % of the k = 8 fat-tree's,
+//! cut in two by place; `window_stats`' tie study, bench/README.md twelfth
+//! pass). Every partition merges them all, the same way, and keeps each
+//! merged event's place among the events at its picosecond (`g`). With two
+//! partitions each finds them by walking its own log and looking into the
+//! other's only where the other's sketch of its times has the time; with
+//! more, by walking every log (a picosecond two *other* partitions share
+//! orders the messages they both send here).
 //!
-//! A partition keys its queue `(time, key)`, key 128 bits:
-//! - its own schedules by its running count of schedules, `count << 64`
-//!   (the serial queue's insertion number, counted per partition; a
-//!   delivery takes one number for the delivery after it, whether or not
-//!   there is one, as [`super::run_serial`] counts);
+//! A queue entry's key is `time << 64 | key`, `key` 64 bits:
+//! - a partition's own schedules: its running count of schedules (the
+//!   serial queue's insertion number, counted per partition; a delivery
+//!   takes one number for the delivery after it, whether or not there is
+//!   one, as [`super::run_serial`] counts), `number << 24`;
 //! - another partition's schedules, received at a meeting, by where their
 //!   scheduler falls among this partition's events: between this
-//!   partition's events `n - 1` and `n`, the key sorts after event `n - 1`'s
-//!   schedules and before event `n`'s, `(first(n) - 1) << 64 | sub << 20 |
-//!   rank`, where `first(n)` is event `n`'s first number, `sub` counts from
-//!   1 the other partitions' schedules that fall between the same two
-//!   events, in the order of their schedulers, and `rank` is the schedule's
-//!   rank among its scheduler's;
-//! - the run's initial events by their index, below everything (numbers
+//!   partition's events `n - 1` and `n`, after event `n - 1`'s schedules
+//!   and before event `n`'s, `(first(n) - 1) << 24 | sub`, where `first(n)`
+//!   is event `n`'s first number and `sub` counts from 1 the other
+//!   partitions' schedules falling below the same number, in the order of
+//!   their schedulers and ranks;
+//! - the run's initial events: their index, below everything (numbers
 //!   start at 2).
+//!
+//! The entry also carries its scheduler and its rank among the scheduler's
+//! schedules, for the merge. Past the packed fields' limits (2^40 numbers
+//! or events per partition, 2^16 schedules from one event, 2^24 remote
+//! schedules in one gap, 254 partitions) the run fails with
+//! [`WindowError::Capacity`].
 //!
 //! A channel keeps the FIFO rule of a port, as in [`super::run`]: its next
 //! delivery is scheduled by the push if every message before it had been
