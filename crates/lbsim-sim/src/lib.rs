@@ -794,6 +794,8 @@ fn finish<Q: Clock>(sc: &Scenario, mut w: World<Q>, ran: Ran) -> RunOutput {
     w.finalize_unfinished();
     w.record_unstarted();
     w.flush_flow_rates();
+    #[cfg(feature = "window-stats")]
+    w.ties.close();
     let mut summary = summarize(sc, &w, events, workload_info, rtt, setup_s, run_s);
     summary["network"]["ecn_threshold"] = ecn_desc;
     if let Some(d) = w.lb.discovery_mode() {

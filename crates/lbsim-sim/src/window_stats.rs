@@ -160,7 +160,9 @@ impl WindowStats {
         }
     }
 
-    fn close(&mut self) {
+    /// Counts the events of the last picosecond recorded (each picosecond
+    /// is counted when the next begins): called once the run ends.
+    pub fn close(&mut self) {
         let n: u64 = self.cur[0].iter().sum();
         if n > 0 {
             self.windows += 1;
@@ -275,7 +277,6 @@ impl Sched {
 ///
 /// An event at no node counts with its scheduler's node, or not at all if
 /// that is at no node too (every partition would run it).
-#[derive(Clone)]
 #[cfg_attr(not(feature = "window-stats"), allow(dead_code))]
 pub(crate) struct TieStudy {
     /// Per split: node index -> partition.
@@ -330,7 +331,9 @@ impl TieStudy {
         }
     }
 
-    fn close(&mut self) {
+    /// Counts the events of the last picosecond recorded (each picosecond
+    /// is counted when the next begins): called once the run ends.
+    pub fn close(&mut self) {
         for s in 0..N {
             let part = &self.part[s];
             if let Some(&(first, _)) = self.group.first() {
@@ -377,20 +380,19 @@ impl TieStudy {
         self.group.clear();
     }
 
-    /// Per split, as `window_stats.splits[i].ties`.
+    /// Per split, as `window_stats.splits[i].ties` (after [`TieStudy::close`]).
     pub fn summary(&self) -> Vec<Value> {
-        let mut this = self.clone();
-        this.close();
+        debug_assert!(self.group.is_empty(), "the last picosecond is counted: closed");
         (0..N)
             .map(|s| {
                 json!({
-                    "ties": this.ties[s],
-                    "scheduler_ties": this.scheduler_ties[s],
-                    "undecided": this.undecided[s],
-                    "first_undecided_ps": this.first_undecided[s].map(|t| t.0),
-                    "undecided_depth": this.depth[s],
-                    "shared_picoseconds": this.shared[s],
-                    "events_at_shared_picoseconds": this.shared_events[s],
+                    "ties": self.ties[s],
+                    "scheduler_ties": self.scheduler_ties[s],
+                    "undecided": self.undecided[s],
+                    "first_undecided_ps": self.first_undecided[s].map(|t| t.0),
+                    "undecided_depth": self.depth[s],
+                    "shared_picoseconds": self.shared[s],
+                    "events_at_shared_picoseconds": self.shared_events[s],
                 })
             })
             .collect()
@@ -504,10 +506,12 @@ mod tests {
         // at t = 200, spine 1 and leaf 0 (two partitions by place): no tie
         s.record(SimTime(200), Some(s1), by(50, 0, s0));
         s.record(SimTime(200), Some(l0), by(50, 1, s1));
+        s.close();
         let v = s.summary();
-        // by place: 6 pairs at leaf 0; 3 with schedulers at 50 (the pair
-        // from event 1 is one scheduler), 2 of them across the cut; each is
-        // settled one step up, by events 0 and 1's schedulers' times
+        // by place: 6 pairs at leaf 0; 3 have both schedulers at 50, and
+        // of those the pair scheduled twice by event 1 has one scheduler, so
+        // 2 scheduler ties, both across the cut; each is settled one step
+        // up, by events 0 and 1's schedulers' times
         assert_eq!(v[0]["ties"], 6, "{v:?}");
         assert_eq!(v[0]["scheduler_ties"], 2, "{v:?}");
         assert_eq!(v[0]["undecided"], 2, "{v:?}");

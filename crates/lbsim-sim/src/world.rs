@@ -120,13 +120,14 @@ pub(crate) trait SerialClock: Clock {
     fn near_at(&self, i: usize) -> Option<&Ev>;
     fn events_processed(&self) -> u64;
     /// The event about to be handled happens at node `origin` (`None`: at
-    /// no node); a keyed clock keys what it schedules by that.
+    /// no node): [`Keyed`] keys what it schedules by that, [`Traced`] notes
+    /// it as the scheduler.
     #[inline(always)]
     fn handling(&mut self, origin: Option<NodeId>) {
         let _ = origin;
     }
     /// Whether [`SerialClock::handling`] is used (the origin costs a lookup).
-    const KEYED: bool = false;
+    const WANTS_ORIGIN: bool = false;
     /// Who scheduled the event being handled, if the clock notes it
     /// ([`Traced`]).
     #[cfg(feature = "window-stats")]
@@ -224,7 +225,7 @@ impl Clock for Keyed {
 
 #[cfg(feature = "keyed-order")]
 impl SerialClock for Keyed {
-    const KEYED: bool = true;
+    const WANTS_ORIGIN: bool = true;
     fn new() -> Self {
         Keyed { q: EventQueue::new(), next: vec![1 << Keyed::ORIGIN_SHIFT], origin: 0 }
     }
@@ -297,7 +298,7 @@ impl Clock for Traced {
 
 #[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
 impl SerialClock for Traced {
-    const KEYED: bool = true;
+    const WANTS_ORIGIN: bool = true;
     fn new() -> Self {
         let start = crate::window_stats::Sched::START;
         Traced { q: EventQueue::new(), cur: start, popped: start }
@@ -518,7 +519,7 @@ impl<Q: SerialClock> World<Q> {
         }
         #[cfg(feature = "window-stats")]
         let who = self.window_who(&ev);
-        if Q::KEYED {
+        if Q::WANTS_ORIGIN {
             let node = self.event_node(&ev);
             self.q.handling(node);
         }
