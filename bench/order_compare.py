@@ -3,11 +3,11 @@ on one scenario over many seeds (each seed: the same flows in both builds,
 since the workload has its own random stream) and prints, per metric, the
 first build's mean over seeds and the second's paired difference: mean
 difference in percent and its t statistic (n - 1 degrees of freedom).
-For changes that alter results at ties, such as the keyed event order
-(bench/README.md, eleventh pass):
+For changes that alter results in detail but should not in distribution
+(another event order, another random stream):
 
-    python3 bench/order_compare.py target/release/lbsim-run \
-        target/keyed/release/lbsim-run --seeds 24 examples/b1.toml workload.flows=2000
+    python3 bench/order_compare.py /tmp/old/lbsim-run \
+        target/release/lbsim-run --seeds 24 examples/b1.toml workload.flows=2000
 """
 
 import argparse

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scale benchmark (issue 19): wall time (with the setup's share: topology,
+"""Scale benchmark: wall time (with the setup's share: topology,
 routes, scheme tables), events/s and packets/s of the run loop, and peak
 RSS of `lbsim-run` on fabrics from 32 to 3,456 hosts, for one or more
 builds side by side in one invocation.

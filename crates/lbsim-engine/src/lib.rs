@@ -8,8 +8,6 @@
 //! - [`queue`]: the future-event list, ordered by `(time, insertion seq)`;
 //! - [`rng`]: one root seed split into independent named streams;
 //! - [`slab`]: index-addressed storage for packets;
-//! - [`windows`]: a run of a model cut into partitions, in parallel
-//!   windows of a lookahead, in exactly the serial order;
 //! - [`prefetch`], [`prefetch_lines`]: cache hints for a model's run loop.
 //!
 //! A model owns an `EventQueue<E>` with its own small `Copy` event enum and
@@ -19,7 +17,6 @@ pub mod queue;
 pub mod rng;
 pub mod slab;
 pub mod units;
-pub mod windows;
 
 pub use queue::EventQueue;
 pub use rng::{mix64, Rng};
@@ -39,17 +36,6 @@ pub fn prefetch<T>(p: *const T) {
     unsafe {
         std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
     }
-}
-
-/// The CPU's time-stamp counter (cycles at a fixed rate) on x86-64, for
-/// measurements that need a cheap clock (0 elsewhere).
-#[inline(always)]
-pub fn cycles() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: reading the time-stamp counter has no preconditions.
-    return unsafe { std::arch::x86_64::_rdtsc() };
-    #[cfg(not(target_arch = "x86_64"))]
-    0
 }
 
 /// Prefetches every cache line of `*p`.

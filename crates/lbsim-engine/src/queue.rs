@@ -2,8 +2,6 @@
 //!
 //! Two events scheduled for the same picosecond pop in the order they were
 //! scheduled, so a run is a pure function of its inputs (NeXosim, simcore).
-//! A model may instead key its events itself (`schedule_keyed`): then
-//! `(time, key)` orders them (the keyed order, `windows::keyed`).
 //! Events are small `Copy` values chosen by the model (`E`), dispatched by a
 //! `match` in the model's loop; the queue never boxes them.
 //!
@@ -23,23 +21,19 @@ use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
 /// A heap entry: `key` is `time << 64 | seq`, so one 128-bit comparison
 /// orders by time, then by insertion.
-pub(crate) struct Entry<E> {
+struct Entry<E> {
     key: u128,
-    pub(crate) ev: E,
+    ev: E,
 }
 
 impl<E> Entry<E> {
     #[inline]
-    pub(crate) fn new(time: SimTime, seq: u64, ev: E) -> Self {
+    fn new(time: SimTime, seq: u64, ev: E) -> Self {
         Entry { key: (time.0 as u128) << 64 | seq as u128, ev }
     }
     #[inline]
-    pub(crate) fn time(&self) -> SimTime {
+    fn time(&self) -> SimTime {
         SimTime((self.key >> 64) as u64)
-    }
-    #[inline]
-    pub(crate) fn seq(&self) -> u64 {
-        self.key as u64
     }
 }
 
@@ -105,25 +99,6 @@ impl<E> EventQueue<E> {
         self.seq += 1;
     }
 
-    /// Schedules `ev` at `time` with the model's own tie-break `key` instead
-    /// of the insertion count: events pop in `(time, key)` order. A queue
-    /// keyed this way must be keyed throughout (the two kinds of key do not
-    /// mix), with keys unique among the events pending at one time; a
-    /// model's keyed order ([`crate::windows::keyed`]) can then be cut into
-    /// partitions without changing it.
-    #[inline]
-    pub fn schedule_keyed(&mut self, time: SimTime, key: u64, ev: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
-        self.heap.push(Entry::new(time, key, ev));
-    }
-
-    /// [`EventQueue::schedule_keyed`] for a sparse / far-future event.
-    #[inline]
-    pub fn schedule_later_keyed(&mut self, time: SimTime, key: u64, ev: E) {
-        debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
-        self.later.push(Entry::new(time, key, ev));
-    }
-
     #[inline]
     fn later_first(&self) -> bool {
         match (self.heap.peek(), self.later.peek()) {
@@ -152,33 +127,10 @@ impl<E> EventQueue<E> {
     where
         E: Copy,
     {
-        self.pop_replacing(|t, ev| next(t, ev).map(|(t2, e2)| (t2, None, e2)))
-    }
-
-    /// [`EventQueue::pop_with`] for a keyed queue: the successor comes with
-    /// its key.
-    #[inline]
-    pub fn pop_with_keyed(&mut self, next: impl FnOnce(SimTime, &E) -> Option<(SimTime, u64, E)>) -> Option<(SimTime, E)>
-    where
-        E: Copy,
-    {
-        self.pop_replacing(|t, ev| next(t, ev).map(|(t2, k, e2)| (t2, Some(k), e2)))
-    }
-
-    /// Both pops: a successor's key, or `None` for the next insertion
-    /// number.
-    #[inline(always)]
-    fn pop_replacing(&mut self, next: impl FnOnce(SimTime, &E) -> Option<(SimTime, Option<u64>, E)>) -> Option<(SimTime, E)>
-    where
-        E: Copy,
-    {
         if self.later_first() {
             let (t, ev) = self.pop()?;
-            if let Some((t2, key, e2)) = next(t, &ev) {
-                match key {
-                    Some(k) => self.schedule_keyed(t2, k, e2),
-                    None => self.schedule(t2, e2),
-                }
+            if let Some((t2, e2)) = next(t, &ev) {
+                self.schedule(t2, e2);
             }
             return Some((t, ev));
         }
@@ -187,13 +139,10 @@ impl<E> EventQueue<E> {
         self.now = t;
         self.popped += 1;
         match next(t, &ev) {
-            Some((t2, key, e2)) => {
+            Some((t2, e2)) => {
                 debug_assert!(t2 >= t, "event scheduled in the past: {t2} < {t}");
-                let k = key.unwrap_or_else(|| {
-                    self.seq += 1;
-                    self.seq - 1
-                });
-                *top = Entry::new(t2, k, e2);
+                *top = Entry::new(t2, self.seq, e2);
+                self.seq += 1;
             }
             None => {
                 PeekMut::pop(top);
@@ -352,51 +301,6 @@ mod tests {
             assert_eq!(q.peek_time().map(|t| t.0), reference.keys().next().map(|k| k.0));
         }
         assert!(pops > 30_000, "{pops}");
-    }
-
-    #[test]
-    fn a_keyed_queue_pops_in_time_then_key_order() {
-        // keys drawn at random (unique: a count in the low bits), so ties in
-        // time go by key, not by insertion; both heaps and the keyed
-        // pop_with, against a BTreeMap on (time, key)
-        let mut rnd = xorshift(0x9e3779b97f4a7c15);
-        let mut q: EventQueue<u64> = EventQueue::new();
-        let mut reference = std::collections::BTreeMap::new();
-        let (mut n, mut now, mut pops, mut ties) = (0u64, 0u64, 0, 0);
-        let mut last: Option<(u64, u64)> = None;
-        for step in 0..40_000 {
-            let r = rnd();
-            if step < 100 || r % 3 != 0 {
-                let (t, key) = (now + [0, 1_000, 1_000_000][(r % 3) as usize] * (rnd() % 4), rnd() << 20 | n);
-                n += 1;
-                if r % 5 == 0 {
-                    q.schedule_later_keyed(SimTime(t), key, key);
-                } else {
-                    q.schedule_keyed(SimTime(t), key, key);
-                }
-                reference.insert((t, key), key);
-            }
-            if step >= 100 && r % 4 != 0 {
-                let expect = reference.pop_first().map(|((t, _), ev)| (SimTime(t), ev));
-                let succ = (rnd() % 2 == 0).then(|| (rnd() % 3 * 1_000, rnd() << 20 | n));
-                n += 1;
-                let got = q.pop_with_keyed(|t, _| succ.map(|(dt, k)| (SimTime(t.0 + dt), k, k)));
-                if let (Some((t, _)), Some((dt, k))) = (got, succ) {
-                    reference.insert((t.0 + dt, k), k);
-                }
-                assert_eq!(got, expect, "step {step}");
-                if let Some((t, k)) = got {
-                    // same time, inserted before the last one popped (the
-                    // count in the low bits): insertion order would differ
-                    ties += last.is_some_and(|(lt, lk)| lt == t.0 && k & 0xF_FFFF < lk & 0xF_FFFF) as u32;
-                    (now, last) = (t.0, Some((t.0, k)));
-                    pops += 1;
-                }
-            }
-            assert_eq!(q.len(), reference.len());
-        }
-        // keys, not insertion, decided many ties
-        assert!(pops > 20_000 && ties > 1_000, "{pops} pops, {ties} ties against insertion");
     }
 
     #[test]

@@ -13,35 +13,12 @@
 
 pub mod metrics;
 pub mod scenario;
-mod window_stats;
-#[cfg(feature = "windows")]
-mod windowed;
-// The windowed run keeps the insertion order; the keyed build's would differ.
-#[cfg(all(feature = "windows", feature = "keyed-order"))]
-compile_error!("features `windows` and `keyed-order` do not go together yet: the run in windows keeps the insertion order");
 mod world;
 
 /// Bumped whenever a change alters simulation results for an unchanged
 /// scenario; results catalogs key their runs on it (with the scenario), so
 /// stale results are never reused.
-#[cfg(not(feature = "keyed-order"))]
 pub const MODEL_REVISION: &str = "2026-11-23.1";
-/// A build with the keyed event order (`--features keyed-order`) has its
-/// own results wherever events tie in time.
-#[cfg(feature = "keyed-order")]
-pub const MODEL_REVISION: &str = "2026-11-23.1+keyed-order";
-
-/// The serial run's queue: ties in time by insertion, or, built with
-/// `--features keyed-order`, by where the event was scheduled (a study for
-/// issue 19's second core; bench/README.md, eleventh pass).
-#[cfg(not(any(feature = "keyed-order", feature = "window-stats")))]
-type SerialQ = lbsim_engine::EventQueue<world::Ev>;
-/// The same order, each event noting its scheduler, for the study of ties
-/// (`window_stats::TieStudy`).
-#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
-type SerialQ = world::Traced;
-#[cfg(feature = "keyed-order")]
-type SerialQ = world::Keyed;
 
 /// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
 /// plus the scheme's own revision when it has one
@@ -55,8 +32,6 @@ pub fn model_revision(scheme: &str) -> String {
 
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use scenario::{Scenario, ScenarioError};
-#[cfg(feature = "windows")]
-pub use windowed::run_in_windows;
 
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
@@ -67,7 +42,7 @@ use lbsim_workload::{
 use scenario::bad;
 use serde_json::{json, Value};
 use std::path::Path;
-use world::{Clock, Incast, LinkEvent, SerialClock, UdpSource, World};
+use world::{Incast, LinkEvent, UdpSource, World};
 
 /// What a run produces.
 pub struct RunOutput {
@@ -466,7 +441,7 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
 /// returning false stops the run with [`SimError::Interrupted`].
 /// Everything a run does before its first event: topology, routes,
 /// ports, scheme, workload, samplers. `validate` stops here.
-fn build<Q: Clock>(sc: &Scenario, base_dir: Option<&Path>, q: Q) -> Result<Built<Q>, SimError> {
+fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
     let wall0 = std::time::Instant::now();
     let prep = prepare(sc, base_dir)?;
     let Prepared { topo, flows, workload_info, .. } = prep;
@@ -581,7 +556,7 @@ fn build<Q: Clock>(sc: &Scenario, base_dir: Option<&Path>, q: Q) -> Result<Built
 
     let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
     // the routes already computed with the links failed at t = 0 down
-    let mut w = World::new(q, topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
+    let mut w = World::new(topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
     for l in &down0 {
         for p in w.topo.links[l.idx()].ports {
             let lost = w.ports[p.idx()].fail(SimTime::ZERO);
@@ -719,8 +694,8 @@ fn build<Q: Clock>(sc: &Scenario, base_dir: Option<&Path>, q: Q) -> Result<Built
     Ok(Built { w, hard_stop, workload_info, rtt, ecn_desc, wall0 })
 }
 
-struct Built<Q: Clock> {
-    w: World<Q>,
+struct Built {
+    w: World,
     hard_stop: SimTime,
     workload_info: Value,
     rtt: SimTime,
@@ -731,18 +706,11 @@ struct Built<Q: Clock> {
 /// Checks a scenario as far as a run goes before its first event, so
 /// `lbsim validate` and `lbsim run` cannot disagree about what is valid.
 pub fn validate(sc: &Scenario, base_dir: Option<&Path>) -> Result<(), SimError> {
-    build(sc, base_dir, <SerialQ as SerialClock>::new()).map(|_| ())
+    build(sc, base_dir).map(|_| ())
 }
 
 pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    run_on::<SerialQ>(sc, base_dir, progress)
-}
-
-/// [`run`] on the serial clock `Q` (the build's [`SerialQ`], or in a test
-/// another to compare with).
-#[inline(always)]
-fn run_on<Q: SerialClock>(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir, Q::new())?;
+    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir)?;
     let wl = &sc.workload;
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
@@ -761,20 +729,15 @@ fn run_on<Q: SerialClock>(sc: &Scenario, base_dir: Option<&Path>, progress: &mut
         steps += 1;
         if steps & 0xFFFF == 0 && last_report.elapsed().as_secs_f64() >= 0.25 {
             last_report = std::time::Instant::now();
-            let p = Progress {
-                sim_time: w.now(),
-                flows_done: w.done,
-                flows_total: total,
-                events: SerialClock::events_processed(&w.q),
-                wall_s: t_run.elapsed().as_secs_f64(),
-            };
+            let p =
+                Progress { sim_time: w.now(), flows_done: w.done, flows_total: total, events: w.q.events_processed(), wall_s: t_run.elapsed().as_secs_f64() };
             if !progress(&p) {
                 return Err(SimError::Interrupted);
             }
         }
     }
     let run_s = t_run.elapsed().as_secs_f64();
-    let events = SerialClock::events_processed(&w.q);
+    let events = w.q.events_processed();
     Ok(finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s }))
 }
 
@@ -789,13 +752,11 @@ struct Ran {
 }
 
 /// The outputs of a finished run.
-fn finish<Q: Clock>(sc: &Scenario, mut w: World<Q>, ran: Ran) -> RunOutput {
+fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
     let Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s } = ran;
     w.finalize_unfinished();
     w.record_unstarted();
     w.flush_flow_rates();
-    #[cfg(feature = "window-stats")]
-    w.ties.close();
     let mut summary = summarize(sc, &w, events, workload_info, rtt, setup_s, run_s);
     summary["network"]["ecn_threshold"] = ecn_desc;
     if let Some(d) = w.lb.discovery_mode() {
@@ -884,7 +845,7 @@ fn finish<Q: Clock>(sc: &Scenario, mut w: World<Q>, ran: Ran) -> RunOutput {
 /// Per sampled port: mean utilisation over the windows; over all sampled
 /// ports: the throughput imbalance (MAX - MIN) / AVG per window (windows in
 /// which the ports carried nothing are skipped).
-fn link_sampler_summary<Q: Clock>(w: &World<Q>, window_ms: f64) -> Value {
+fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
     let mut per: std::collections::BTreeMap<u32, (f64, u64)> = Default::default();
     let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
     for l in &w.link_samples {
@@ -910,7 +871,7 @@ fn link_sampler_summary<Q: Clock>(w: &World<Q>, window_ms: f64) -> Value {
     })
 }
 
-fn summarize<Q: Clock>(sc: &Scenario, w: &World<Q>, events: u64, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
+fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
     let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes, &sc.metrics.percentiles);
     let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
     let not_started = w.flows.iter().filter(|f| !f.started).count();
@@ -1000,15 +961,6 @@ fn summarize<Q: Clock>(sc: &Scenario, w: &World<Q>, events: u64, workload: Value
     });
     if let Some(obs) = &w.flowlet_obs {
         s["flowlets_observed"] = obs.summary();
-    }
-    #[cfg(feature = "window-stats")]
-    {
-        s["window_stats"] = w.window_stats.summary();
-        // the tie study needs the traced clock (not the keyed one)
-        #[cfg(not(feature = "keyed-order"))]
-        for (i, t) in w.ties.summary().into_iter().enumerate() {
-            s["window_stats"]["splits"][i]["ties"] = t;
-        }
     }
     if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
         // flowlets of both directions (ACK flows too, where a scheme splits them)

@@ -699,30 +699,12 @@ fn pruning_the_dropped_segment_lists_changes_nothing() {
     assert!(format!("{:?}", pruned.flows) == format!("{:?}", kept.flows), "per-flow records differ");
 }
 
-/// The keyed event order (`--features keyed-order`): ten schemes run to
-/// completion with packets conserved, the same run twice gives the same
-/// per-flow records, and its results are labelled as its own.
-#[cfg(feature = "keyed-order")]
-#[test]
-fn the_keyed_order_runs_ten_schemes_deterministically() {
-    assert!(MODEL_REVISION.ends_with("+keyed-order"));
-    for scheme in ["ecmp", "letflow", "conga", "hula", "presto", "clove_int", "drill", "mptcp", "hermes", "expeditus"] {
-        let sets = [format!("lb.scheme=\"{scheme}\""), "workload.flows=40".to_string()];
-        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let (a, b) = (run_ok(TESTBED, &sets), run_ok(TESTBED, &sets));
-        assert_eq!(format!("{:?}", a.flows), format!("{:?}", b.flows), "{scheme}");
-        assert!(a.flows.iter().all(|f| f.finish.is_some()), "{scheme}: unfinished flows");
-    }
-}
-
 /// Two one-segment flows start at the same picosecond from the two hosts of
 /// leaf 0 (host jitter off), so their packets reach the leaf together and
-/// tie for its uplink. The default order admits them as their events were
-/// scheduled, so the flow listed first goes first; the keyed order
-/// (`--features keyed-order`) by where the events were scheduled, so the
-/// same host goes first whichever flow is listed first.
+/// tie for its uplink. The queue admits them as their events were
+/// scheduled, so the flow listed first goes first.
 #[test]
-fn a_tie_in_time_goes_by_the_event_order_of_the_build() {
+fn a_tie_in_time_goes_by_insertion_order() {
     // the host whose flow finishes first
     let first = |rows: &[(u32, u32, u64, f64)], name: &str| {
         let flows = flow_file(name, rows);
@@ -738,9 +720,5 @@ fn a_tie_in_time_goes_by_the_event_order_of_the_build() {
     };
     let a = first(&[(1, 2, 1448, 0.0), (0, 3, 1448, 0.0)], "tie-a");
     let b = first(&[(0, 3, 1448, 0.0), (1, 2, 1448, 0.0)], "tie-b");
-    if cfg!(feature = "keyed-order") {
-        assert_eq!(a, b, "keyed: the same host first whatever the list's order");
-    } else {
-        assert_eq!((a, b), (1, 0), "insertion order: the flow listed first goes first");
-    }
+    assert_eq!((a, b), (1, 0), "insertion order: the flow listed first goes first");
 }

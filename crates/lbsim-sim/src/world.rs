@@ -29,13 +29,10 @@ pub(crate) enum Ev {
         gen: u32,
         pkt: PktId,
     },
-    /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver),
-    /// at the endpoint's host (node index; where the event happens, without
-    /// a look at the connection).
+    /// A TCP endpoint's timer: endpoint = conn * 2 + (0 sender, 1 receiver).
     Timer {
         ep: u32,
         gen: u32,
-        host: u32,
     },
     /// The next flow of the open-loop workload starts.
     FlowArrival,
@@ -62,307 +59,6 @@ pub(crate) enum Ev {
     NicReady {
         host: u32,
     },
-}
-
-/// Where the world's schedules go: the serial run's [`EventQueue`], or, run
-/// in windows (`crate::run_in_windows`, `--features windows`), one event's schedules in the order it
-/// makes them ([`Schedules`]). Generic; with `windows` off, only the serial
-/// instantiation exists and the serial run pays nothing (with it on, the
-/// second one changes the serial run's inlining: bench/README.md, eleventh
-/// pass).
-pub(crate) trait Clock {
-    fn now(&self) -> SimTime;
-    /// Schedules `ev` at `at`, due soon (the queue's near heap).
-    fn at(&mut self, at: SimTime, ev: Ev);
-    /// Schedules `ev` at `at`, likely far off (the queue's later heap; the
-    /// order is the same).
-    fn later(&mut self, at: SimTime, ev: Ev);
-    /// A packet admitted to `port` reaches the far end at `at`. Called for
-    /// the port's head packet only (one with none in flight before it), or
-    /// for every packet when [`Clock::EVERY_ARRIVAL`]: a port is a FIFO
-    /// link, and the serial queue holds only its head packet's arrival,
-    /// each arrival naming the next (`World::step`).
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId);
-    /// Whether [`Clock::arrival`] needs every packet's arrival, or only
-    /// the head's.
-    const EVERY_ARRIVAL: bool;
-}
-
-impl Clock for EventQueue<Ev> {
-    const EVERY_ARRIVAL: bool = false;
-    #[inline(always)]
-    fn now(&self) -> SimTime {
-        EventQueue::now(self)
-    }
-    #[inline(always)]
-    fn at(&mut self, at: SimTime, ev: Ev) {
-        self.schedule(at, ev);
-    }
-    #[inline(always)]
-    fn later(&mut self, at: SimTime, ev: Ev) {
-        self.schedule_later(at, ev);
-    }
-    #[inline(always)]
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
-        self.schedule(at, Ev::Arrive { port, gen, pkt });
-    }
-}
-
-/// A clock the serial run pops events from: [`EventQueue`]'s order (ties in
-/// time by insertion), or, built with `--features keyed-order`, [`Keyed`].
-pub(crate) trait SerialClock: Clock {
-    fn new() -> Self;
-    fn peek_time(&self) -> Option<SimTime>;
-    /// Pops the next event; `next` may name the port's next arrival, which
-    /// takes the popped one's place ([`EventQueue::pop_with`]).
-    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)>;
-    /// Near-heap entry `i`, for prefetching ([`EventQueue::near_at`]).
-    fn near_at(&self, i: usize) -> Option<&Ev>;
-    fn events_processed(&self) -> u64;
-    /// The event about to be handled happens at node `origin` (`None`: at
-    /// no node): [`Keyed`] keys what it schedules by that, [`Traced`] notes
-    /// it as the scheduler.
-    #[inline(always)]
-    fn handling(&mut self, origin: Option<NodeId>) {
-        let _ = origin;
-    }
-    /// Whether [`SerialClock::handling`] is used (the origin costs a lookup).
-    const WANTS_ORIGIN: bool = false;
-    /// Who scheduled the event being handled, if the clock notes it
-    /// ([`Traced`]).
-    #[cfg(feature = "window-stats")]
-    fn scheduler(&self) -> Option<crate::window_stats::Sched> {
-        None
-    }
-}
-
-impl SerialClock for EventQueue<Ev> {
-    fn new() -> Self {
-        EventQueue::new()
-    }
-    #[inline(always)]
-    fn peek_time(&self) -> Option<SimTime> {
-        EventQueue::peek_time(self)
-    }
-    #[inline(always)]
-    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
-        EventQueue::pop_with(self, next)
-    }
-    #[inline(always)]
-    fn near_at(&self, i: usize) -> Option<&Ev> {
-        EventQueue::near_at(self, i)
-    }
-    fn events_processed(&self) -> u64 {
-        EventQueue::events_processed(self)
-    }
-}
-
-/// The keyed order (bench/README.md, eleventh pass;
-/// [`lbsim_engine::windows::keyed`]): ties in time are broken by where an
-/// event was scheduled, not by when in the whole run, so a run cut into
-/// partitions by node has the same order as the serial run. An event
-/// scheduled while handling an event at node `n` is keyed by `n` in the high
-/// bits and `n`'s count of schedules in the low 40; one scheduled at no node
-/// (the run's start, flow arrivals, samples, link events) by an origin of
-/// its own (`World::event_node` says where an event happens). A port's
-/// arrival is keyed by a hash of its time, the port and its generation in
-/// the high bits and the port in the low 32 (a port has one arrival pending
-/// at a time, so keys are unique): arrivals tied in time go in an order
-/// that favours no port (keyed by the port alone, the lowest port id would
-/// win every tie). Bit 63, set in arrivals' keys only, puts every event
-/// scheduled at a node before every arrival at the same picosecond. Results
-/// differ from [`EventQueue`]'s order wherever events tie to the picosecond.
-#[cfg(feature = "keyed-order")]
-pub(crate) struct Keyed {
-    q: EventQueue<Ev>,
-    /// Per origin (index 0: no node; node `n`: `n + 1`), the key of its next
-    /// schedule: the origin in the high bits, its count in the low 40.
-    next: Vec<u64>,
-    /// The origin of the event being handled.
-    origin: usize,
-}
-
-#[cfg(feature = "keyed-order")]
-impl Keyed {
-    const ORIGIN_SHIFT: u32 = 40;
-    #[inline(always)]
-    fn next_key(&mut self) -> u64 {
-        let k = &mut self.next[self.origin];
-        debug_assert!((*k + 1) & ((1 << Keyed::ORIGIN_SHIFT) - 1) != 0, "2^40 schedules at one origin overflow the key's count");
-        *k += 1;
-        *k - 1
-    }
-    /// A port's arrival: see the type's docs.
-    #[inline(always)]
-    fn arrival_key(port: PortId, gen: u32, at: SimTime) -> u64 {
-        let h = lbsim_engine::mix64(at.0 ^ ((port.0 as u64) << 32 | gen as u64).rotate_left(17));
-        1 << 63 | (h >> 33) << 32 | port.0 as u64
-    }
-}
-
-#[cfg(feature = "keyed-order")]
-impl Clock for Keyed {
-    const EVERY_ARRIVAL: bool = false;
-    #[inline(always)]
-    fn now(&self) -> SimTime {
-        self.q.now()
-    }
-    #[inline(always)]
-    fn at(&mut self, at: SimTime, ev: Ev) {
-        let k = self.next_key();
-        self.q.schedule_keyed(at, k, ev);
-    }
-    #[inline(always)]
-    fn later(&mut self, at: SimTime, ev: Ev) {
-        let k = self.next_key();
-        self.q.schedule_later_keyed(at, k, ev);
-    }
-    #[inline(always)]
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
-        self.q.schedule_keyed(at, Keyed::arrival_key(port, gen, at), Ev::Arrive { port, gen, pkt });
-    }
-}
-
-#[cfg(feature = "keyed-order")]
-impl SerialClock for Keyed {
-    const WANTS_ORIGIN: bool = true;
-    fn new() -> Self {
-        Keyed { q: EventQueue::new(), next: vec![1 << Keyed::ORIGIN_SHIFT], origin: 0 }
-    }
-    #[inline(always)]
-    fn peek_time(&self) -> Option<SimTime> {
-        self.q.peek_time()
-    }
-    #[inline(always)]
-    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
-        self.q.pop_with_keyed(|t, ev| {
-            next(t, ev).map(|(t2, e2)| match e2 {
-                Ev::Arrive { port, gen, .. } => (t2, Keyed::arrival_key(port, gen, t2), e2),
-                _ => unreachable!("only a port's next arrival takes an event's place"),
-            })
-        })
-    }
-    #[inline(always)]
-    fn near_at(&self, i: usize) -> Option<&Ev> {
-        self.q.near_at(i)
-    }
-    fn events_processed(&self) -> u64 {
-        self.q.events_processed()
-    }
-    #[inline(always)]
-    fn handling(&mut self, origin: Option<NodeId>) {
-        let o = origin.map_or(0, |n| n.idx() + 1);
-        if o >= self.next.len() {
-            self.next.extend((self.next.len()..=o).map(|i| ((i as u64) + 1) << Keyed::ORIGIN_SHIFT));
-        }
-        self.origin = o;
-    }
-}
-
-/// [`EventQueue`]'s order, each event noting who scheduled it, for the
-/// study of ties across a cut (`--features window-stats`;
-/// [`crate::window_stats::TieStudy`]). The queue is the serial run's, with
-/// the scheduler beside each event, so the order and the results are the
-/// serial run's.
-#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
-pub(crate) struct Traced {
-    q: EventQueue<(Ev, crate::window_stats::Sched)>,
-    /// The event being handled, as a scheduler.
-    cur: crate::window_stats::Sched,
-    /// Who scheduled the event being handled.
-    popped: crate::window_stats::Sched,
-}
-
-/// A port's next arrival, scheduled by the arrival it follows: at that
-/// arrival's node, which is its own (set when it is handled).
-#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
-const SAME_NODE: u32 = u32::MAX - 1;
-
-#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
-impl Clock for Traced {
-    const EVERY_ARRIVAL: bool = false;
-    #[inline(always)]
-    fn now(&self) -> SimTime {
-        self.q.now()
-    }
-    fn at(&mut self, at: SimTime, ev: Ev) {
-        self.q.schedule(at, (ev, self.cur));
-    }
-    fn later(&mut self, at: SimTime, ev: Ev) {
-        self.q.schedule_later(at, (ev, self.cur));
-    }
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
-        self.q.schedule(at, (Ev::Arrive { port, gen, pkt }, self.cur));
-    }
-}
-
-#[cfg(all(feature = "window-stats", not(feature = "keyed-order")))]
-impl SerialClock for Traced {
-    const WANTS_ORIGIN: bool = true;
-    fn new() -> Self {
-        let start = crate::window_stats::Sched::START;
-        Traced { q: EventQueue::new(), cur: start, popped: start }
-    }
-    fn peek_time(&self) -> Option<SimTime> {
-        self.q.peek_time()
-    }
-    fn pop_with(&mut self, next: impl FnOnce(SimTime, &Ev) -> Option<(SimTime, Ev)>) -> Option<(SimTime, Ev)> {
-        // the event about to pop is the run's event number `id`
-        let id = self.q.events_processed();
-        let (t, (ev, by)) = self.q.pop_with(|t, e| {
-            let by = crate::window_stats::Sched { t, id, node: SAME_NODE };
-            next(t, &e.0).map(|(t2, e2)| (t2, (e2, by)))
-        })?;
-        self.popped = by;
-        Some((t, ev))
-    }
-    fn near_at(&self, i: usize) -> Option<&Ev> {
-        self.q.near_at(i).map(|e| &e.0)
-    }
-    fn events_processed(&self) -> u64 {
-        self.q.events_processed()
-    }
-    fn handling(&mut self, origin: Option<NodeId>) {
-        let node = origin.map_or(crate::window_stats::Sched::NO_NODE, |n| n.0);
-        if self.popped.node == SAME_NODE {
-            self.popped.node = node;
-        }
-        self.cur = crate::window_stats::Sched { t: self.q.now(), id: self.q.events_processed() - 1, node };
-    }
-    fn scheduler(&self) -> Option<crate::window_stats::Sched> {
-        Some(self.popped)
-    }
-}
-
-/// One event's schedules, in order (a run in windows moves them to the
-/// engine after each event). Every arrival is kept: the engine's channel
-/// for the port decides which one schedules the next delivery.
-#[cfg(feature = "windows")]
-#[derive(Default)]
-pub(crate) struct Schedules {
-    pub now: SimTime,
-    pub v: Vec<(SimTime, Ev)>,
-}
-
-#[cfg(feature = "windows")]
-impl Clock for Schedules {
-    const EVERY_ARRIVAL: bool = true;
-    #[inline(always)]
-    fn now(&self) -> SimTime {
-        self.now
-    }
-    #[inline(always)]
-    fn at(&mut self, at: SimTime, ev: Ev) {
-        self.v.push((at, ev));
-    }
-    #[inline(always)]
-    fn later(&mut self, at: SimTime, ev: Ev) {
-        self.v.push((at, ev));
-    }
-    #[inline(always)]
-    fn arrival(&mut self, at: SimTime, port: PortId, gen: u32, pkt: PktId) {
-        self.v.push((at, Ev::Arrive { port, gen, pkt }));
-    }
 }
 
 /// One TCP connection: its two endpoints live at different hosts, but the
@@ -484,7 +180,7 @@ pub(crate) struct LinkEvent {
 }
 
 /// The serial run: one queue, popped in its order.
-impl<Q: SerialClock> World<Q> {
+impl World {
     /// Processes one event; false when the queue is empty.
     #[inline(always)]
     pub fn step(&mut self, hard_stop: SimTime) -> bool {
@@ -517,26 +213,7 @@ impl<Q: SerialClock> World<Q> {
         if self.prefetch {
             self.prefetch_upcoming();
         }
-        #[cfg(feature = "window-stats")]
-        let who = self.window_who(&ev);
-        if Q::WANTS_ORIGIN {
-            let node = self.event_node(&ev);
-            self.q.handling(node);
-        }
-        #[cfg(feature = "window-stats")]
-        if let Some(by) = self.q.scheduler() {
-            self.ties.record(_t, who.0, by);
-        }
         self.dispatch(ev, arrived);
-        #[cfg(feature = "window-stats")]
-        {
-            // the cycles since the last event ended: this event, its pop
-            // and the run loop's own work
-            let now = lbsim_engine::cycles();
-            let cost = if self.window_cycles == 0 { 0 } else { now - self.window_cycles };
-            self.window_cycles = now;
-            self.window_stats.record(_t, who.0, who.1, cost);
-        }
         true
     }
     /// Overlaps the next events' cache misses with this one's work (hints
@@ -607,8 +284,7 @@ macro_rules! ctx {
 const _: () = assert!(std::mem::size_of::<Ev>() == 16);
 
 /// Fabrics with at least this many ports prefetch the next events' state.
-/// The threshold is measured, not derived (bench/README.md "Scale, third
-/// pass"): the k = 16 fat-tree (6,144 ports, whose records, in-flight
+/// The threshold is measured, not derived (docs/performance.md): the k = 16 fat-tree (6,144 ports, whose records, in-flight
 /// packets and routing table outgrow a core's 2 MB L2) ran 1.5x faster
 /// with it; the k = 8 one (768 ports) +2 %, within noise; B1 paid ~10 %
 /// more instructions for nothing.
@@ -645,15 +321,8 @@ fn prefetch_for(ports: usize) -> bool {
     ports >= PREFETCH_MIN_PORTS
 }
 
-pub(crate) struct World<Q: Clock = EventQueue<Ev>> {
-    pub q: Q,
-    #[cfg(feature = "window-stats")]
-    pub window_stats: crate::window_stats::WindowStats,
-    #[cfg(feature = "window-stats")]
-    pub ties: crate::window_stats::TieStudy,
-    /// The cycle counter when the last event ended.
-    #[cfg(feature = "window-stats")]
-    window_cycles: u64,
+pub(crate) struct World {
+    pub q: EventQueue<Ev>,
     /// Whether the run loop prefetches ([`PREFETCH_MIN_PORTS`]).
     prefetch: bool,
     pub topo: Topology,
@@ -734,12 +403,11 @@ pub(crate) struct World<Q: Clock = EventQueue<Ev>> {
     pub flowlet_obs: Option<FlowletObserver>,
 }
 
-impl<Q: Clock> World<Q> {
+impl World {
     /// `routing` is computed over `link_up` (per link: up at t = 0); the
     /// caller fails the ports of the links that are down.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        q: Q,
         topo: Topology,
         link_up: Vec<bool>,
         routing: Routing,
@@ -749,7 +417,7 @@ impl<Q: Clock> World<Q> {
         lb_rng: Rng,
         tcp: TcpConfig,
         persistent: Option<u32>,
-    ) -> World<Q> {
+    ) -> World {
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
         let (lb_wants_enqueue, lb_host_hooks) = (lb.wants_enqueue(), lb.wants_host_hooks());
@@ -759,13 +427,7 @@ impl<Q: Clock> World<Q> {
             lb_host_hooks || FORCE_HOST_HOOKS.with(|f| f.get())
         };
         World {
-            q,
-            #[cfg(feature = "window-stats")]
-            window_stats: crate::window_stats::WindowStats::new(&topo),
-            #[cfg(feature = "window-stats")]
-            ties: crate::window_stats::TieStudy::new(&topo),
-            #[cfg(feature = "window-stats")]
-            window_cycles: 0,
+            q: EventQueue::new(),
             prefetch: prefetch_for(ports.len()),
             routing,
             link_up,
@@ -835,33 +497,33 @@ impl<Q: Clock> World<Q> {
     /// Schedules the initial events.
     pub fn start(&mut self, start_at: SimTime) {
         if !self.arrivals.is_empty() {
-            self.q.at(self.arrivals[0].start, Ev::FlowArrival);
+            self.q.schedule(self.arrivals[0].start, Ev::FlowArrival);
         }
         for i in 0..self.link_events.len() {
-            self.q.at(self.link_events[i].at, Ev::Link { idx: i as u32 });
+            self.q.schedule(self.link_events[i].at, Ev::Link { idx: i as u32 });
         }
         if self.incast.is_some() {
-            self.q.at(start_at, Ev::IncastRequest);
+            self.q.schedule(start_at, Ev::IncastRequest);
         }
         if !self.link_sample_ports.is_empty() {
             self.link_last_bytes = vec![0; self.link_sample_ports.len()];
-            self.q.at(self.link_window, Ev::SampleLinks);
+            self.q.schedule(self.link_window, Ev::SampleLinks);
         }
         if !self.queue_sample_ports.is_empty() {
-            self.q.at(SimTime::ZERO, Ev::SampleQueues);
+            self.q.schedule(SimTime::ZERO, Ev::SampleQueues);
         }
         if let Some(dt) = self.scheme_interval {
-            self.q.at(dt, Ev::SampleScheme);
+            self.q.schedule(dt, Ev::SampleScheme);
         }
         if let Some(dt) = self.cwnd_interval {
-            self.q.at(dt, Ev::SampleCwnd);
+            self.q.schedule(dt, Ev::SampleCwnd);
         }
         self.lb.start(&mut ctx!(self));
         self.run_actions();
     }
 
     pub fn schedule_udp(&mut self, src: u32, at: SimTime) {
-        self.q.at(at, Ev::Udp { src });
+        self.q.schedule(at, Ev::Udp { src });
     }
 
     /// Whether the workload is complete.
@@ -887,7 +549,7 @@ impl<Q: Clock> World<Q> {
                 self.next_arrival += 1;
                 if self.next_arrival < self.arrivals.len() {
                     let next = self.arrivals[self.next_arrival].start;
-                    self.q.later(next.max(self.now()), Ev::FlowArrival);
+                    self.q.schedule_later(next.max(self.now()), Ev::FlowArrival);
                 }
                 self.start_flow(spec, None);
             }
@@ -911,37 +573,10 @@ impl<Q: Clock> World<Q> {
                     r.0 = now;
                 }
                 if !self.finished() {
-                    self.q.later(now + self.scheme_interval.unwrap(), Ev::SampleScheme);
+                    self.q.schedule_later(now + self.scheme_interval.unwrap(), Ev::SampleScheme);
                 }
             }
             Ev::NicReady { host } => self.nic_ready(host),
-        }
-    }
-
-    /// Where an event happens, for the parallelism study (see
-    /// `window_stats`): an arrival at the port's far end (sent from its
-    /// near end), a connection's timer at its endpoint's host, a NIC's
-    /// wake-up at its host; scheme timers, link events, samples and flow
-    /// arrivals at no node.
-    #[cfg(feature = "window-stats")]
-    fn window_who(&self, ev: &Ev) -> (Option<NodeId>, Option<NodeId>) {
-        let from = match *ev {
-            Ev::Arrive { port, .. } => Some(self.topo.ports[port.idx()].node),
-            _ => None,
-        };
-        (self.event_node(ev), from)
-    }
-
-    /// The node an event happens at: an arrival at the port's far end, a
-    /// TCP timer or a NIC wake-up at its host; `None` for scheme timers,
-    /// link events, samples, flow arrivals, UDP sources, incast requests.
-    #[inline]
-    fn event_node(&self, ev: &Ev) -> Option<NodeId> {
-        match *ev {
-            Ev::Arrive { port, .. } => Some(self.ports[port.idx()].ends.peer_node),
-            Ev::Timer { host, .. } => Some(NodeId(host)),
-            Ev::NicReady { host } => Some(self.topo.host(host)),
-            _ => None,
         }
     }
 
@@ -999,9 +634,9 @@ impl<Q: Clock> World<Q> {
                         }
                     }
                 }
-                if head || Q::EVERY_ARRIVAL {
+                if head {
                     let gen = self.ports[port.idx()].generation;
-                    self.q.arrival(arrive, port, gen, pkt);
+                    self.q.schedule(arrive, Ev::Arrive { port, gen, pkt });
                 }
                 if mark {
                     let p = self.pkts.get_mut(pkt.0);
@@ -1178,7 +813,7 @@ impl<Q: Clock> World<Q> {
             let acts = std::mem::take(&mut self.actions);
             for a in &acts {
                 match *a {
-                    Action::Timer { at, token } => self.q.later(at.max(self.now()), Ev::Lb { token }),
+                    Action::Timer { at, token } => self.q.schedule_later(at.max(self.now()), Ev::Lb { token }),
                     Action::Deliver { host, pkt } => self.deliver(host, pkt),
                     Action::Consume { pkt } => self.consume(pkt),
                     Action::SendFromHost { host, pkt } => {
@@ -1548,7 +1183,7 @@ impl<Q: Clock> World<Q> {
         let nic = self.topo.nic(self.topo.host(h as u32));
         let at = self.ports[nic.idx()].drain_time(self.now(), limit / 4).max(self.now());
         self.nic_wake_at[h] = at;
-        self.q.at(at, Ev::NicReady { host: h as u32 });
+        self.q.schedule(at, Ev::NicReady { host: h as u32 });
     }
 
     fn nic_ready(&mut self, h: u32) {
@@ -1630,8 +1265,7 @@ impl<Q: Clock> World<Q> {
             if w < c.timer_at[side] {
                 c.timer_gen[side] = c.timer_gen[side].wrapping_add(1);
                 c.timer_at[side] = w;
-                let host = if side == 0 { c.src } else { c.dst };
-                self.q.later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side], host: host.0 });
+                self.q.schedule_later(w.max(self.q.now()), Ev::Timer { ep: conn * 2 + side as u32, gen: c.timer_gen[side] });
             }
         }
     }
@@ -1879,7 +1513,7 @@ impl<Q: Clock> World<Q> {
         if inc.outstanding == 0 {
             inc.completed.push((inc.req_start, now));
             if inc.issued < inc.requests {
-                self.q.at(now, Ev::IncastRequest);
+                self.q.schedule(now, Ev::IncastRequest);
             }
         }
     }
@@ -1906,7 +1540,7 @@ impl<Q: Clock> World<Q> {
             }
             _ => self.inject(id, nic),
         }
-        self.q.at(now + gap, Ev::Udp { src });
+        self.q.schedule(now + gap, Ev::Udp { src });
     }
 
     // ------------------------------------------------------------ failures
@@ -1945,7 +1579,7 @@ impl<Q: Clock> World<Q> {
             self.link_last_bytes[i] = b;
         }
         if !self.finished() {
-            self.q.later(now + self.link_window, Ev::SampleLinks);
+            self.q.schedule_later(now + self.link_window, Ev::SampleLinks);
         }
     }
 
@@ -1971,7 +1605,7 @@ impl<Q: Clock> World<Q> {
             self.cwnd_samples.push((now, flow, i as u32, c.sender.cwnd(), c.sender.ssthresh()));
         }
         if !self.finished() {
-            self.q.later(now + self.cwnd_interval.unwrap(), Ev::SampleCwnd);
+            self.q.schedule_later(now + self.cwnd_interval.unwrap(), Ev::SampleCwnd);
         }
     }
 
@@ -1982,7 +1616,7 @@ impl<Q: Clock> World<Q> {
             self.queue_samples.push(QueueSample { t: now, port: p, pkts: q.qlen_pkts(now), bytes: q.qlen_bytes(now) });
         }
         if !self.finished() {
-            self.q.later(now + self.queue_interval, Ev::SampleQueues);
+            self.q.schedule_later(now + self.queue_interval, Ev::SampleQueues);
         }
     }
 
@@ -2005,56 +1639,4 @@ enum Drop {
     LinkDown,
     NoRoute,
     Ttl,
-}
-
-#[cfg(all(test, feature = "keyed-order"))]
-mod keyed_tests {
-    use super::*;
-
-    fn pop_all(k: &mut Keyed) -> Vec<String> {
-        std::iter::from_fn(|| k.pop_with(|_, _| None).map(|(t, ev)| format!("{} {ev:?}", t.0))).collect()
-    }
-
-    /// Ties in time go by the origin the event was scheduled at, then by
-    /// that origin's count, whatever the order the schedules were made in.
-    #[test]
-    fn keyed_schedules_tie_by_origin_then_by_its_count() {
-        let mut k = <Keyed as SerialClock>::new();
-        k.handling(Some(NodeId(3)));
-        k.at(SimTime(10), Ev::Link { idx: 30 });
-        k.later(SimTime(10), Ev::Link { idx: 31 });
-        k.handling(Some(NodeId(1)));
-        k.at(SimTime(10), Ev::Link { idx: 10 });
-        k.handling(Some(NodeId(3)));
-        k.at(SimTime(10), Ev::Link { idx: 32 });
-        k.at(SimTime(9), Ev::Link { idx: 33 });
-        k.handling(None);
-        k.later(SimTime(10), Ev::Link { idx: 0 });
-        let got = pop_all(&mut k);
-        let want: Vec<String> =
-            [(9, 33), (10, 0), (10, 10), (10, 30), (10, 31), (10, 32)].iter().map(|&(t, i)| format!("{t} {:?}", Ev::Link { idx: i })).collect();
-        assert_eq!(got, want);
-    }
-
-    /// Arrivals of eight ports tied in time: each port comes first at some
-    /// times and not at others (no port wins every tie).
-    #[test]
-    fn tied_arrivals_favour_no_port() {
-        let mut k = <Keyed as SerialClock>::new();
-        for t in 0..256u64 {
-            for p in 0..8u32 {
-                k.arrival(SimTime(t * 1_000), PortId(p), 0, PktId(p));
-            }
-        }
-        let mut first = [0u32; 8];
-        let mut last_t = u64::MAX;
-        while let Some((t, ev)) = k.pop_with(|_, _| None) {
-            let Ev::Arrive { port, .. } = ev else { unreachable!() };
-            if t.0 != last_t {
-                first[port.0 as usize] += 1;
-                last_t = t.0;
-            }
-        }
-        assert!(first.iter().all(|&n| (8..=64).contains(&n)), "times each port came first: {first:?}");
-    }
 }

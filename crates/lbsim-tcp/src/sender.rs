@@ -31,7 +31,7 @@
 //!   eq. 4) or, with `RtoSsthresh::Pipe`, pipe/2 on every timeout as ns-3
 //!   3.44 does; PRR's bound is SSRB or, with `PrrBound::Crb`, CRB (ns-3).
 //!   Both ns-3 rules together explain most of B1's drop excess over ns-3
-//!   (bench/README.md).
+//!   (docs/performance.md).
 //!
 //! Duplicate-ACK threshold (`reordering`): `Fixed` keeps DupThresh =
 //! `dupack_threshold`. `Adaptive` follows Linux before RACK

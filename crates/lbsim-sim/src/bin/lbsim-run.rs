@@ -3,19 +3,14 @@
 //! the per-flow table). For benchmarks and cargo-only use: the summary
 //! gains `flows_digest`, a hash of every per-flow record, so two builds can
 //! be checked for identical results without writing the table.
-//! `--windows` runs it on the engine's parallel windows instead
-//! (`lbsim_sim::run_in_windows`, one partition: for checking and measuring
-//! that path; built with `--features windows`).
 
 use lbsim_sim::{run, Scenario};
 use std::path::Path;
 
 fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let windows = args.iter().any(|a| a == "--windows");
-    args.retain(|a| a != "--windows");
+    let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(path) = args.first() else {
-        eprintln!("usage: lbsim-run [--windows] SCENARIO.toml [key=value ...]");
+        eprintln!("usage: lbsim-run SCENARIO.toml [key=value ...]");
         std::process::exit(2);
     };
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
@@ -27,16 +22,7 @@ fn main() {
         std::process::exit(2)
     });
     let base = Path::new(path).parent();
-    #[cfg(feature = "windows")]
-    let out = if windows { lbsim_sim::run_in_windows(&sc, base) } else { run(&sc, base, &mut |_| true) };
-    #[cfg(not(feature = "windows"))]
-    let out = if windows {
-        eprintln!("lbsim-run: --windows needs a build with `--features windows`");
-        std::process::exit(2)
-    } else {
-        run(&sc, base, &mut |_| true)
-    };
-    match out {
+    match run(&sc, base, &mut |_| true) {
         Ok(out) => {
             let mut summary = out.summary;
             summary["flows_digest"] = format!("{:016x}", digest(&out.flows)).into();
