@@ -1,0 +1,607 @@
+//! Everything a run does before its first event: the topology and the
+//! open-loop flow list ([`prepare`]), then routes, ports, the scheme, the
+//! closed-loop and background traffic, failures and samplers ([`build`]).
+//! `lbsim validate` stops here, so it and `lbsim run` agree on what is
+//! valid.
+
+use crate::scenario::{self, bad, Scenario, ScenarioError};
+use crate::world::{Incast, LinkEvent, UdpSource, World};
+use crate::{metrics, SimError};
+use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
+use lbsim_lb::{Scheme, SchemeEnv};
+use lbsim_net::{NodeKind, PortEnds, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
+use lbsim_workload::{
+    per_sender_flows, poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSizes, FlowSpec, HostLayout, PairSampler, Pattern, SizeClass, SizeDist,
+};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Everything derived from a scenario before the run.
+pub struct Prepared {
+    pub topo: Topology,
+    pub flows: Vec<FlowSpec>,
+    pub workload_info: Value,
+    base_dir: Option<std::path::PathBuf>,
+}
+
+fn layout(topo: &Topology) -> HostLayout {
+    HostLayout { rack: topo.host_rack.clone(), pod: topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).collect() }
+}
+
+fn resolve(base: Option<&Path>, p: &str) -> std::path::PathBuf {
+    let pb = std::path::PathBuf::from(p);
+    match base {
+        Some(b) if pb.is_relative() => b.join(pb),
+        _ => pb,
+    }
+}
+
+/// The capacity a load refers to, bits/s, and its description.
+fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64, String), ScenarioError> {
+    let w = &sc.workload;
+    if let Some(c) = w.capacity_gbps {
+        return Ok((c * 1e9, format!("capacity_gbps override ({c} Gb/s)")));
+    }
+    let srcs = pairs.sources();
+    let racks: std::collections::BTreeSet<u32> = srcs.iter().map(|&h| topo.host_rack[h as usize]).collect();
+    Ok(match w.load_of.as_str() {
+        "host_links" => {
+            let c: u64 = srcs.iter().map(|&h| topo.ports[topo.nic(topo.host(h)).idx()].rate.0).sum();
+            (c as f64, format!("sum of the access-link rates of the {} sending hosts", srcs.len()))
+        }
+        "leaf_uplinks" => {
+            let mut c = 0u64;
+            for &r in &racks {
+                let leaf = topo.racks[r as usize];
+                for &p in &topo.nodes[leaf.idx()].ports {
+                    if topo.is_uplink(p) {
+                        c += topo.ports[p.idx()].rate.0;
+                    }
+                }
+            }
+            if c == 0 {
+                return Err(bad("workload.load_of", "leaf_uplinks: the sending racks' leaves have no uplinks; use host_links or capacity_gbps"));
+            }
+            (c as f64, format!("sum of the uplink rates of the {} leaves with sending hosts (intact topology)", racks.len()))
+        }
+        "bisection" | "bottleneck_tier" => {
+            // the smallest tier cut: per tier, the sum of upward link rates (halved for "bisection")
+            let mut tiers: std::collections::BTreeMap<u8, u64> = Default::default();
+            for (i, p) in topo.ports.iter().enumerate() {
+                let from = &topo.nodes[p.node.idx()];
+                if from.kind == NodeKind::Switch && topo.is_uplink(PortId(i as u32)) {
+                    *tiers.entry(from.tier as u8).or_default() += p.rate.0;
+                }
+            }
+            let c = tiers
+                .values()
+                .copied()
+                .min()
+                .ok_or_else(|| bad("workload.load_of", "bisection/bottleneck_tier: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
+            if w.load_of == "bisection" {
+                (c as f64 / 2.0, "half the smallest per-tier sum of switch uplink rates".to_string())
+            } else {
+                (c as f64, "the smallest per-tier sum of switch uplink rates (the bottleneck tier)".to_string())
+            }
+        }
+        other => return Err(bad("workload.load_of", format!("unknown capacity {other:?}"))),
+    })
+}
+
+/// One size distribution from a workload's (or a class's) size keys;
+/// `prefix` names them in errors.
+fn size_dist(
+    base_dir: Option<&Path>,
+    prefix: &str,
+    size_bytes: Option<u64>,
+    pareto: Option<&scenario::ParetoCfg>,
+    cdf: Option<&str>,
+    cdf_file: Option<&str>,
+    unit: Option<f64>,
+) -> Result<SizeDist, ScenarioError> {
+    Ok(if let Some(sz) = size_bytes {
+        SizeDist::Cdf(Cdf::fixed(sz))
+    } else if let Some(p) = pareto {
+        SizeDist::Pareto(p.build(&format!("{prefix}.pareto"))?)
+    } else if let Some(f) = cdf_file {
+        let path = resolve(base_dir, f);
+        let text = std::fs::read_to_string(&path).map_err(|e| bad(format!("{prefix}.cdf_file"), format!("{}: {e}", path.display())))?;
+        let fmt = match unit {
+            Some(u) => CdfFormat::Packets { unit: u },
+            None => CdfFormat::Bytes,
+        };
+        SizeDist::Cdf(Cdf::parse(f, &text, fmt).map_err(|e| bad(format!("{prefix}.cdf_file"), e.0))?)
+    } else {
+        SizeDist::Cdf(Cdf::builtin(cdf.unwrap_or("websearch"), unit).map_err(|e| bad(format!("{prefix}.cdf"), e.0))?)
+    })
+}
+
+/// The classes of a workload for the summary: name, share, sizes, mean.
+fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
+    sizes.classes.iter().map(|c| json!({"name": c.name, "fraction": c.fraction, "sizes": c.dist.name(), "mean_flow_bytes": c.dist.mean(mss)})).collect()
+}
+
+/// Builds the topology and the open-loop flow list of a scenario (no run).
+/// `base_dir` resolves relative file paths (the scenario file's folder).
+pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
+    let topo = sc.build_topology()?;
+    let w = &sc.workload;
+    let mss = sc.transport.mss_bytes as u64;
+    let mut rng = Rng::stream(sc.seed, "traffic");
+    let start = SimTime::from_us_f64(w.start_us);
+    let (flows, info) = match w.kind.as_str() {
+        "poisson" | "per_sender" => {
+            let sizes = if w.classes.is_empty() {
+                FlowSizes::single(size_dist(
+                    base_dir,
+                    "workload",
+                    w.size_bytes,
+                    w.pareto.as_ref(),
+                    Some(w.cdf.as_str()),
+                    w.cdf_file.as_deref(),
+                    w.cdf_unit_bytes,
+                )?)
+            } else {
+                let mut classes = vec![];
+                for (i, c) in w.classes.iter().enumerate() {
+                    let dist = size_dist(
+                        base_dir,
+                        &format!("workload.classes[{i}]"),
+                        c.size_bytes,
+                        c.pareto.as_ref(),
+                        c.cdf.as_deref(),
+                        c.cdf_file.as_deref(),
+                        c.cdf_unit_bytes,
+                    )?;
+                    classes.push(SizeClass { name: c.name.clone(), fraction: c.fraction, dist });
+                }
+                FlowSizes { classes }
+            };
+            let pattern = match w.pattern.as_str() {
+                "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
+                "all_to_all" => Pattern::AllToAll,
+                "stride" => Pattern::Stride { stride: w.stride },
+                "bijection" => Pattern::Bijection,
+                "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
+                "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
+                p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
+            };
+            for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
+                if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
+                    return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
+                }
+            }
+            let n_pods = topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).max().unwrap_or(0) + 1;
+            if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
+                return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
+            }
+            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
+                .map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
+            let mean = sizes.mean(mss);
+            if w.kind == "per_sender" {
+                let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
+                let info = json!({
+                    "kind": "per_sender",
+                    "cdf": sizes.name(),
+                    "classes": class_info(&sizes, mss),
+                    "mean_flow_bytes": mean,
+                    "pattern": w.pattern,
+                    "start_gap_us": w.start_gap_us,
+                    "flows": flows.len(),
+                });
+                (flows, info)
+            } else {
+                let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
+                let (rate, offered) = match w.rate_per_s {
+                    Some(r) => (r, r * 8.0 * mean),
+                    None => (w.load * cap / (8.0 * mean), w.load * cap),
+                };
+                if w.rate_per_s.is_some() && offered >= cap && !w.allow_overload {
+                    return Err(bad(
+                        "workload.rate_per_s",
+                        format!(
+                            "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
+                            lbsim_engine::fmt_num(offered / cap),
+                            w.load_of,
+                            lbsim_engine::fmt_num(offered / 1e9)
+                        ),
+                    ));
+                }
+                let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
+                let info = json!({
+                    "kind": "poisson",
+                    "cdf": sizes.name(),
+                    "classes": class_info(&sizes, mss),
+                    "size_sampling": "CDFs: linear interpolation between points, first point a point mass; Pareto: inverse CDF; clamped to >= 1 MSS",
+                    "mean_flow_bytes": mean,
+                    "pattern": w.pattern,
+                    "load": if w.rate_per_s.is_some() { offered / cap } else { w.load },
+                    "load_of": w.load_of,
+                    "capacity_gbps": cap / 1e9,
+                    "capacity_definition": cap_desc,
+                    "offered_gbps": offered / 1e9,
+                    "arrival_rate_per_s": rate,
+                    "flows": flows.len(),
+                });
+                (flows, info)
+            }
+        }
+        "flow_list" => {
+            let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
+            let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
+            let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
+            let bytes: u64 = flows.iter().map(|f| f.size).sum();
+            let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
+            (flows, info)
+        }
+        "incast" => {
+            let i = &w.incast;
+            let info = json!({"kind": "incast", "client": i.client, "fan_in": i.fan_in, "request_bytes": i.request_bytes, "requests": i.requests});
+            (vec![], info)
+        }
+        _ => (vec![], json!({"kind": "none"})),
+    };
+    Ok(Prepared { topo, flows, workload_info: info, base_dir: base_dir.map(|p| p.to_path_buf()) })
+}
+
+/// The flow list a scenario generates (`lbsim flows`).
+pub fn flow_list(sc: &Scenario, base_dir: Option<&Path>) -> Result<Vec<FlowSpec>, ScenarioError> {
+    if sc.workload.kind == "incast" {
+        return Err(bad("workload.kind", "incast traffic is closed-loop (each request waits for the last): it has no flow list to export"));
+    }
+    Ok(prepare(sc, base_dir)?.flows)
+}
+
+/// Longest round trip between host 0 and any other host in the idle network
+/// (one full-size data packet out, one ACK back, per hop store-and-forward).
+fn base_rtt(topo: &Topology, routing: &Routing, mss: u32, hb: u32) -> SimTime {
+    let mut best = SimTime::ZERO;
+    for d in 1..topo.num_hosts() as u32 {
+        let mut t = SimTime::ZERO;
+        let mut port = topo.nic(topo.host(0));
+        for _ in 0..64 {
+            let p = &topo.ports[port.idx()];
+            t += p.delay + p.rate.tx_time(Bytes((mss + hb) as u64)) + p.delay + p.rate.tx_time(Bytes(hb as u64));
+            let next = topo.ports[p.peer.idx()].node;
+            if next == topo.host(d) {
+                break;
+            }
+            match routing.next_hops(next, d).first() {
+                Some(&n) => port = n,
+                None => break,
+            }
+        }
+        best = best.max(t);
+    }
+    best
+}
+
+/// The links `[[random_failures]]` draws: per entry, `count` links of the
+/// tier inside the pod, at most `max_per_switch` failed links per switch
+/// (counting every entry's draws), from the seed's "failures" stream.
+pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, lbsim_net::LinkId)>, ScenarioError> {
+    let mut rng = Rng::stream(sc.seed, "failures");
+    let mut per_switch = vec![0u32; topo.nodes.len()];
+    let mut out = vec![];
+    for (i, f) in sc.random_failures.iter().enumerate() {
+        let field = |k: &str| format!("random_failures[{i}].{k}");
+        if topo.kind != "clos3" && topo.kind != "fat_tree" {
+            return Err(bad(field("tier"), format!("random failures are drawn in pods of a clos3 or fat_tree fabric; this topology is {}", topo.kind)));
+        }
+        let (lo, hi) = match f.tier.as_str() {
+            "tor_agg" => (lbsim_net::Tier::Leaf, lbsim_net::Tier::Spine),
+            "agg_core" => (lbsim_net::Tier::Spine, lbsim_net::Tier::Core),
+            t => return Err(bad(field("tier"), format!("must be \"tor_agg\" or \"agg_core\", got {t:?}"))),
+        };
+        let pods = topo.nodes.iter().filter(|n| n.tier == lbsim_net::Tier::Leaf).map(|n| n.pod).max().unwrap_or(0) + 1;
+        if f.pod >= pods {
+            return Err(bad(field("pod"), format!("pod {} does not exist (the topology has {pods} pods)", f.pod)));
+        }
+        if f.max_per_switch == 0 {
+            return Err(bad(field("max_per_switch"), "must be >= 1"));
+        }
+        SimTime::input(f.at_ms, 1e9, "ms", false).map_err(|m| bad(field("at_ms"), m))?;
+        let cands: Vec<lbsim_net::LinkId> = topo
+            .links
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                let a = &topo.nodes[topo.ports[l.ports[0].idx()].node.idx()];
+                let b = &topo.nodes[topo.ports[l.ports[1].idx()].node.idx()];
+                let (x, y) = if a.tier == lo { (a, b) } else { (b, a) };
+                x.tier == lo && y.tier == hi && x.pod == f.pod
+            })
+            .map(|(k, _)| lbsim_net::LinkId(k as u32))
+            .filter(|l| !out.iter().any(|(_, m)| m == l))
+            .collect();
+        let order = rng.permutation(cands.len());
+        let mut got = 0;
+        for k in order {
+            if got == f.count {
+                break;
+            }
+            let l = &topo.links[cands[k].idx()];
+            let ends = [topo.ports[l.ports[0].idx()].node, topo.ports[l.ports[1].idx()].node];
+            if ends.iter().all(|n| per_switch[n.idx()] < f.max_per_switch) {
+                for n in ends {
+                    per_switch[n.idx()] += 1;
+                }
+                out.push((SimTime::from_us_f64(f.at_ms * 1e3), cands[k]));
+                got += 1;
+            }
+        }
+        if got < f.count {
+            return Err(bad(
+                field("count"),
+                format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier, f.pod, f.max_per_switch, f.count),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Runs a scenario. `progress` is called about every 0.25 s of wall time;
+/// returning false stops the run with [`SimError::Interrupted`].
+/// Everything a run does before its first event: topology, routes,
+/// ports, scheme, workload, samplers. `validate` stops here.
+pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
+    let wall0 = std::time::Instant::now();
+    let prep = prepare(sc, base_dir)?;
+    let Prepared { topo, flows, workload_info, .. } = prep;
+    let _ = &prep.base_dir;
+    let n = &sc.network;
+    let tcp = sc.tcp_config();
+
+    // failures at t = 0 shape the initial routes; later ones are events
+    let mut link_events = vec![];
+    let mut down0 = vec![];
+    for (i, f) in sc.failures.iter().enumerate() {
+        let links = topo.match_links(&f.link);
+        if links.is_empty() {
+            return Err(bad(format!("failures[{i}].link"), format!("no link matches {:?} (links are named like \"L0-S1#0\")", f.link)).into());
+        }
+        let at = SimTime::from_us_f64(f.at_ms * 1e3);
+        if at == SimTime::ZERO {
+            down0.extend(links.iter().copied());
+        } else {
+            link_events.push(LinkEvent { at, links: links.clone(), up: false });
+        }
+        if let Some(r) = f.restore_ms {
+            link_events.push(LinkEvent { at: SimTime::from_us_f64(r * 1e3), links, up: true });
+        }
+    }
+    let drawn = random_failures(sc, &topo)?;
+    for (at, l) in &drawn {
+        if *at == SimTime::ZERO {
+            down0.push(*l);
+        } else {
+            link_events.push(LinkEvent { at: *at, links: vec![*l], up: false });
+        }
+    }
+    let mut drop_plan = vec![];
+    for (i, d) in sc.drops.iter().enumerate() {
+        let ports = topo.match_ports(&d.port);
+        if ports.len() != 1 {
+            return Err(bad(format!("drops[{i}].port"), format!("{:?} names {} ports; name one egress port, like \"L0->S0#0\"", d.port, ports.len())).into());
+        }
+        drop_plan.push(crate::world::DropPlan { port: ports[0], at: SimTime::from_us_f64(d.at_ms * 1e3), left: d.count });
+    }
+    let mut up = vec![true; topo.links.len()];
+    for l in &down0 {
+        up[l.idx()] = false;
+    }
+    let routing0 = Routing::compute(&topo, &up);
+    if let Some((s, d)) = routing0.first_unreachable_pair(&topo) {
+        return Err(bad(
+            "topology",
+            format!("host {s} cannot reach host {d}{}", if down0.is_empty() { "" } else { " once the links failed at t = 0 are down" }),
+        )
+        .into());
+    }
+
+    // ports
+    let sw_limit = match (n.buffer_pkts, n.buffer_bytes) {
+        (_, Some(b)) => Threshold::Bytes(b),
+        (Some(p), _) => Threshold::Packets(p),
+        _ => Threshold::Packets(250),
+    };
+    let host_limit = n.host_buffer_pkts.map(Threshold::Packets).unwrap_or(sw_limit);
+    let ecn = match (n.ecn_k_pkts, n.ecn_k_bytes) {
+        (Some(k), _) => Some(Threshold::Packets(k)),
+        (_, Some(b)) => Some(Threshold::Bytes(b)),
+        // a scheme's own default (Clove-ECN: 20 packets)
+        _ => lbsim_lb::default_ecn_k_pkts(&sc.lb.scheme).map(Threshold::Packets),
+    };
+    let backpressure = n.host_nic.as_deref() != Some("drop_tail");
+    let ecn_ports = n.ecn_ports.as_deref().unwrap_or("switch");
+    let fabric_only_ecn = ecn_ports == "fabric";
+    let host_nic_limit = match host_limit {
+        Threshold::Packets(p) => p,
+        Threshold::Bytes(b) => (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32,
+    };
+    let ports: Vec<PortQueue> = topo
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let limit = match (topo.is_host(p.node), backpressure) {
+                (true, true) => Threshold::Packets(u32::MAX),
+                (true, false) => host_limit,
+                (false, _) => sw_limit,
+            };
+            // only switches mark (GUIDE §4); "fabric": not toward hosts either
+            let marks = match topo.port_place(PortId(i as u32)) {
+                PortPlace::HostNic => false,
+                PortPlace::ToHost => !fabric_only_ecn,
+                PortPlace::Fabric => true,
+            };
+            let peer_node = topo.ports[p.peer.idx()].node;
+            let ends = PortEnds { peer: p.peer, peer_node, peer_is_host: topo.is_host(peer_node), at_host: topo.is_host(p.node) };
+            PortQueue::new(p.rate, p.delay, limit, if marks { ecn } else { None }).with_ends(ends)
+        })
+        .collect();
+    let salts: Vec<u64> = (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect();
+
+    // scheme
+    let params = sc.lb_params()?;
+    let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
+    let scheme_rtt = sc.lb.rtt_us.map(SimTime::from_us_f64).unwrap_or(rtt);
+    let env = SchemeEnv { topo: &topo, routing: &routing0, mss: tcp.mss, header_bytes: tcp.header_bytes, base_rtt: scheme_rtt };
+    let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
+        if e.key == "scheme" {
+            bad("lb.scheme", e.msg)
+        } else if e.key.starts_with("topology") || e.key.starts_with("workload") {
+            bad(e.key, e.msg) // the scheme cannot run on this scenario's fabric or traffic
+        } else {
+            bad(format!("lb.params.{}", e.key), e.msg)
+        }
+    })?;
+
+    let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
+    // the routes already computed with the links failed at t = 0 down
+    let mut w = World::new(topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
+    for l in &down0 {
+        for p in w.topo.links[l.idx()].ports {
+            let lost = w.ports[p.idx()].fail(SimTime::ZERO);
+            debug_assert!(lost.is_empty());
+        }
+    }
+    w.host_nic_limit = backpressure.then_some(host_nic_limit);
+    w.mptcp_n = w.lb.mptcp_subflows();
+    let ecn_desc = match ecn {
+        Some(Threshold::Packets(k)) => json!({"k_pkts": k, "ports": ecn_ports}),
+        Some(Threshold::Bytes(b)) => json!({"k_bytes": b, "ports": ecn_ports}),
+        None => Value::Null,
+    };
+    w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
+    w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
+    w.link_events = link_events;
+    w.drop_plan = drop_plan;
+    if sc.metrics.cwnd_sample_interval_us > 0.0 {
+        w.cwnd_interval = Some(SimTime::from_us_f64(sc.metrics.cwnd_sample_interval_us));
+    }
+    if sc.metrics.scheme_sample_interval_us > 0.0 {
+        w.scheme_interval = Some(SimTime::from_us_f64(sc.metrics.scheme_sample_interval_us));
+    }
+    if sc.metrics.flow_rate_window_ms > 0.0 {
+        w.flow_rate_window = Some(SimTime::from_us_f64(sc.metrics.flow_rate_window_ms * 1e3));
+    }
+    let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
+    w.arrivals = flows;
+
+    // incast
+    let wl = &sc.workload;
+    if wl.kind == "incast" {
+        let i = &wl.incast;
+        let h = w.topo.num_hosts() as u32;
+        if i.client >= h {
+            return Err(bad("workload.incast.client", format!("host {} does not exist ({} hosts)", i.client, h)).into());
+        }
+        let servers: Vec<u32> = if i.servers.is_empty() { (0..h).filter(|&x| x != i.client).collect() } else { i.servers.clone() };
+        if let Some(&s) = servers.iter().find(|&&s| s >= h || s == i.client) {
+            return Err(bad("workload.incast.servers", format!("server {s} is not a host other than the client")).into());
+        }
+        if (i.fan_in as usize) > servers.len() {
+            return Err(bad("workload.incast.fan_in", format!("{} exceeds the {} candidate servers", i.fan_in, servers.len())).into());
+        }
+        w.incast = Some(Incast {
+            client: i.client,
+            servers,
+            fan_in: i.fan_in,
+            request_bytes: i.request_bytes,
+            requests: i.requests,
+            issued: 0,
+            outstanding: 0,
+            req_start: SimTime::ZERO,
+            completed: vec![],
+            rng: Rng::stream(sc.seed, "traffic"),
+        });
+    }
+
+    // UDP background
+    for (k, u) in sc.udp.iter().enumerate() {
+        let h = w.topo.num_hosts() as u32;
+        for (f, v) in [("src", u.src), ("dst", u.dst)] {
+            if v >= h {
+                return Err(bad(format!("udp[{k}].{f}"), format!("host {v} does not exist ({h} hosts)")).into());
+            }
+        }
+        let stop = u.stop_ms.map(|s| SimTime::from_us_f64(s * 1e3)).unwrap_or(SimTime::MAX);
+        if stop != SimTime::MAX {
+            w.udp_until = w.udp_until.max(stop);
+        }
+        let via = match &u.via {
+            None => None,
+            Some(name) => {
+                let n = w.topo.node_by_name(name).filter(|&n| !w.topo.is_host(n));
+                Some(n.ok_or_else(|| bad(format!("udp[{k}].via"), format!("no switch named {name:?} (switches are named like \"S0\", \"L1\")")))?)
+            }
+        };
+        w.udp.push(UdpSource {
+            via,
+            src: w.topo.host(u.src),
+            dst: w.topo.host(u.dst),
+            rate: BitsPerSec::from_gbps_f64(u.rate_gbps),
+            size: u.packet_bytes,
+            stop,
+            sent_pkts: 0,
+            recv_pkts: 0,
+            recv_bytes: 0,
+        });
+        w.schedule_udp(k as u32, SimTime::from_us_f64(u.start_ms * 1e3));
+    }
+
+    // samplers
+    let m = &sc.metrics;
+    for (i, pat) in m.link_samplers.iter().enumerate() {
+        let ps = w.topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(format!("metrics.link_samplers[{i}]"), format!("no port matches {pat:?}")).into());
+        }
+        w.link_sample_ports.extend(ps);
+    }
+    for (i, pat) in m.queue_samplers.iter().enumerate() {
+        let ps = w.topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(format!("metrics.queue_samplers[{i}]"), format!("no port matches {pat:?}")).into());
+        }
+        w.queue_sample_ports.extend(ps);
+    }
+    for (i, pat) in m.pcap_ports.iter().enumerate() {
+        let ps = w.topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(format!("metrics.pcap_ports[{i}]"), format!("no port matches {pat:?}")).into());
+        }
+        if w.pcap_port.is_empty() {
+            w.pcap_port = vec![false; w.topo.ports.len()];
+        }
+        for p in ps {
+            w.pcap_port[p.idx()] = true;
+        }
+    }
+    w.pcap_left = m.pcap_max_packets;
+    w.path_record = m.path_record;
+    w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
+    w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
+    if !m.flowlet_gaps_us.is_empty() {
+        w.flowlet_obs = Some(metrics::FlowletObserver::new(m.flowlet_gaps_us.iter().map(|&g| SimTime::from_us_f64(g)).collect()));
+    }
+
+    let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
+        (Some(s), _) => SimTime::from_us_f64(s * 1e3),
+        (None, "poisson" | "per_sender" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
+        (None, "incast") => SimTime::from_ms(3_600_000),
+        (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
+    };
+
+    Ok(Built { w, hard_stop, workload_info, rtt, ecn_desc, wall0 })
+}
+
+pub(crate) struct Built {
+    pub w: World,
+    pub hard_stop: SimTime,
+    pub workload_info: Value,
+    pub rtt: SimTime,
+    pub ecn_desc: Value,
+    pub wall0: std::time::Instant,
+}

@@ -1,0 +1,309 @@
+//! The outputs of a finished run: the per-flow records closed, the port
+//! totals, the samples and captures, and summary.json's statistics.
+
+use crate::build::random_failures;
+use crate::scenario::Scenario;
+use crate::world::World;
+use crate::{metrics, model_revision, PortReport, RunOutput};
+use lbsim_engine::SimTime;
+use lbsim_net::{NodeId, Payload, PortId};
+use serde_json::{json, Value};
+
+/// What a run learnt beside its world, for the outputs.
+pub(crate) struct Ran {
+    pub events: u64,
+    pub workload_info: Value,
+    pub rtt: SimTime,
+    pub ecn_desc: Value,
+    pub setup_s: f64,
+    pub run_s: f64,
+}
+
+/// The outputs of a finished run.
+pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
+    let Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s } = ran;
+    w.finalize_unfinished();
+    w.record_unstarted();
+    w.flush_flow_rates();
+    let mut summary = summarize(sc, &w, events, workload_info, rtt, setup_s, run_s);
+    summary["network"]["ecn_threshold"] = ecn_desc;
+    if let Some(d) = w.lb.discovery_mode() {
+        summary["scheme"]["path_discovery"] = json!(d);
+    }
+    if let Some(d) = w.lb.discovery() {
+        // the paths host 0 uses at the end, per destination, as link names
+        let mut m = serde_json::Map::new();
+        for (dst, set) in d.path_sets(0) {
+            let paths: Vec<Value> = set
+                .paths
+                .iter()
+                .zip(&set.ports)
+                .map(|(p, port)| json!({"port": port, "links": p.iter().map(|q| w.topo.links[w.topo.ports[q.idx()].link.idx()].name.clone()).collect::<Vec<_>>()}))
+                .collect();
+            m.insert(dst.to_string(), Value::Array(paths));
+        }
+        summary["scheme"]["paths_from_host0"] = Value::Object(m);
+    }
+    if let Some(n) = w.mptcp_n {
+        summary["transport"]["mptcp_subflows"] = json!(n);
+    }
+    RunOutput {
+        ports: w
+            .topo
+            .ports
+            .iter()
+            .zip(&w.ports)
+            .map(|(t, q)| {
+                let st = q.stats();
+                PortReport {
+                    name: t.name.clone(),
+                    rate_bps: q.rate.0,
+                    tx_pkts: st.tx_pkts,
+                    tx_bytes: st.tx_bytes,
+                    drops: st.drops,
+                    ecn_marks: st.ecn_marks,
+                    max_qlen_pkts: st.max_qlen_pkts,
+                    up: q.up,
+                }
+            })
+            .collect(),
+        flows: std::mem::take(&mut w.flows),
+        link_samples: std::mem::take(&mut w.link_samples),
+        queue_samples: std::mem::take(&mut w.queue_samples),
+        cwnd_samples: std::mem::take(&mut w.cwnd_samples),
+        flow_rates: std::mem::take(&mut w.flow_rates),
+        flow_rate_window: w.flow_rate_window,
+        scheme_samples: std::mem::take(&mut w.scheme_samples),
+        link_window: w.link_window,
+        pcap: w
+            .pcap
+            .iter()
+            .map(|(t, port, p)| {
+                let h = p.tcp().copied().unwrap_or_default();
+                let host = |n: NodeId| if w.topo.is_host(n) { w.topo.host_index(n) } else { u32::MAX };
+                metrics::CapturedPacket {
+                    t: *t,
+                    port: port.0,
+                    src: host(p.src),
+                    dst: host(p.dst),
+                    sport: p.sport,
+                    dport: p.dport,
+                    outer_sport: p.outer_sport,
+                    kind: match p.payload {
+                        Payload::Tcp { .. } => "tcp",
+                        Payload::Udp { .. } => "udp",
+                        _ => "control",
+                    },
+                    size: p.size,
+                    ttl: p.ttl,
+                    ect: p.ect,
+                    ce: p.ce,
+                    seq: h.seq,
+                    ack: h.ack,
+                    flags: h.flags,
+                    wnd: h.wnd,
+                    len: h.len,
+                }
+            })
+            .collect(),
+        summary,
+    }
+}
+
+/// Per sampled port: mean utilisation over the windows; over all sampled
+/// ports: the throughput imbalance (MAX - MIN) / AVG per window (windows in
+/// which the ports carried nothing are skipped).
+fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
+    let mut per: std::collections::BTreeMap<u32, (f64, u64)> = Default::default();
+    let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
+    for l in &w.link_samples {
+        let rate = w.ports[l.port.idx()].rate.0 as f64;
+        let util = l.bytes as f64 * 8.0 / (rate * window_ms / 1e3);
+        let e = per.entry(l.port.0).or_default();
+        e.0 += util;
+        e.1 += 1;
+        by_t.entry(l.t.0).or_default().push(l.bytes as f64);
+    }
+    let mut imb: Vec<f64> = by_t
+        .values()
+        .filter(|v| v.len() > 1 && v.iter().sum::<f64>() > 0.0)
+        .map(|v| {
+            let (mx, mn) = (v.iter().cloned().fold(f64::MIN, f64::max), v.iter().cloned().fold(f64::MAX, f64::min));
+            (mx - mn) / (v.iter().sum::<f64>() / v.len() as f64)
+        })
+        .collect();
+    json!({
+        "window_ms": window_ms,
+        "mean_utilisation": per.iter().map(|(p, (u, n))| (w.topo.ports[*p as usize].name.clone(), json!(u / *n as f64))).collect::<serde_json::Map<_, _>>(),
+        "imbalance": metrics::describe(&mut imb),
+    })
+}
+
+fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTime, setup_s: f64, run_s: f64) -> Value {
+    let (fct, slow, buckets) = metrics::fct_summary(&w.flows, &sc.metrics.size_buckets_bytes, &sc.metrics.percentiles);
+    let completed = w.flows.iter().filter(|f| f.finish.is_some()).count();
+    let not_started = w.flows.iter().filter(|f| !f.started).count();
+    let (retx, tos) = w.tcp_totals();
+    let st = w.sender_totals();
+    let c = &w.c;
+    let (live, live_bytes) = w.in_flight();
+    let ok = c.sent == c.delivered + c.dropped + live && (c.sent_bytes as i64 + c.lb_header_bytes) as u64 == c.delivered_bytes + c.dropped_bytes + live_bytes;
+    // queue drops and marks by where the port sits
+    let mut at = [[0u64; 2]; 3];
+    for (i, q) in w.ports.iter().enumerate() {
+        let k = w.topo.port_place(PortId(i as u32)) as usize; // HostNic, ToHost, Fabric: 0, 1, 2
+        let st = q.stats();
+        at[k][0] += st.drops;
+        at[k][1] += st.ecn_marks;
+    }
+    let marks: u64 = at.iter().map(|a| a[1]).sum();
+    let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
+    let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
+    let mut s = json!({
+        "lbsim_version": env!("CARGO_PKG_VERSION"),
+        "model_revision": model_revision(&sc.lb.scheme),
+        "scenario": sc.name,
+        "seed": sc.seed,
+        "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(), "resolved": w.lb.resolved().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
+        "topology": {
+            "kind": w.topo.kind,
+            "hosts": w.topo.num_hosts(),
+            "switches": w.topo.nodes.len() - w.topo.num_hosts(),
+            "links": w.topo.links.len(),
+            "links_down_at_end": failed,
+            "random_failures": random_failures(sc, &w.topo).unwrap_or_default().iter().map(|(_, l)| w.topo.links[l.idx()].name.clone()).collect::<Vec<_>>(),
+            "base_rtt_us": rtt.as_us_f64(),
+        },
+        "transport": {
+            "cc": sc.transport.cc,
+            "connections": sc.transport.connections,
+            "host_nic": if w.host_nic_limit.is_some() { "backpressure" } else { "drop_tail" },
+            "mss_bytes": sc.transport.mss_bytes,
+            "min_rto_ms": sc.transport.min_rto_ms,
+            "connections_opened": w.connections_opened(),
+            "retransmits": retx,
+            "timeouts": tos,
+            "fast_recoveries": st.fast_recoveries,
+            "spurious_retransmits": st.spurious_retransmits,
+            "fast_recoveries_by_reordering": w.flows.iter().map(|f| f.fr_reorder).sum::<u64>(),
+            "fast_recoveries_by_loss": w.flows.iter().map(|f| f.fr_loss).sum::<u64>(),
+            "undos": st.undos,
+            "ecn_reductions": st.ecn_reductions,
+            "reordering": sc.transport.reordering,
+            "restart_after_idle": sc.transport.restart_after_idle,
+            "rto_ssthresh": sc.transport.rto_ssthresh,
+            "prr_bound": sc.transport.prr_bound,
+        },
+        "workload": workload,
+        "flows": {"total": w.flows.len(), "completed": completed, "unfinished": w.flows.len() - completed - not_started, "not_started": not_started},
+        "fct_us": fct,
+        "slowdown": slow,
+        "buckets": buckets,
+        "classes": metrics::class_summary(&w.flows, &sc.workload.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), &sc.metrics.percentiles),
+        "network": {
+            "packets_sent": c.sent,
+            "bytes_sent": c.sent_bytes,
+            "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "injected": c.drop_injected, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
+            "probe_ttl_expiries": c.probe_expiries,
+            "consumed_by_scheme": c.consumed_by_lb,
+            "ecn_marks": marks,
+            "ecn_marks_at": by_place(1),
+        },
+        "conservation": {
+            "sent": c.sent,
+            "delivered": c.delivered,
+            "dropped": c.dropped,
+            "in_flight": live,
+            "sent_bytes": c.sent_bytes,
+            "header_bytes_added_in_network": c.lb_header_bytes,
+            "delivered_bytes": c.delivered_bytes,
+            "dropped_bytes": c.dropped_bytes,
+            "in_flight_bytes": live_bytes,
+            "ok": ok,
+        },
+        "sim_time_s": w.now().as_secs_f64(),
+        "events": events,
+        "setup_wall_s": setup_s,
+        "wall_s": run_s,
+        "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
+    });
+    if let Some(obs) = &w.flowlet_obs {
+        s["flowlets_observed"] = obs.summary();
+    }
+    if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
+        // flowlets of both directions (ACK flows too, where a scheme splits them)
+        s["scheme"]["flowlets_per_flow"] = json!(fl / w.flows.len() as f64);
+    }
+    s["scheme"]["rtt_us_stated"] = json!(sc.lb.rtt_us); // null: the idle fabric RTT (topology.base_rtt_us)
+    if let Some(u) = w.lb.path_use() {
+        let rows = u.rows();
+        let (fl, by): (u64, u64) = rows.iter().fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.2));
+        let per: serde_json::Map<_, _> = rows
+            .iter()
+            .map(|&(n, f, b, wt)| {
+                let mut v = json!({
+                    "flowlets": f,
+                    "data_bytes": b,
+                    "flowlet_share": if fl > 0 { f as f64 / fl as f64 } else { 0.0 },
+                    "byte_share": if by > 0 { b as f64 / by as f64 } else { 0.0 },
+                });
+                if let Some(wt) = wt {
+                    v["mean_weight"] = json!(wt);
+                }
+                (w.topo.nodes[n.idx()].name.clone(), v)
+            })
+            .collect();
+        s["scheme"]["paths_via"] = per.into();
+    }
+    if let Some(rows) = w.lb.remote_by_uplink() {
+        // CONGA: what each leaf learnt about each of its paths (by uplink tag)
+        let per: serde_json::Map<_, _> = rows.iter().map(|&(p, n, m)| (w.topo.ports[p.idx()].name.clone(), json!({"reports": n, "mean_metric": m}))).collect();
+        s["scheme"]["remote_metric_by_uplink"] = per.into();
+    }
+    for (section, row, col, v) in w.lb.tables(&w.topo) {
+        s["scheme"][section][row][col] = json!(v);
+    }
+    if !w.injected.is_empty() {
+        // the drops the scenario asked for, and whom they hit
+        let v: Vec<Value> =
+            w.injected.iter().map(|d| json!({"port": w.topo.ports[d.port.idx()].name, "at_us": d.at.as_us_f64(), "flow_id": d.flow, "seq": d.seq})).collect();
+        s["network"]["injected_drops"] = v.into();
+    }
+    if let Some(rows) = w.lb.best_hops() {
+        // HULA: each ToR's best next hop per destination ToR at the end
+        let mut per = serde_json::Map::new();
+        for (tor, rack, hop, util) in rows {
+            let to = w.topo.nodes[w.topo.racks[rack as usize].idx()].name.clone();
+            let e = per.entry(w.topo.nodes[tor.idx()].name.clone()).or_insert_with(|| json!({}));
+            e[to] = json!({"hop": w.topo.ports[hop.idx()].name, "path_utilisation": util});
+        }
+        s["scheme"]["best_hop_by_tor"] = per.into();
+    }
+    if !w.link_samples.is_empty() {
+        s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);
+    }
+    if !w.queue_samples.is_empty() {
+        let mut per: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+        for q in &w.queue_samples {
+            per.entry(q.port.0).or_default().push(q.pkts as f64);
+        }
+        s["queue_samplers"] =
+            per.into_iter().map(|(p, mut v)| (w.topo.ports[p as usize].name.clone(), metrics::describe(&mut v))).collect::<serde_json::Map<_, _>>().into();
+    }
+    if !w.udp.is_empty() {
+        s["udp"] = w.udp.iter().map(|u| json!({"sent_pkts": u.sent_pkts, "recv_pkts": u.recv_pkts, "recv_bytes": u.recv_bytes})).collect();
+    }
+    if let Some(i) = &w.incast {
+        let durs: Vec<f64> = i.completed.iter().map(|(a, b)| (*b - *a).as_secs_f64()).collect();
+        let total: f64 = durs.iter().sum();
+        let bytes = i.request_bytes as f64 * durs.len() as f64;
+        s["incast"] = json!({
+            "requests_completed": i.completed.len(),
+            "requests": i.requests,
+            "fan_in": i.fan_in,
+            "goodput_gbps": if total > 0.0 { bytes * 8.0 / total / 1e9 } else { 0.0 },
+            "mean_request_ms": if durs.is_empty() { Value::Null } else { json!(total / durs.len() as f64 * 1e3) },
+        });
+    }
+    s
+}
