@@ -570,6 +570,20 @@ impl LoadBalancer for Ag {
         }
         Forward::Port(port)
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("probes", self.probes as f64),
+            ("feedbacks_sent", self.feedbacks_sent as f64),
+            ("feedbacks_received", self.feedbacks_received as f64),
+            ("trains", self.trains_started as f64),
+            ("trains_ended_full", self.full_trains as f64),
+            ("trains_ended_short", self.short_trains as f64),
+            ("mean_granularity_pkts", if self.updates > 0 { self.gran_sum as f64 / self.updates as f64 } else { 1.0 }),
+            ("mean_congested_paths", if self.updates > 0 { self.congested_sum as f64 / self.updates as f64 } else { 0.0 }),
+            ("mean_sample_interval_us", self.mean_interval_us()),
+        ]
+    }
 }
 
 /// Simulator truth for AG Fig. 12 (reported beside the measurement, never

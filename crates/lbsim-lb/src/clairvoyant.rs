@@ -149,6 +149,10 @@ impl LoadBalancer for Clairvoyant {
         let size = ctx.pkt(pkt).size;
         self.m.on_egress(ctx.now, port, size);
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("decisions", self.decisions as f64), ("pst_hits", self.pst_hits as f64), ("pst_evictions", self.pst_evictions() as f64)]
+    }
 }
 
 #[cfg(test)]

@@ -434,6 +434,17 @@ impl LoadBalancer for Clove {
     fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
         self.disc.on_timer(ctx, token);
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("flowlets", self.flowlets.count as f64),
+            ("ecn_reports", self.ecn_reports as f64),
+            ("ece_masked", self.ece_masked as f64),
+            ("ece_relayed", self.ece_relayed as f64),
+        ];
+        v.extend(self.discovery().stats());
+        v
+    }
 }
 
 #[cfg(test)]

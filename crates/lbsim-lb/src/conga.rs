@@ -302,6 +302,10 @@ impl LoadBalancer for Conga {
             }
         }
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("flowlets", self.flowlets_started as f64), ("feedback_metrics_sent", self.feedback_sent as f64)]
+    }
 }
 
 #[cfg(test)]

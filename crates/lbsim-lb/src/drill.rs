@@ -137,6 +137,10 @@ impl LoadBalancer for Drill {
         mem.extend(self.seen.iter().take(self.m).map(|s| s.1));
         Forward::Port(best)
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("decisions", self.decisions as f64), ("chose_remembered", self.chose_memory as f64)]
+    }
 }
 
 #[cfg(test)]

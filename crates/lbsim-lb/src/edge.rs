@@ -136,6 +136,12 @@ impl Discovery {
         Discovery { p, dests: (0..hosts).map(|_| IdMap::default()).collect(), probes: vec![], probe_seq: 0, next_epoch: 1, probes_sent: 0, rounds: 0 }
     }
 
+    /// Probes sent and discovery rounds, for the stats of the schemes that
+    /// discover paths.
+    pub fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("probe_packets", self.probes_sent as f64), ("discovery_rounds", self.rounds as f64)]
+    }
+
     /// The path set toward `dst` from `src` (host indices); starts discovery
     /// if this destination is new. Empty `ports` until discovery completes.
     pub fn paths(&mut self, ctx: &mut Ctx, src: u32, dst: u32) -> &PathSet {

@@ -99,4 +99,12 @@ impl LoadBalancer for EdgeFlowlet {
             d.on_timer(ctx, token);
         }
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![("flowlets", self.flowlets.count as f64)];
+        if let Some(d) = self.discovery() {
+            v.extend(d.stats());
+        }
+        v
+    }
 }

@@ -579,6 +579,33 @@ impl LoadBalancer for Expeditus {
     fn on_link_change(&mut self, ctx: &mut Ctx, _link: LinkId, _up: bool) {
         self.recompute_multipliers(ctx);
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("selections", self.selections as f64),
+            ("reselections", self.reselections as f64),
+            ("responses_sent", self.responses_sent as f64),
+            ("responses_received", self.responses_received as f64),
+            // lost requests or responses: those flows travel by ECMP (§3.2)
+            ("selections_unanswered", self.selections.saturating_sub(self.responses_received) as f64),
+            ("stage2_decisions", self.stage2_decisions as f64),
+            ("agg_appends", self.agg_appends as f64),
+            ("tor_pst_hits", self.tor_hits as f64),
+            ("agg_pst_hits", self.agg_hits as f64),
+            ("pending_ecmp_packets", self.pending_ecmp as f64),
+            ("stage1_all_equal", self.stage1_all_equal as f64),
+            ("stage2_all_equal", self.stage2_all_equal as f64),
+            ("multiplied_metrics", self.mult_applied as f64),
+            ("metrics_changed_by_multipliers", self.mult_changed as f64),
+            ("pst_evictions", self.pst_evictions() as f64),
+        ];
+        const NAMES: [&str; 8] =
+            ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
+        for (i, c) in self.chosen_plane.iter().enumerate().take(8) {
+            v.push((NAMES[i], *c as f64));
+        }
+        v
+    }
 }
 
 #[cfg(test)]

@@ -601,6 +601,20 @@ impl LoadBalancer for Hermes {
             self.disc.on_timer(ctx, token);
         }
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("flows_placed_on_good", self.placed[0] as f64),
+            ("flows_placed_on_gray", self.placed[1] as f64),
+            ("flows_placed_on_bad", self.placed[2] as f64),
+            ("reroute_attempts", self.reroute_attempts as f64),
+            ("reroutes", self.reroutes as f64),
+            ("path_probes", self.probes_sent as f64),
+            ("rtt_samples", self.rtt_samples as f64),
+        ];
+        v.extend(self.discovery().stats());
+        v
+    }
 }
 
 #[cfg(test)]

@@ -314,6 +314,16 @@ impl LoadBalancer for Hula {
         u.bytes = size + u.bytes * decay.max(0.0);
         u.last = ctx.now;
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("flowlets", self.flowlets_started as f64),
+            ("flowlets_without_best_hop", self.flowlets_without_best as f64),
+            ("probes_sent", self.probes_sent as f64),
+            ("probe_bytes", self.probe_bytes_sent as f64),
+            ("best_hop_changes", self.best_hop_changes as f64),
+        ]
+    }
 }
 
 #[cfg(test)]

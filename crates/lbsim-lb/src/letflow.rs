@@ -63,4 +63,8 @@ impl LoadBalancer for LetFlow {
             }
         }
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("flowlets", self.flowlets_started as f64)]
+    }
 }

@@ -315,129 +315,6 @@ impl Scheme {
         })
     }
 
-    /// Scheme counters for the run summary.
-    pub fn stats(&self) -> Vec<(&'static str, f64)> {
-        match self {
-            Scheme::LetFlow(s) => vec![("flowlets", s.flowlets_started as f64)],
-            Scheme::Spray(s) => match &s.reseq {
-                Some(r) => vec![("packets_held", r.held_total as f64), ("reseq_timeouts", r.timeouts as f64), ("reseq_overflows", r.overflows as f64)],
-                None => vec![],
-            },
-            Scheme::Hula(s) => vec![
-                ("flowlets", s.flowlets_started as f64),
-                ("flowlets_without_best_hop", s.flowlets_without_best as f64),
-                ("probes_sent", s.probes_sent as f64),
-                ("probe_bytes", s.probe_bytes_sent as f64),
-                ("best_hop_changes", s.best_hop_changes as f64),
-            ],
-            Scheme::Ag(s) => vec![
-                ("probes", s.probes as f64),
-                ("feedbacks_sent", s.feedbacks_sent as f64),
-                ("feedbacks_received", s.feedbacks_received as f64),
-                ("trains", s.trains_started as f64),
-                ("trains_ended_full", s.full_trains as f64),
-                ("trains_ended_short", s.short_trains as f64),
-                ("mean_granularity_pkts", if s.updates > 0 { s.gran_sum as f64 / s.updates as f64 } else { 1.0 }),
-                ("mean_congested_paths", if s.updates > 0 { s.congested_sum as f64 / s.updates as f64 } else { 0.0 }),
-                ("mean_sample_interval_us", s.mean_interval_us()),
-            ],
-            Scheme::Expeditus(s) => {
-                let mut v = vec![
-                    ("selections", s.selections as f64),
-                    ("reselections", s.reselections as f64),
-                    ("responses_sent", s.responses_sent as f64),
-                    ("responses_received", s.responses_received as f64),
-                    // lost requests or responses: those flows travel by ECMP (§3.2)
-                    ("selections_unanswered", s.selections.saturating_sub(s.responses_received) as f64),
-                    ("stage2_decisions", s.stage2_decisions as f64),
-                    ("agg_appends", s.agg_appends as f64),
-                    ("tor_pst_hits", s.tor_hits as f64),
-                    ("agg_pst_hits", s.agg_hits as f64),
-                    ("pending_ecmp_packets", s.pending_ecmp as f64),
-                    ("stage1_all_equal", s.stage1_all_equal as f64),
-                    ("stage2_all_equal", s.stage2_all_equal as f64),
-                    ("multiplied_metrics", s.mult_applied as f64),
-                    ("metrics_changed_by_multipliers", s.mult_changed as f64),
-                    ("pst_evictions", s.pst_evictions() as f64),
-                ];
-                const NAMES: [&str; 8] =
-                    ["plane0_chosen", "plane1_chosen", "plane2_chosen", "plane3_chosen", "plane4_chosen", "plane5_chosen", "plane6_chosen", "plane7_chosen"];
-                for (i, c) in s.chosen_plane.iter().enumerate().take(8) {
-                    v.push((NAMES[i], *c as f64));
-                }
-                v
-            }
-            Scheme::Clairvoyant(s) => {
-                vec![("decisions", s.decisions as f64), ("pst_hits", s.pst_hits as f64), ("pst_evictions", s.pst_evictions() as f64)]
-            }
-            Scheme::Drill(s) => vec![("decisions", s.decisions as f64), ("chose_remembered", s.chose_memory as f64)],
-            Scheme::Conga(s) => vec![("flowlets", s.flowlets_started as f64), ("feedback_metrics_sent", s.feedback_sent as f64)],
-            Scheme::EdgeFlowlet(s) => {
-                let mut v = vec![("flowlets", s.flowlets.count as f64)];
-                if let Some(d) = s.discovery() {
-                    v.extend(discovery_stats(d));
-                }
-                v
-            }
-            Scheme::Clove(s) => {
-                let mut v = vec![
-                    ("flowlets", s.flowlets.count as f64),
-                    ("ecn_reports", s.ecn_reports as f64),
-                    ("ece_masked", s.ece_masked as f64),
-                    ("ece_relayed", s.ece_relayed as f64),
-                ];
-                v.extend(discovery_stats(s.discovery()));
-                v
-            }
-            Scheme::Vms(s) => {
-                let mut v = vec![
-                    ("resets", s.resets as f64),
-                    ("feedback_options", s.feedback_options as f64),
-                    ("packets_held", s.reseq.held_total as f64),
-                    ("reseq_timeouts", s.reseq.timeouts as f64),
-                    ("reseq_overflows", s.reseq.overflows as f64),
-                    ("states_expired", s.expired as f64),
-                ];
-                let total: u64 = s.channel_bytes.iter().sum();
-                const NAMES: [&str; 8] = [
-                    "channel0_share",
-                    "channel1_share",
-                    "channel2_share",
-                    "channel3_share",
-                    "channel4_share",
-                    "channel5_share",
-                    "channel6_share",
-                    "channel7_share",
-                ];
-                for (i, b) in s.channel_bytes.iter().enumerate() {
-                    if *b > 0 {
-                        v.push((NAMES[i], *b as f64 / total.max(1) as f64));
-                    }
-                }
-                v
-            }
-            Scheme::Hermes(s) => {
-                let mut v = vec![
-                    ("flows_placed_on_good", s.placed[0] as f64),
-                    ("flows_placed_on_gray", s.placed[1] as f64),
-                    ("flows_placed_on_bad", s.placed[2] as f64),
-                    ("reroute_attempts", s.reroute_attempts as f64),
-                    ("reroutes", s.reroutes as f64),
-                    ("path_probes", s.probes_sent as f64),
-                    ("rtt_samples", s.rtt_samples as f64),
-                ];
-                v.extend(discovery_stats(s.discovery()));
-                v
-            }
-            Scheme::Presto(s) => {
-                let mut v = vec![("flowcells", s.flowcells as f64), ("packets_held", s.held_total as f64), ("reassembly_timeouts", s.timeouts as f64)];
-                v.extend(discovery_stats(s.discovery()));
-                v
-            }
-            _ => vec![],
-        }
-    }
-
     /// The scheme's time constants as resolved from its parameters (µs),
     /// e.g. the RTT its "RTT" parameters mean and the flowlet gap.
     pub fn resolved(&self) -> Vec<(&'static str, f64)> {
@@ -524,10 +401,6 @@ impl Scheme {
     }
 }
 
-fn discovery_stats(d: &edge::Discovery) -> Vec<(&'static str, f64)> {
-    vec![("probe_packets", d.probes_sent as f64), ("discovery_rounds", d.rounds as f64)]
-}
-
 macro_rules! dispatch {
     ($self:ident, $s:ident => $e:expr) => {
         match $self {
@@ -586,6 +459,9 @@ impl LoadBalancer for Scheme {
     fn on_link_change(&mut self, ctx: &mut Ctx, link: LinkId, up: bool) {
         dispatch!(self, s => s.on_link_change(ctx, link, up))
     }
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        dispatch!(self, s => s.stats())
+    }
 }
 
 #[cfg(test)]
@@ -627,5 +503,19 @@ mod tests {
             assert!(with.contains(&name), "{name}: {with:?}");
         }
         assert!(without >= 10, "{without}");
+    }
+
+    /// Each scheme reports its own counters through the trait: a fresh
+    /// LetFlow has counted no flowlets, Presto names its flowcells and its
+    /// path discovery's probes, and ECMP counts nothing.
+    #[test]
+    fn schemes_report_their_own_stats() {
+        let env = Env::testbed();
+        let stats = |name: &str| Scheme::new(name, &BTreeMap::new(), &env.scheme_env()).unwrap().stats();
+        assert_eq!(stats("letflow"), vec![("flowlets", 0.0)]);
+        let names: Vec<&str> = stats("presto").iter().map(|x| x.0).collect();
+        assert_eq!(names, ["flowcells", "packets_held", "reassembly_timeouts", "probe_packets", "discovery_rounds"]);
+        assert!(stats("ecmp").is_empty());
+        assert!(stats("mptcp").is_empty());
     }
 }

@@ -323,6 +323,12 @@ impl LoadBalancer for Presto {
             self.release(ctx, host, h, flow, true);
         }
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![("flowcells", self.flowcells as f64), ("packets_held", self.held_total as f64), ("reassembly_timeouts", self.timeouts as f64)];
+        v.extend(self.discovery().stats());
+        v
+    }
 }
 
 #[cfg(test)]

@@ -85,4 +85,11 @@ impl LoadBalancer for Spray {
             r.on_timer(ctx, token);
         }
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        match &self.reseq {
+            Some(r) => vec![("packets_held", r.held_total as f64), ("reseq_timeouts", r.timeouts as f64), ("reseq_overflows", r.overflows as f64)],
+            None => vec![],
+        }
+    }
 }

@@ -425,6 +425,26 @@ impl LoadBalancer for Vms {
     fn on_timer(&mut self, ctx: &mut Ctx, token: u64) {
         self.reseq.on_timer(ctx, token);
     }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        let mut v = vec![
+            ("resets", self.resets as f64),
+            ("feedback_options", self.feedback_options as f64),
+            ("packets_held", self.reseq.held_total as f64),
+            ("reseq_timeouts", self.reseq.timeouts as f64),
+            ("reseq_overflows", self.reseq.overflows as f64),
+            ("states_expired", self.expired as f64),
+        ];
+        let total: u64 = self.channel_bytes.iter().sum();
+        const NAMES: [&str; 8] =
+            ["channel0_share", "channel1_share", "channel2_share", "channel3_share", "channel4_share", "channel5_share", "channel6_share", "channel7_share"];
+        for (i, b) in self.channel_bytes.iter().enumerate() {
+            if *b > 0 {
+                v.push((NAMES[i], *b as f64 / total.max(1) as f64));
+            }
+        }
+        v
+    }
 }
 
 #[cfg(test)]

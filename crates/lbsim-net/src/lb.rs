@@ -204,6 +204,12 @@ pub trait LoadBalancer {
 
     /// A link failed (`up == false`) or came back; routes are already recomputed.
     fn on_link_change(&mut self, _ctx: &mut Ctx, _link: LinkId, _up: bool) {}
+
+    /// What the scheme counted during the run, by name, for summary.json's
+    /// `scheme.stats` (counts, or means where the name says so).
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![]
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::scenario::Scenario;
 use crate::world::World;
 use crate::{metrics, model_revision, PortReport, RunOutput};
 use lbsim_engine::SimTime;
-use lbsim_net::{NodeId, Payload, PortId};
+use lbsim_net::{LoadBalancer, NodeId, Payload, PortId};
 use serde_json::{json, Value};
 
 /// What a run learnt beside its world, for the outputs.
