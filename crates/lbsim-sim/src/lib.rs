@@ -12,6 +12,7 @@
 //! ```
 
 mod build;
+pub mod columns;
 pub mod metrics;
 mod run;
 pub mod scenario;
@@ -46,22 +47,29 @@ pub struct RunOutput {
     pub flows: Vec<FlowRecord>,
     pub link_samples: Vec<LinkSample>,
     pub queue_samples: Vec<QueueSample>,
-    /// Receive-side goodput per flow and window: (window end, flow, bytes).
-    pub flow_rates: Vec<(SimTime, u32, u64)>,
+    pub flow_rates: Vec<FlowRate>,
     pub flow_rate_window: Option<SimTime>,
     /// The link samplers' window.
     pub link_window: SimTime,
     /// Packets captured on `metrics.pcap_ports`.
     pub pcap: Vec<metrics::CapturedPacket>,
-    /// Congestion-window samples (`metrics.cwnd_sample_interval_us`):
-    /// (time, flow id, connection, cwnd bytes, ssthresh bytes).
-    pub cwnd_samples: Vec<(SimTime, u32, u32, u64, u64)>,
+    pub cwnd_samples: Vec<CwndSample>,
     /// Scheme state samples (`metrics.scheme_sample_interval_us`).
     pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     /// Every egress port's totals, indexed by `PortId`.
     pub ports: Vec<PortReport>,
+    /// Each size class's name, by index (`workload.classes`; empty without).
+    pub class_names: Vec<String>,
     pub summary: Value,
 }
+
+/// Receive-side goodput per flow and window (`metrics.flow_rate_window_ms`):
+/// (window end, flow, bytes newly in order; flow `u32::MAX` for UDP).
+pub type FlowRate = (SimTime, u32, u64);
+
+/// A congestion-window sample (`metrics.cwnd_sample_interval_us`): (time,
+/// flow id, connection, cwnd bytes, ssthresh bytes).
+pub type CwndSample = (SimTime, u32, u32, u64, u64);
 
 /// One egress port at the end of a run.
 #[derive(Clone, Debug)]

@@ -5,12 +5,15 @@
 //! Unfinished flows are counted, never silently dropped: they appear in
 //! the flow table with no finish time and in the summary's `unfinished`.
 
+pub use crate::columns::FlowCounters;
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
 use lbsim_net::{NodeId, PortId, Routing, Topology};
 use lbsim_tcp::TcpConfig;
 use lbsim_workload::FlowSpec;
 use serde_json::{json, Value};
 
+/// One flow's record: what flows.parquet holds (its columns are declared
+/// in [`crate::columns`]).
 #[derive(Clone, Debug)]
 pub struct FlowRecord {
     pub src: u32,
@@ -20,55 +23,23 @@ pub struct FlowRecord {
     pub finish: Option<SimTime>,
     /// FCT of this flow alone in an empty network.
     pub ideal: SimTime,
-    pub retransmits: u64,
-    pub timeouts: u64,
-    /// Data segments the receiver got above its next expected byte.
-    pub reorder: u64,
-    /// Data segments the receiver already had (spurious retransmissions).
-    pub duplicates: u64,
+    /// The flow's counters (while the flow runs, its connection's at its
+    /// start; [`FlowRecord::close`] turns them into the flow's own).
+    pub counters: FlowCounters,
     pub incast_request: Option<u32>,
     /// False for a flow whose arrival came after the run stopped.
     pub started: bool,
-    /// Fast-recovery episodes whose first retransmitted segment had not
-    /// been dropped (triggered by reordering), and those where it had (by
-    /// loss): simulator-only truth.
-    pub fr_reorder: u64,
-    pub fr_loss: u64,
-    /// Path record: data segments that changed source-leaf uplink, and how
-    /// many distinct uplinks the flow's connection used while it ran.
-    pub path_changes: u64,
+    /// Path record: how many distinct source-leaf uplinks the flow's
+    /// connection used while it ran.
     pub uplinks_used: u32,
     /// Index of the flow's size class (`workload.classes`; 0 without).
     pub class: u8,
 }
 
-/// A connection's cumulative counters; a flow's are the difference between
-/// its connection's at its end and at its start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FlowCounters {
-    pub retransmits: u64,
-    pub timeouts: u64,
-    pub reorder: u64,
-    pub duplicates: u64,
-    pub fr_reorder: u64,
-    pub fr_loss: u64,
-    /// Data segments that left the source leaf by another uplink than the
-    /// connection's previous one.
-    pub path_changes: u64,
-}
-
 impl std::ops::Add for FlowCounters {
     type Output = FlowCounters;
     fn add(self, o: FlowCounters) -> FlowCounters {
-        FlowCounters {
-            retransmits: self.retransmits + o.retransmits,
-            timeouts: self.timeouts + o.timeouts,
-            reorder: self.reorder + o.reorder,
-            duplicates: self.duplicates + o.duplicates,
-            fr_reorder: self.fr_reorder + o.fr_reorder,
-            fr_loss: self.fr_loss + o.fr_loss,
-            path_changes: self.path_changes + o.path_changes,
-        }
+        self.zip(o, |a, b| a + b)
     }
 }
 
@@ -76,46 +47,25 @@ impl FlowRecord {
     /// A flow starting now on a connection whose counters read `base`
     /// (kept until [`FlowRecord::close`] turns them into the flow's own).
     pub fn new(spec: &FlowSpec, start: SimTime, ideal: SimTime, base: FlowCounters, incast_request: Option<u32>) -> FlowRecord {
-        let mut f = FlowRecord {
+        FlowRecord {
             src: spec.src,
             dst: spec.dst,
             size: spec.size,
             start,
             finish: None,
             ideal,
-            retransmits: 0,
-            timeouts: 0,
-            reorder: 0,
-            duplicates: 0,
+            counters: base,
             incast_request,
             started: true,
-            fr_reorder: 0,
-            fr_loss: 0,
-            path_changes: 0,
             uplinks_used: 0,
             class: spec.class,
-        };
-        f.set_counters(base);
-        f
-    }
-
-    fn set_counters(&mut self, c: FlowCounters) {
-        (self.retransmits, self.timeouts, self.reorder, self.duplicates, self.fr_reorder, self.fr_loss, self.path_changes) =
-            (c.retransmits, c.timeouts, c.reorder, c.duplicates, c.fr_reorder, c.fr_loss, c.path_changes);
+        }
     }
 
     /// The connection's counters now are `now`: the flow's are the growth
     /// since its start.
     pub fn close(&mut self, now: FlowCounters) {
-        self.set_counters(FlowCounters {
-            retransmits: now.retransmits - self.retransmits,
-            timeouts: now.timeouts - self.timeouts,
-            reorder: now.reorder - self.reorder,
-            duplicates: now.duplicates - self.duplicates,
-            fr_reorder: now.fr_reorder - self.fr_reorder,
-            fr_loss: now.fr_loss - self.fr_loss,
-            path_changes: now.path_changes - self.path_changes,
-        });
+        self.counters = now.zip(self.counters, |a, b| a - b);
     }
 
     pub fn fct(&self) -> Option<SimTime> {
@@ -383,15 +333,9 @@ mod tests {
             start: SimTime::ZERO,
             finish: fin.map(SimTime::from_us),
             ideal: SimTime::from_us(1),
-            retransmits: 0,
-            timeouts: 0,
-            reorder: 0,
-            duplicates: 0,
+            counters: Default::default(),
             incast_request: None,
             started: true,
-            fr_reorder: 0,
-            fr_loss: 0,
-            path_changes: 0,
             uplinks_used: 0,
             class: 0,
         };

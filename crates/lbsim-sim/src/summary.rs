@@ -106,6 +106,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
                 }
             })
             .collect(),
+        class_names: sc.workload.classes.iter().map(|c| c.name.clone()).collect(),
         summary,
     }
 }
@@ -185,8 +186,8 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
             "timeouts": tos,
             "fast_recoveries": st.fast_recoveries,
             "spurious_retransmits": st.spurious_retransmits,
-            "fast_recoveries_by_reordering": w.flows.iter().map(|f| f.fr_reorder).sum::<u64>(),
-            "fast_recoveries_by_loss": w.flows.iter().map(|f| f.fr_loss).sum::<u64>(),
+            "fast_recoveries_by_reordering": w.flows.iter().map(|f| f.counters.fr_reorder).sum::<u64>(),
+            "fast_recoveries_by_loss": w.flows.iter().map(|f| f.counters.fr_loss).sum::<u64>(),
             "undos": st.undos,
             "ecn_reductions": st.ecn_reductions,
             "reordering": sc.transport.reordering,

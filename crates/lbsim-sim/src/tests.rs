@@ -73,7 +73,7 @@ fn single_flow_reaches_line_rate() {
     let payload_line_rate = 10.0 * 1448.0 / 1500.0;
     let g = goodput_gbps(f);
     assert!(g >= 0.95 * payload_line_rate, "goodput {g:.3} Gb/s of {payload_line_rate:.3}");
-    assert_eq!(f.retransmits, 0);
+    assert_eq!(f.counters.retransmits, 0);
 }
 
 fn jain(x: &[f64]) -> f64 {
@@ -208,7 +208,7 @@ fn mid_run_failure_reroutes_and_loses_only_packets_on_the_link() {
 fn same_seed_same_results_and_scheme_does_not_change_traffic() {
     let a = run_ok(TESTBED, &["flows=0"].iter().filter(|_| false).copied().collect::<Vec<_>>());
     let b = run_ok(TESTBED, &[]);
-    let key = |o: &RunOutput| o.flows.iter().map(|f| (f.src, f.dst, f.size, f.start, f.finish, f.retransmits)).collect::<Vec<_>>();
+    let key = |o: &RunOutput| o.flows.iter().map(|f| (f.src, f.dst, f.size, f.start, f.finish, f.counters.retransmits)).collect::<Vec<_>>();
     assert_eq!(key(&a), key(&b));
     let sc = scenario(TESTBED, &[]);
     let sp = scenario(TESTBED, &["lb.scheme=spray"]);
@@ -694,7 +694,7 @@ fn pruning_the_dropped_segment_lists_changes_nothing() {
     let by_loss = pruned.summary["transport"]["fast_recoveries_by_loss"].as_u64().unwrap();
     assert!(by_loss > 100, "{by_loss}");
     assert_eq!(pruned.summary["events"], kept.summary["events"]);
-    let split = |o: &RunOutput| o.flows.iter().map(|f| (f.fr_loss, f.fr_reorder)).collect::<Vec<_>>();
+    let split = |o: &RunOutput| o.flows.iter().map(|f| (f.counters.fr_loss, f.counters.fr_reorder)).collect::<Vec<_>>();
     assert_eq!(split(&pruned), split(&kept), "fast recoveries by loss / by reordering, per flow");
     assert!(format!("{:?}", pruned.flows) == format!("{:?}", kept.flows), "per-flow records differ");
 }

@@ -1473,8 +1473,8 @@ impl World {
     /// Sender-side totals over all connections ever opened (freed ones
     /// included through the flow records).
     pub fn tcp_totals(&self) -> (u64, u64) {
-        let r: u64 = self.flows.iter().map(|f| f.retransmits).sum();
-        let t: u64 = self.flows.iter().map(|f| f.timeouts).sum();
+        let r: u64 = self.flows.iter().map(|f| f.counters.retransmits).sum();
+        let t: u64 = self.flows.iter().map(|f| f.counters.timeouts).sum();
         (r, t)
     }
 

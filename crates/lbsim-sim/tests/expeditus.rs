@@ -49,7 +49,7 @@ fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
         // the ACKs too: one of the destination ToR's uplinks carries them
         let back = ["T2_0->A2_0#0", "T2_0->A2_1#0"].map(|n| tx(&o, n));
         assert!(back.iter().filter(|&&b| b > 50_000).count() == 1 && back.iter().any(|&b| b < 300), "{scheme}: {back:?}");
-        assert_eq!(o.flows[0].reorder, 0);
+        assert_eq!(o.flows[0].counters.reorder, 0);
     }
     let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus"]));
     let st = &o.summary["scheme"]["stats"];
@@ -127,14 +127,14 @@ fn no_added_delay_and_data_moves_at_most_once_per_flow() {
         "metrics.path_record=true",
         "lb.scheme=expeditus",
     ];
-    let changes = |o: &RunOutput| o.flows.iter().map(|f| f.path_changes).sum::<u64>();
+    let changes = |o: &RunOutput| o.flows.iter().map(|f| f.counters.path_changes).sum::<u64>();
     let x = run_ok(FT4, &sets(&load));
     // A flow's data moves at most once: from ECMP (while its selection is
     // pending) to the pinned uplink, when the Exp-response queued behind
     // more than the SYN-ACK and the first data did (the paper assumes it never does)
-    let moved = x.flows.iter().filter(|f| f.path_changes > 0).count();
+    let moved = x.flows.iter().filter(|f| f.counters.path_changes > 0).count();
     eprintln!("per-flow mode: {moved} of {} flows moved once, {} changes", x.flows.len(), changes(&x));
-    assert!(x.flows.iter().all(|f| f.path_changes <= 1), "per-flow pinning moves data at most once");
+    assert!(x.flows.iter().all(|f| f.counters.path_changes <= 1), "per-flow pinning moves data at most once");
     assert!(moved * 10 < x.flows.len(), "{moved} flows moved");
     assert!(x.summary["transport"]["timeouts"].as_u64().unwrap() > 0, "the run is loaded enough to idle flows for an RTO");
     let fl = run_ok(FT4, &sets(&[&load[..], &["lb.params.pst_timeout_us=100"]].concat()));
@@ -270,7 +270,7 @@ fn expeditus_and_clairvoyant_are_deterministic_and_refuse_explicit_fabrics() {
         v.push(format!("lb.scheme={}", parts[0]));
         v.extend(parts[1..].iter().map(|x| x.to_string()));
         let (a, b) = (run_ok(FT4, &v), run_ok(FT4, &v));
-        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.retransmits, f.reorder)).collect::<Vec<_>>();
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.reorder)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme} not deterministic");
         assert_eq!(a.summary["flows"]["unfinished"], 0, "{scheme}");
     }
@@ -304,7 +304,7 @@ fn a_small_direct_mapped_pst_evicts_pinned_flows_and_a_64k_one_matches_the_exact
     let st = |o: &RunOutput, k: &str| o.summary["scheme"]["stats"][k].as_f64().unwrap();
     assert_eq!(big.summary["flows_digest"], exact.summary["flows_digest"]);
     assert_eq!((st(&exact, "pst_evictions"), st(&big, "pst_evictions")), (0.0, 0.0));
-    let changes = |o: &RunOutput| o.flows.iter().map(|f| f.path_changes).sum::<u64>();
+    let changes = |o: &RunOutput| o.flows.iter().map(|f| f.counters.path_changes).sum::<u64>();
     eprintln!(
         "one slot: {} evictions, {} selections (exact {}), {} path changes (exact {})",
         st(&one, "pst_evictions"),

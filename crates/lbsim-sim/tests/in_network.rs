@@ -151,7 +151,7 @@ fn every_in_network_scheme_is_deterministic_and_conserves_packets() {
         v[0] = format!("lb.scheme={}", v[0]);
         v.push("failures=[{link=\"L1-S1#0\"}]".to_string());
         let (a, b) = (run_ok(&small, &v), run_ok(&small, &v));
-        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.retransmits, f.reorder)).collect::<Vec<_>>();
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.reorder)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme} not deterministic");
         assert_eq!(a.summary["flows"]["unfinished"], 0, "{scheme}");
     }
@@ -189,18 +189,18 @@ fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
         let f = *n as f64 / total as f64;
         assert!((f - 0.25).abs() < 0.02, "{su:?}");
     }
-    let ooo = |o: &RunOutput| o.flows[0].reorder;
+    let ooo = |o: &RunOutput| o.flows[0].counters.reorder;
     eprintln!("out-of-order arrivals: ECMP {}, spray {}, LetFlow {}", ooo(&e), ooo(&s), ooo(&l));
     assert_eq!(ooo(&e), 0);
     assert_eq!(ooo(&l), 0);
     assert!(ooo(&s) > 1000, "a quarter of the packets take a 50 us longer path");
     // the path record says the same per flow
-    let rec = |o: &RunOutput| (o.flows[0].uplinks_used, o.flows[0].path_changes);
+    let rec = |o: &RunOutput| (o.flows[0].uplinks_used, o.flows[0].counters.path_changes);
     eprintln!("path record (uplinks used, changes): ECMP {:?}, spray {:?}, LetFlow {:?}", rec(&e), rec(&s), rec(&l));
     assert_eq!(rec(&e), (1, 0));
     assert_eq!(rec(&l), (1, 0));
     assert_eq!(s.flows[0].uplinks_used, 4);
-    assert!(s.flows[0].path_changes > 10_000, "random spraying changes uplink on ~3/4 of 13,800 segments");
+    assert!(s.flows[0].counters.path_changes > 10_000, "random spraying changes uplink on ~3/4 of 13,800 segments");
 }
 
 /// Two hosts per leaf, two spines; L0's uplink to S1 optionally at half rate.
@@ -241,7 +241,7 @@ fn drill_splits_by_capacity_and_reorders_only_when_paths_differ() {
     // retransmission after dup-ACKs from reordering). The raw out-of-order
     // count is no use here: every loss leaves a hole that makes later
     // arrivals "out of order" in every case.
-    let spurious = |o: &RunOutput| o.flows.iter().map(|f| f.duplicates).sum::<u64>();
+    let spurious = |o: &RunOutput| o.flows.iter().map(|f| f.counters.duplicates).sum::<u64>();
     let longer = go(&["link_overrides=[{link=\"S1-L1#0\", delay_us=50}]"]);
     eprintln!(
         "DRILL fast-uplink byte share: symmetric {:.3}, S1 at half rate {:.3} (capacity share 0.667); spurious retransmissions: symmetric {}, half rate {}, S1 path 50 us longer {}",
@@ -445,10 +445,10 @@ fn fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
     let flows = common::flow_file("split", &[(0, 2, 20_000_000, 0.0)]);
     let s = run_ok(ONE_FLOW, &sets(&[&flows, "lb.scheme=spray", "transport.reordering=\"fixed\""]));
     let f = &s.flows[0];
-    eprintln!("spray, one flow: fast recoveries by reordering {}, by loss {}; drops {}", f.fr_reorder, f.fr_loss, s.summary["network"]["drops"]["total"]);
+    eprintln!("spray, one flow: fast recoveries by reordering {}, by loss {}; drops {}", f.counters.fr_reorder, f.counters.fr_loss, s.summary["network"]["drops"]["total"]);
     assert_eq!(s.summary["network"]["drops"]["total"], 0);
-    assert!(f.fr_reorder > 10 && f.fr_loss == 0);
-    assert_eq!(f.fr_reorder, t(&s, "fast_recoveries_by_reordering"));
+    assert!(f.counters.fr_reorder > 10 && f.counters.fr_loss == 0);
+    assert_eq!(f.counters.fr_reorder, t(&s, "fast_recoveries_by_reordering"));
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! `lbsim-run SCENARIO.toml [key=value ...]`: runs a scenario with no Python
 //! and prints its summary as JSON (the Python CLI `lbsim run` also writes
 //! the per-flow table). For benchmarks and cargo-only use: the summary
-//! gains `flows_digest`, a hash of every per-flow record, so two builds can
+//! gains `flows_digest`, a hash of every cell of the flows table, so two builds can
 //! be checked for identical results without writing the table.
 
 use lbsim_sim::{run, Scenario};
@@ -24,8 +24,8 @@ fn main() {
     let base = Path::new(path).parent();
     match run(&sc, base, &mut |_| true) {
         Ok(out) => {
-            let mut summary = out.summary;
-            summary["flows_digest"] = format!("{:016x}", digest(&out.flows)).into();
+            let mut summary = out.summary.clone();
+            summary["flows_digest"] = format!("{:016x}", lbsim_sim::columns::flows_digest(&out)).into();
             println!("{}", serde_json::to_string_pretty(&summary).unwrap())
         }
         Err(e) => {
@@ -33,15 +33,4 @@ fn main() {
             std::process::exit(1)
         }
     }
-}
-
-/// FNV-1a over the per-flow records' debug form (every field, in order).
-fn digest(flows: &[lbsim_sim::FlowRecord]) -> u64 {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for f in flows {
-        for b in format!("{f:?}").bytes() {
-            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
-        }
-    }
-    h
 }

@@ -1,0 +1,432 @@
+//! Every column of every output table, declared once: its name, type, unit,
+//! meaning and how it is read from a run. The Python bindings build their
+//! tables from [`table_cells`], the Python API its Arrow schemas from
+//! [`tables`], and docs/metrics.md is generated from the same list (a test
+//! fails when it is stale).
+//!
+//! Adding a per-flow counter: a line in [`flow_counters!`] below and its
+//! computation where the connection counts it (`Conn::counters` in
+//! world.rs). Nothing else lists columns.
+
+use crate::metrics::FlowRecord;
+use crate::RunOutput;
+use std::borrow::Cow;
+
+/// A column's type in the Parquet / Arrow tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    I64,
+    F64,
+    Bool,
+    Str,
+}
+
+impl Ty {
+    /// The Arrow type name (`pyarrow.<name>()`).
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Ty::I64 => "int64",
+            Ty::F64 => "float64",
+            Ty::Bool => "bool_",
+            Ty::Str => "string",
+        }
+    }
+}
+
+/// One value of a row.
+pub enum Cell<'a> {
+    I(i64),
+    F(f64),
+    B(bool),
+    S(Cow<'a, str>),
+}
+
+/// One column's values, typed.
+pub enum Cells {
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+    Bool(Vec<bool>),
+    Str(Vec<String>),
+}
+
+/// A column of a table whose rows are `R`; `get` reads row `i`.
+pub struct Column<R> {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub unit: &'static str,
+    pub doc: &'static str,
+    pub get: for<'a> fn(usize, &'a R, &'a RunOutput) -> Cell<'a>,
+}
+
+/// A column without its reader: what the schema and the docs need.
+#[derive(Clone, Debug)]
+pub struct ColumnInfo {
+    pub name: &'static str,
+    pub ty: Ty,
+    pub unit: &'static str,
+    pub doc: &'static str,
+}
+
+/// An output table: its name (the Python API's attribute and the Parquet
+/// file's stem), what a row is, and its columns.
+#[derive(Clone, Debug)]
+pub struct TableInfo {
+    pub name: &'static str,
+    pub row: &'static str,
+    pub columns: Vec<ColumnInfo>,
+}
+
+/// Counters as signed integers, so that differences in pandas never wrap.
+fn signed(v: u64) -> i64 {
+    v.min(i64::MAX as u64) as i64
+}
+
+/// Declares the per-flow counters: each is a field of [`FlowCounters`]
+/// (a connection's running count; a flow's is the growth while it ran)
+/// and an integer column of the flows table.
+macro_rules! flow_counters {
+    ($($field:ident => $col:literal, $unit:literal, $doc:literal;)*) => {
+        /// A connection's cumulative counters; a flow's are the difference
+        /// between its connection's at its end and at its start.
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct FlowCounters {
+            $(#[doc = $doc] pub $field: u64,)*
+        }
+        impl FlowCounters {
+            /// Field by field `f(self, o)`.
+            pub fn zip(self, o: FlowCounters, f: impl Fn(u64, u64) -> u64) -> FlowCounters {
+                FlowCounters { $($field: f(self.$field, o.$field),)* }
+            }
+        }
+        const COUNTER_COLUMNS: &[Column<FlowRecord>] = &[
+            $(Column { name: $col, ty: Ty::I64, unit: $unit, doc: $doc, get: |_, f, _| Cell::I(signed(f.counters.$field)) },)*
+        ];
+    };
+}
+
+flow_counters! {
+    retransmits => "retransmits", "segments",
+        "Data segments the sender sent again (fast retransmit, SACK recovery or timeout), MPTCP subflows summed.";
+    timeouts => "timeouts", "events",
+        "Retransmission timeouts (RFC 6298) of the flow's connection while the flow ran.";
+    reorder => "reorder_events", "segments",
+        "Data segments that reached the receiver above its next expected byte (a hole: reordering or a loss before them).";
+    duplicates => "duplicate_segments", "segments",
+        "Data segments the receiver already had (spurious retransmissions).";
+    fr_reorder => "fast_recoveries_reordering", "episodes",
+        "Fast recoveries whose first retransmitted segment had not been dropped (simulator truth: set off by reordering).";
+    fr_loss => "fast_recoveries_loss", "episodes",
+        "Fast recoveries whose first retransmitted segment had been dropped (simulator truth: set off by a loss).";
+    path_changes => "path_changes", "segments",
+        "Data segments that left the source leaf by another uplink than the connection's previous one (metrics.path_record; 0 without).";
+}
+
+fn opt_us(t: Option<lbsim_engine::SimTime>) -> Cell<'static> {
+    Cell::F(t.map_or(f64::NAN, |t| t.as_us_f64()))
+}
+
+/// The flows table's columns before its counters.
+const FLOW_HEAD: &[Column<FlowRecord>] = &[
+    Column { name: "flow_id", ty: Ty::I64, unit: "", doc: "The flow's index in generation order (its row).", get: |i, _, _| Cell::I(i as i64) },
+    Column { name: "src", ty: Ty::I64, unit: "host", doc: "Sending host's index.", get: |_, f, _| Cell::I(f.src as i64) },
+    Column { name: "dst", ty: Ty::I64, unit: "host", doc: "Receiving host's index.", get: |_, f, _| Cell::I(f.dst as i64) },
+    Column { name: "size_bytes", ty: Ty::I64, unit: "bytes", doc: "Application bytes the flow carries.", get: |_, f, _| Cell::I(signed(f.size)) },
+    Column { name: "start_us", ty: Ty::F64, unit: "µs", doc: "When the flow arrived (its first byte was handed to TCP).", get: |_, f, _| Cell::F(f.start.as_us_f64()) },
+    Column {
+        name: "finish_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "When the receiver had every byte in order; NaN if unfinished.",
+        get: |_, f, _| opt_us(f.finish),
+    },
+    Column { name: "fct_us", ty: Ty::F64, unit: "µs", doc: "Flow completion time, finish_us - start_us; NaN if unfinished.", get: |_, f, _| opt_us(f.fct()) },
+    Column {
+        name: "ideal_fct_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "The flow alone in the idle network on its best equal-cost route at line rate (no slow start).",
+        get: |_, f, _| Cell::F(f.ideal.as_us_f64()),
+    },
+    Column {
+        name: "slowdown",
+        ty: Ty::F64,
+        unit: "",
+        doc: "fct_us / ideal_fct_us; NaN if unfinished.",
+        get: |_, f, _| {
+            Cell::F(match f.fct() {
+                Some(t) if f.ideal.0 > 0 => t.0 as f64 / f.ideal.0 as f64,
+                _ => f64::NAN,
+            })
+        },
+    },
+    Column { name: "completed", ty: Ty::Bool, unit: "", doc: "Whether the flow finished before the run stopped.", get: |_, f, _| Cell::B(f.finish.is_some()) },
+    Column { name: "started", ty: Ty::Bool, unit: "", doc: "False for a flow whose arrival came after the run stopped.", get: |_, f, _| Cell::B(f.started) },
+];
+
+/// The flows table's columns after its counters.
+const FLOW_TAIL: &[Column<FlowRecord>] = &[
+    Column {
+        name: "uplinks_used",
+        ty: Ty::I64,
+        unit: "uplinks",
+        doc: "Distinct source-leaf uplinks the flow's connection sent data on (metrics.path_record; 0 without).",
+        get: |_, f, _| Cell::I(f.uplinks_used as i64),
+    },
+    Column {
+        name: "incast_request",
+        ty: Ty::I64,
+        unit: "",
+        doc: "The incast request the flow answers; -1 if none.",
+        get: |_, f, _| Cell::I(f.incast_request.map_or(-1, |r| r as i64)),
+    },
+    Column {
+        name: "class",
+        ty: Ty::Str,
+        unit: "",
+        doc: "The flow's size class (workload.classes); \"all\" without classes.",
+        get: |_, f, o| Cell::S(Cow::Borrowed(o.class_names.get(f.class as usize).map_or("all", |n| n.as_str()))),
+    },
+];
+
+fn port_name(o: &RunOutput, port: u32) -> Cell<'_> {
+    Cell::S(Cow::Borrowed(o.ports[port as usize].name.as_str()))
+}
+
+const PORTS: &[Column<crate::PortReport>] = &[
+    Column { name: "port", ty: Ty::Str, unit: "", doc: "Egress port, \"A->B#k\" (k-th link between A and B).", get: |_, p, _| Cell::S(Cow::Borrowed(&p.name)) },
+    Column { name: "rate_gbps", ty: Ty::F64, unit: "Gb/s", doc: "Line rate.", get: |_, p, _| Cell::F(p.rate_bps as f64 / 1e9) },
+    Column { name: "tx_pkts", ty: Ty::I64, unit: "packets", doc: "Packets the port transmitted.", get: |_, p, _| Cell::I(signed(p.tx_pkts)) },
+    Column { name: "tx_bytes", ty: Ty::I64, unit: "bytes", doc: "Bytes the port transmitted (headers included).", get: |_, p, _| Cell::I(signed(p.tx_bytes)) },
+    Column { name: "drops", ty: Ty::I64, unit: "packets", doc: "Packets the port's queue refused (buffer full).", get: |_, p, _| Cell::I(signed(p.drops)) },
+    Column { name: "ecn_marks", ty: Ty::I64, unit: "packets", doc: "ECN-capable packets the port marked CE.", get: |_, p, _| Cell::I(signed(p.ecn_marks)) },
+    Column { name: "max_qlen_pkts", ty: Ty::I64, unit: "packets", doc: "Longest queue the port held.", get: |_, p, _| Cell::I(p.max_qlen_pkts as i64) },
+    Column { name: "up", ty: Ty::Bool, unit: "", doc: "Whether the port's link was up at the end of the run.", get: |_, p, _| Cell::B(p.up) },
+];
+
+const LINKS: &[Column<crate::LinkSample>] = &[
+    Column { name: "t_ms", ty: Ty::F64, unit: "ms", doc: "End of the window.", get: |_, l, _| Cell::F(l.t.as_ms_f64()) },
+    Column { name: "port", ty: Ty::Str, unit: "", doc: "Sampled egress port (metrics.link_samplers).", get: |_, l, o| port_name(o, l.port.0) },
+    Column { name: "bytes", ty: Ty::I64, unit: "bytes", doc: "Bytes transmitted in the window.", get: |_, l, _| Cell::I(signed(l.bytes)) },
+    Column {
+        name: "gbps",
+        ty: Ty::F64,
+        unit: "Gb/s",
+        doc: "Throughput over the window (metrics.utilization_window_ms).",
+        get: |_, l, o| Cell::F(l.bytes as f64 * 8.0 / o.link_window.as_secs_f64() / 1e9),
+    },
+    Column {
+        name: "utilisation",
+        ty: Ty::F64,
+        unit: "",
+        doc: "Throughput over the window as a fraction of the port's rate.",
+        get: |_, l, o| Cell::F(l.bytes as f64 * 8.0 / o.link_window.as_secs_f64() / o.ports[l.port.idx()].rate_bps as f64),
+    },
+];
+
+const QUEUES: &[Column<crate::QueueSample>] = &[
+    Column { name: "t_us", ty: Ty::F64, unit: "µs", doc: "Sample time.", get: |_, q, _| Cell::F(q.t.as_us_f64()) },
+    Column { name: "port", ty: Ty::Str, unit: "", doc: "Sampled egress port (metrics.queue_samplers).", get: |_, q, o| port_name(o, q.port.0) },
+    Column { name: "qlen_pkts", ty: Ty::I64, unit: "packets", doc: "Packets queued (not yet transmitting).", get: |_, q, _| Cell::I(q.pkts as i64) },
+    Column { name: "qlen_bytes", ty: Ty::I64, unit: "bytes", doc: "Bytes queued.", get: |_, q, _| Cell::I(signed(q.bytes)) },
+];
+
+const CWND: &[Column<crate::CwndSample>] = &[
+    Column { name: "t_us", ty: Ty::F64, unit: "µs", doc: "Sample time (metrics.cwnd_sample_interval_us).", get: |_, c, _| Cell::F(c.0.as_us_f64()) },
+    Column { name: "flow_id", ty: Ty::I64, unit: "", doc: "The flow the connection carries.", get: |_, c, _| Cell::I(c.1 as i64) },
+    Column { name: "conn", ty: Ty::I64, unit: "", doc: "Connection index (an MPTCP subflow is its own connection).", get: |_, c, _| Cell::I(c.2 as i64) },
+    Column { name: "cwnd_bytes", ty: Ty::I64, unit: "bytes", doc: "Congestion window.", get: |_, c, _| Cell::I(signed(c.3)) },
+    Column {
+        name: "ssthresh_bytes",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "Slow-start threshold; -1 before the first reduction (\"infinite\").",
+        get: |_, c, _| Cell::I(if c.4 >= i64::MAX as u64 { -1 } else { c.4 as i64 }),
+    },
+];
+
+const FLOW_RATES: &[Column<crate::FlowRate>] = &[
+    Column { name: "t_ms", ty: Ty::F64, unit: "ms", doc: "End of the window (metrics.flow_rate_window_ms).", get: |_, r, _| Cell::F(r.0.as_ms_f64()) },
+    Column { name: "flow_id", ty: Ty::I64, unit: "", doc: "The flow; -1 for UDP background.", get: |_, r, _| Cell::I(if r.1 == u32::MAX { -1 } else { r.1 as i64 }) },
+    Column { name: "bytes", ty: Ty::I64, unit: "bytes", doc: "Bytes newly in order at the receiving transport in the window.", get: |_, r, _| Cell::I(signed(r.2)) },
+    Column {
+        name: "gbps",
+        ty: Ty::F64,
+        unit: "Gb/s",
+        doc: "Receive-side goodput over the window.",
+        get: |_, r, o| Cell::F(r.2 as f64 * 8.0 / o.flow_rate_window.map_or(f64::NAN, |w| w.as_secs_f64()) / 1e9),
+    },
+];
+
+const SCHEME_SAMPLES: &[Column<lbsim_lb::SchemeSample>] = &[
+    Column { name: "t_us", ty: Ty::F64, unit: "µs", doc: "Sample time (metrics.scheme_sample_interval_us).", get: |_, s, _| Cell::F(s.0.as_us_f64()) },
+    Column {
+        name: "metric",
+        ty: Ty::Str,
+        unit: "",
+        doc: "What is sampled (AG: granularity_pkts, congested_paths, owd_us, true_owd_us; VMS: per-flow windows).",
+        get: |_, s, _| Cell::S(Cow::Borrowed(s.1)),
+    },
+    Column { name: "a", ty: Ty::I64, unit: "", doc: "First key (AG: source leaf).", get: |_, s, _| Cell::I(s.2 as i64) },
+    Column { name: "b", ty: Ty::I64, unit: "", doc: "Second key (AG: destination leaf, or leaf x 64 + path for delays).", get: |_, s, _| Cell::I(s.3 as i64) },
+    Column { name: "value", ty: Ty::F64, unit: "", doc: "The sampled value, in the unit its metric names.", get: |_, s, _| Cell::F(s.4) },
+];
+
+const PCAP: &[Column<crate::metrics::CapturedPacket>] = &[
+    Column { name: "t_ps", ty: Ty::I64, unit: "ps", doc: "When the packet's transmission started.", get: |_, c, _| Cell::I(signed(c.t.0)) },
+    Column { name: "port", ty: Ty::Str, unit: "", doc: "Captured egress port (metrics.pcap_ports).", get: |_, c, o| port_name(o, c.port) },
+    Column { name: "src", ty: Ty::I64, unit: "host", doc: "Source host index (-1 if not a host).", get: |_, c, _| Cell::I(host(c.src)) },
+    Column { name: "dst", ty: Ty::I64, unit: "host", doc: "Destination host index (-1 if not a host).", get: |_, c, _| Cell::I(host(c.dst)) },
+    Column { name: "sport", ty: Ty::I64, unit: "", doc: "Transport source port.", get: |_, c, _| Cell::I(c.sport as i64) },
+    Column { name: "dport", ty: Ty::I64, unit: "", doc: "Transport destination port.", get: |_, c, _| Cell::I(c.dport as i64) },
+    Column {
+        name: "outer_sport",
+        ty: Ty::I64,
+        unit: "",
+        doc: "Outer (encapsulation) source port; -1 if not encapsulated.",
+        get: |_, c, _| Cell::I(c.outer_sport.map_or(-1, |p| p as i64)),
+    },
+    Column { name: "kind", ty: Ty::Str, unit: "", doc: "\"tcp\", \"udp\" or \"control\".", get: |_, c, _| Cell::S(Cow::Borrowed(c.kind)) },
+    Column { name: "size", ty: Ty::I64, unit: "bytes", doc: "Packet size on the wire.", get: |_, c, _| Cell::I(c.size as i64) },
+    Column { name: "ttl", ty: Ty::I64, unit: "hops", doc: "Time to live.", get: |_, c, _| Cell::I(c.ttl as i64) },
+    Column { name: "ect", ty: Ty::Bool, unit: "", doc: "ECN-capable transport.", get: |_, c, _| Cell::B(c.ect) },
+    Column { name: "ce", ty: Ty::Bool, unit: "", doc: "Congestion experienced.", get: |_, c, _| Cell::B(c.ce) },
+    Column { name: "seq", ty: Ty::I64, unit: "bytes", doc: "TCP sequence number.", get: |_, c, _| Cell::I(signed(c.seq)) },
+    Column { name: "ack", ty: Ty::I64, unit: "bytes", doc: "TCP acknowledgement number.", get: |_, c, _| Cell::I(signed(c.ack)) },
+    Column { name: "flags", ty: Ty::I64, unit: "", doc: "TCP flags.", get: |_, c, _| Cell::I(c.flags as i64) },
+    Column { name: "wnd", ty: Ty::I64, unit: "bytes", doc: "Advertised receive window.", get: |_, c, _| Cell::I(c.wnd as i64) },
+    Column { name: "len", ty: Ty::I64, unit: "bytes", doc: "TCP payload length.", get: |_, c, _| Cell::I(c.len as i64) },
+];
+
+fn host(h: u32) -> i64 {
+    if h == u32::MAX {
+        -1
+    } else {
+        h as i64
+    }
+}
+
+fn flow_columns() -> impl Iterator<Item = &'static Column<FlowRecord>> {
+    FLOW_HEAD.iter().chain(COUNTER_COLUMNS).chain(FLOW_TAIL)
+}
+
+fn info<'a, R: 'a>(name: &'static str, row: &'static str, cols: impl Iterator<Item = &'a Column<R>>) -> TableInfo {
+    TableInfo { name, row, columns: cols.map(|c| ColumnInfo { name: c.name, ty: c.ty, unit: c.unit, doc: c.doc }).collect() }
+}
+
+/// Every output table and its columns, in output order.
+pub fn tables() -> Vec<TableInfo> {
+    vec![
+        info("flows", "one row per flow, unfinished and never-started ones included", flow_columns()),
+        info("ports", "one row per egress port: totals at the end of the run", PORTS.iter()),
+        info("links", "one row per sampled port and window (metrics.link_samplers)", LINKS.iter()),
+        info("queues", "one row per sampled port and sample (metrics.queue_samplers)", QUEUES.iter()),
+        info("cwnd", "one row per busy connection and sample (metrics.cwnd_sample_interval_us)", CWND.iter()),
+        info("flow_rates", "one row per flow and window with bytes received (metrics.flow_rate_window_ms)", FLOW_RATES.iter()),
+        info("scheme_samples", "one row per scheme metric and sample (metrics.scheme_sample_interval_us)", SCHEME_SAMPLES.iter()),
+        info("pcap", "one row per captured packet (metrics.pcap_ports; written as .pcap files, not Parquet)", PCAP.iter()),
+    ]
+}
+
+fn cells<'a, R: 'a>(cols: impl Iterator<Item = &'a Column<R>>, rows: &[R], out: &RunOutput) -> Vec<(&'static str, Cells)> {
+    cols.map(|c| {
+        let vals = rows.iter().enumerate().map(|(i, r)| (c.get)(i, r, out));
+        let col = match c.ty {
+            Ty::I64 => Cells::I64(vals.map(|v| if let Cell::I(x) = v { x } else { unreachable!("{}: not an integer", c.name) }).collect()),
+            Ty::F64 => Cells::F64(vals.map(|v| if let Cell::F(x) = v { x } else { unreachable!("{}: not a float", c.name) }).collect()),
+            Ty::Bool => Cells::Bool(vals.map(|v| if let Cell::B(x) = v { x } else { unreachable!("{}: not a bool", c.name) }).collect()),
+            Ty::Str => Cells::Str(vals.map(|v| if let Cell::S(x) = v { x.into_owned() } else { unreachable!("{}: not a string", c.name) }).collect()),
+        };
+        (c.name, col)
+    })
+    .collect()
+}
+
+/// Every table of a run, column by column, in [`tables`]' order.
+pub fn table_cells(out: &RunOutput) -> Vec<(&'static str, Vec<(&'static str, Cells)>)> {
+    vec![
+        ("flows", cells(flow_columns(), &out.flows, out)),
+        ("ports", cells(PORTS.iter(), &out.ports, out)),
+        ("links", cells(LINKS.iter(), &out.link_samples, out)),
+        ("queues", cells(QUEUES.iter(), &out.queue_samples, out)),
+        ("cwnd", cells(CWND.iter(), &out.cwnd_samples, out)),
+        ("flow_rates", cells(FLOW_RATES.iter(), &out.flow_rates, out)),
+        ("scheme_samples", cells(SCHEME_SAMPLES.iter(), &out.scheme_samples, out)),
+        ("pcap", cells(PCAP.iter(), &out.pcap, out)),
+    ]
+}
+
+/// A hash of every cell of the flows table (FNV-1a over each value's text),
+/// so two builds can be checked for identical per-flow results without
+/// writing the table.
+pub fn flows_digest(out: &RunOutput) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    let mut eat = |s: &str| {
+        for b in s.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x100000001b3);
+        }
+    };
+    for (i, f) in out.flows.iter().enumerate() {
+        for c in flow_columns() {
+            match (c.get)(i, f, out) {
+                Cell::I(x) => eat(&x.to_string()),
+                Cell::F(x) => eat(&format!("{x:?}")),
+                Cell::B(x) => eat(if x { "1" } else { "0" }),
+                Cell::S(x) => eat(&x),
+            }
+            eat(";");
+        }
+    }
+    h
+}
+
+/// docs/metrics.md's tables section, generated from [`tables`].
+pub fn markdown() -> String {
+    let mut s = String::new();
+    for t in tables() {
+        let file = if t.name == "pcap" { "`<port>.pcap`".to_string() } else { format!("`{}.parquet`", t.name) };
+        s += &format!("### {} ({file}; `Result.{}`)\n\n{}.\n\n| column | type | unit | meaning |\n|---|---|---|---|\n", t.name, t.name, capital(t.row));
+        for c in &t.columns {
+            s += &format!("| `{}` | {} | {} | {} |\n", c.name, c.ty.arrow(), c.unit, c.doc.replace('|', "\\|"));
+        }
+        s += "\n";
+    }
+    s
+}
+
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// docs/metrics.md carries [`markdown`] between its markers; run with
+    /// `LBSIM_BLESS=1` to rewrite it.
+    #[test]
+    fn docs_metrics_md_lists_every_column() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+        let text = std::fs::read_to_string(&path).expect("docs/metrics.md exists");
+        let (begin, end) = ("<!-- columns: begin (generated by `LBSIM_BLESS=1 cargo test -p lbsim-sim columns`) -->\n", "<!-- columns: end -->");
+        let a = text.find(begin).expect("docs/metrics.md has the columns begin marker") + begin.len();
+        let b = text.find(end).expect("docs/metrics.md has the columns end marker");
+        let want = markdown();
+        if std::env::var_os("LBSIM_BLESS").is_some() {
+            std::fs::write(&path, format!("{}{}{}", &text[..a], want, &text[b..])).unwrap();
+            return;
+        }
+        assert!(text[a..b] == want, "docs/metrics.md is stale: run `LBSIM_BLESS=1 cargo test -p lbsim-sim columns`");
+    }
+
+    #[test]
+    fn column_names_are_unique_per_table_and_documented() {
+        for t in tables() {
+            let mut names: Vec<_> = t.columns.iter().map(|c| c.name).collect();
+            names.sort();
+            names.dedup();
+            assert_eq!(names.len(), t.columns.len(), "{}: a column name repeats", t.name);
+            assert!(t.columns.iter().all(|c| !c.doc.is_empty()), "{}: a column has no description", t.name);
+        }
+    }
+}
