@@ -916,55 +916,42 @@ impl Scenario {
         Ok(sc)
     }
 
+    /// Checks what deserialising cannot, section by section in a fixed order:
+    /// the first error found is the one reported.
     fn validate(&self) -> Result<(), ScenarioError> {
-        // bytes per packet of a packet-form CDF
-        fn unit_bytes(field: &str, u: Option<f64>) -> Result<(), ScenarioError> {
-            match u {
-                Some(u) if !(u.is_finite() && u >= 1.0) => Err(bad(field, format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u)))),
-                _ => Ok(()),
-            }
+        self.topology.validate()?;
+        self.check_memory()?;
+        // lb.rtt_us comes between the network's buffer_pkts/buffer_bytes
+        // conflict and its other checks, as it always has
+        self.network.validate_buffer_choice()?;
+        self.lb.validate()?;
+        self.network.validate()?;
+        // needs transport and network together; it followed transport.cc's
+        // check, which it excludes (cc = "dctcp" passes that check), so
+        // checking it just before reports the same first error
+        if self.transport.cc == "dctcp" && self.network.ecn_k_pkts.is_none() && self.network.ecn_k_bytes.is_none() {
+            return Err(bad("network.ecn_k_pkts", "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)"));
         }
-        fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
-            if !(x.is_finite() && x > 0.0) {
-                return Err(bad(field, format!("must be > 0, got {x}")));
-            }
-            Ok(())
+        self.transport.validate()?;
+        self.workload.validate()?;
+        for (i, d) in self.drops.iter().enumerate() {
+            d.validate(i)?;
         }
-        // times and rates are checked after conversion to the engine's units
-        // (>= 1 ps / >= 1 Mb/s after rounding, at most a day / 100 Tb/s)
-        fn dur_us(field: &str, us: f64, positive: bool) -> Result<(), ScenarioError> {
-            SimTime::input_us(us, positive).map(|_| ()).map_err(|m| bad(field, m))
+        for (i, f) in self.failures.iter().enumerate() {
+            f.validate(i)?;
         }
-        fn dur_ms(field: &str, ms: f64, positive: bool) -> Result<(), ScenarioError> {
-            SimTime::input(ms, 1e9, "ms", positive).map(|_| ()).map_err(|m| bad(field, m))
+        for (i, o) in self.link_overrides.iter().enumerate() {
+            o.validate(i)?;
         }
-        fn rate(field: &str, gbps: f64) -> Result<(), ScenarioError> {
-            BitsPerSec::input_gbps(gbps).map(|_| ()).map_err(|m| bad(field, m))
+        for (i, u) in self.udp.iter().enumerate() {
+            u.validate(i)?;
         }
-        match &self.topology {
-            TopologyCfg::LeafSpine(LeafSpineCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
-                rate("topology.host_rate_gbps", *host_rate_gbps)?;
-                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
-                dur_us("topology.link_delay_us", *link_delay_us, false)?;
-            }
-            TopologyCfg::Clos3(Clos3Cfg { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. }) => {
-                rate("topology.host_rate_gbps", *host_rate_gbps)?;
-                rate("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
-                rate("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
-                dur_us("topology.link_delay_us", *link_delay_us, false)?;
-            }
-            TopologyCfg::FatTree(FatTreeCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
-                rate("topology.host_rate_gbps", *host_rate_gbps)?;
-                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
-                dur_us("topology.link_delay_us", *link_delay_us, false)?;
-            }
-            TopologyCfg::Explicit(ExplicitCfg { links, .. }) => {
-                for (i, l) in links.iter().enumerate() {
-                    rate(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
-                    dur_us(&format!("topology.links[{i}].delay_us"), l.delay_us, false)?;
-                }
-            }
-        }
+        self.metrics.validate()?;
+        self.run.validate()
+    }
+
+    /// Refuses a fabric or a flow count whose state would not fit in this machine's memory.
+    fn check_memory(&self) -> Result<(), ScenarioError> {
         // memory: refuse before allocating what cannot fit
         let (hosts, nodes, racks, uplinks) = self.topology.size();
         let mem = machine_memory();
@@ -1005,292 +992,6 @@ impl Scenario {
                 format!("{} flows need ~{} of flow state, more than half of this machine's {}", self.workload.flows, gb(flows), gb(mem)),
             ));
         }
-        let n = &self.network;
-        if n.buffer_pkts.is_some() && n.buffer_bytes.is_some() {
-            return Err(bad("network.buffer_bytes", "give buffer_pkts or buffer_bytes, not both"));
-        }
-        if let Some(r) = self.lb.rtt_us {
-            dur_us("lb.rtt_us", r, true)?;
-        }
-        if let Some(e) = &n.ecn_ports {
-            if e != "switch" && e != "fabric" {
-                return Err(bad("network.ecn_ports", format!("must be \"switch\" or \"fabric\", got {e:?}")));
-            }
-        }
-        if n.ecn_k_pkts.is_some() && n.ecn_k_bytes.is_some() {
-            return Err(bad("network.ecn_k_bytes", "give ecn_k_pkts or ecn_k_bytes, not both"));
-        }
-        if let Some(m) = &n.host_nic {
-            if !["backpressure", "drop_tail"].contains(&m.as_str()) {
-                return Err(bad("network.host_nic", format!("must be \"backpressure\" or \"drop_tail\", got {m:?}")));
-            }
-        }
-        if let Some(j) = n.host_jitter_ns {
-            SimTime::input(j, 1e3, "ns", false).map_err(|m| bad("network.host_jitter_ns", m))?;
-        }
-        if n.buffer_pkts == Some(0) {
-            return Err(bad("network.buffer_pkts", "must be >= 1"));
-        }
-        let t = &self.transport;
-        if !["newreno", "dctcp"].contains(&t.cc.as_str()) {
-            return Err(bad("transport.cc", format!("must be \"newreno\" or \"dctcp\", got {:?}", t.cc)));
-        }
-        if t.cc == "dctcp" && n.ecn_k_pkts.is_none() && n.ecn_k_bytes.is_none() {
-            return Err(bad("network.ecn_k_pkts", "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)"));
-        }
-        if !(t.dctcp_g > 0.0 && t.dctcp_g <= 1.0) {
-            return Err(bad("transport.dctcp_g", format!("must be in (0, 1], got {}", t.dctcp_g)));
-        }
-        if !(64..=65_000).contains(&t.mss_bytes) {
-            return Err(bad("transport.mss_bytes", format!("must be from 64 to 65000 bytes, got {}", t.mss_bytes)));
-        }
-        if !(20..=1000).contains(&t.header_bytes) {
-            return Err(bad("transport.header_bytes", format!("must be from 20 to 1000 bytes (IP + TCP headers and options), got {}", t.header_bytes)));
-        }
-        if t.init_ssthresh_bytes.is_some_and(|b| b < 2 * t.mss_bytes as u64) {
-            return Err(bad("transport.init_ssthresh_bytes", format!("must be at least 2 segments ({} bytes)", 2 * t.mss_bytes)));
-        }
-        if t.init_cwnd_pkts == 0 {
-            return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
-        }
-        if t.dupack_threshold == 0 {
-            return Err(bad("transport.dupack_threshold", "must be >= 1"));
-        }
-        dur_ms("transport.min_rto_ms", t.min_rto_ms, true)?;
-        dur_ms("transport.max_rto_ms", t.max_rto_ms, true)?;
-        if let Some(x) = t.initial_rto_ms {
-            dur_ms("transport.initial_rto_ms", x, true)?;
-        }
-        dur_us("transport.delayed_ack_timeout_us", t.delayed_ack_timeout_us, false)?;
-        if t.rcv_wnd_bytes < t.mss_bytes {
-            return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
-        }
-        if !["per_flow", "persistent"].contains(&t.connections.as_str()) {
-            return Err(bad("transport.connections", format!("must be \"per_flow\" or \"persistent\", got {:?}", t.connections)));
-        }
-        if !["bytes", "per_ack"].contains(&t.cwnd_growth.as_str()) {
-            return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", t.cwnd_growth)));
-        }
-        if !["fixed", "linux"].contains(&t.reordering.as_str()) {
-            return Err(bad("transport.reordering", format!("must be \"fixed\" or \"linux\", got {:?}", t.reordering)));
-        }
-        if !["flight_size", "pipe"].contains(&t.rto_ssthresh.as_str()) {
-            return Err(bad("transport.rto_ssthresh", format!("must be \"flight_size\" or \"pipe\", got {:?}", t.rto_ssthresh)));
-        }
-        if !["ssrb", "crb"].contains(&t.prr_bound.as_str()) {
-            return Err(bad("transport.prr_bound", format!("must be \"ssrb\" or \"crb\", got {:?}", t.prr_bound)));
-        }
-        if t.dsack == Some(true) && !t.sack {
-            return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
-        }
-        if t.connections_per_pair == 0 {
-            return Err(bad("transport.connections_per_pair", "must be >= 1"));
-        }
-        let w = &self.workload;
-        if !["poisson", "per_sender", "flow_list", "incast", "none"].contains(&w.kind.as_str()) {
-            return Err(bad("workload.kind", format!("must be poisson, per_sender, flow_list, incast or none; got {:?}", w.kind)));
-        }
-        dur_us("workload.start_gap_us", w.start_gap_us, false)?;
-        if w.start_gap_us > 0.0 && w.kind != "per_sender" {
-            return Err(bad("workload.start_gap_us", "applies to workload.kind = \"per_sender\" only (poisson gaps follow from the load)"));
-        }
-        if !w.pods.is_empty() && !["random_inter_pod", "bijection_inter_pod"].contains(&w.pattern.as_str()) {
-            return Err(bad(
-                "workload.pods",
-                "applies to the inter-pod patterns (random_inter_pod, bijection_inter_pod); use src_racks/dst_racks with inter_rack",
-            ));
-        }
-        if w.kind == "per_sender" {
-            if w.size_bytes == Some(0) {
-                return Err(bad("workload.size_bytes", "must be at least 1 byte"));
-            }
-            if !PATTERNS.contains(&w.pattern.as_str()) {
-                return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
-            }
-        }
-        if w.kind == "poisson" {
-            pos("workload.load", w.load)?;
-            if w.load < 1e-4 {
-                return Err(bad(
-                    "workload.load",
-                    format!("{} is below the smallest load run (0.0001): flows would start days apart", lbsim_engine::fmt_num(w.load)),
-                ));
-            }
-            if !["leaf_uplinks", "host_links", "bisection", "bottleneck_tier"].contains(&w.load_of.as_str()) {
-                return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links, bisection or bottleneck_tier; got {:?}", w.load_of)));
-            }
-            if w.load >= 1.0 && !w.allow_overload {
-                return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", w.load, w.load_of)));
-            }
-            if let Some(c) = w.capacity_gbps {
-                rate("workload.capacity_gbps", c)?;
-            }
-            if w.flows == 0 {
-                return Err(bad("workload.flows", "must be >= 1"));
-            }
-            if w.size_bytes == Some(0) {
-                return Err(bad("workload.size_bytes", "must be at least 1 byte"));
-            }
-            unit_bytes("workload.cdf_unit_bytes", w.cdf_unit_bytes)?;
-            if !PATTERNS.contains(&w.pattern.as_str()) {
-                return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), w.pattern)));
-            }
-        }
-        if !(w.kind == "poisson" || w.kind == "per_sender") {
-            for (f, set) in
-                [("workload.pareto", w.pareto.is_some()), ("workload.classes", !w.classes.is_empty()), ("workload.rate_per_s", w.rate_per_s.is_some())]
-            {
-                if set {
-                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", w.kind)));
-                }
-            }
-        }
-        if w.kind == "poisson" || w.kind == "per_sender" {
-            if let Some(r) = w.rate_per_s {
-                if w.kind != "poisson" {
-                    return Err(bad("workload.rate_per_s", "applies to workload.kind = \"poisson\" only"));
-                }
-                if !(r.is_finite() && r > 0.0) {
-                    return Err(bad("workload.rate_per_s", format!("must be a number of flows per second > 0, got {}", lbsim_engine::fmt_num(r))));
-                }
-                // the arrivals must fit the clock (and a run a user waits for)
-                let span_s = w.flows as f64 / r;
-                if span_s > 1e6 {
-                    return Err(bad(
-                        "workload.rate_per_s",
-                        format!(
-                            "{} flows at {} per second span {} s of simulated time (at most 1e6 s)",
-                            w.flows,
-                            lbsim_engine::fmt_num(r),
-                            lbsim_engine::fmt_num(span_s)
-                        ),
-                    ));
-                }
-            }
-            if !w.classes.is_empty() {
-                if w.size_bytes.is_some() || w.pareto.is_some() || w.cdf_file.is_some() {
-                    return Err(bad("workload.classes", "give sizes per class: workload.size_bytes, pareto and cdf_file apply without classes"));
-                }
-                if w.classes.len() > 255 {
-                    return Err(bad("workload.classes", format!("at most 255 classes, got {}", w.classes.len())));
-                }
-                let mut sum = 0.0;
-                for (i, c) in w.classes.iter().enumerate() {
-                    let f = format!("workload.classes[{i}]");
-                    if c.name.trim().is_empty() {
-                        return Err(bad(format!("{f}.name"), "must not be empty"));
-                    }
-                    if w.classes[..i].iter().any(|o| o.name == c.name) {
-                        return Err(bad(format!("{f}.name"), format!("{:?} names two classes", c.name)));
-                    }
-                    if !(c.fraction.is_finite() && c.fraction > 0.0 && c.fraction <= 1.0) {
-                        return Err(bad(format!("{f}.fraction"), format!("must be in (0, 1], got {}", lbsim_engine::fmt_num(c.fraction))));
-                    }
-                    sum += c.fraction;
-                    let given = [c.size_bytes.is_some(), c.pareto.is_some(), c.cdf.is_some(), c.cdf_file.is_some()].iter().filter(|&&b| b).count();
-                    if given != 1 {
-                        return Err(bad(format!("{f}"), "give exactly one of size_bytes, pareto, cdf, cdf_file"));
-                    }
-                    if c.cdf_unit_bytes.is_some() && c.cdf.is_none() && c.cdf_file.is_none() {
-                        return Err(bad(format!("{f}.cdf_unit_bytes"), "applies to a class's cdf or cdf_file only"));
-                    }
-                    if c.size_bytes == Some(0) {
-                        return Err(bad(format!("{f}.size_bytes"), "must be at least 1 byte"));
-                    }
-                    unit_bytes(&format!("{f}.cdf_unit_bytes"), c.cdf_unit_bytes)?;
-                    if let Some(p) = &c.pareto {
-                        p.build(&format!("{f}.pareto"))?;
-                    }
-                }
-                if (sum - 1.0).abs() > 1e-6 {
-                    return Err(bad("workload.classes", format!("the fractions sum to {}, not 1", lbsim_engine::fmt_num(sum))));
-                }
-            }
-            if let Some(p) = &w.pareto {
-                if w.size_bytes.is_some() || w.cdf_file.is_some() {
-                    return Err(bad("workload.pareto", "give one size distribution: pareto, size_bytes or cdf_file"));
-                }
-                p.build("workload.pareto")?;
-            }
-        }
-        if w.kind == "flow_list" && w.flow_list.is_none() {
-            return Err(bad("workload.flow_list", "required when workload.kind = \"flow_list\""));
-        }
-        if w.kind == "incast" {
-            if w.incast.fan_in == 0 {
-                return Err(bad("workload.incast.fan_in", "must be >= 1"));
-            }
-            if w.incast.request_bytes == 0 {
-                return Err(bad("workload.incast.request_bytes", "must be >= 1"));
-            }
-        }
-        dur_us("workload.start_us", w.start_us, false)?;
-        for (i, d) in self.drops.iter().enumerate() {
-            dur_ms(&format!("drops[{i}].at_ms"), d.at_ms, false)?;
-            if d.count == 0 {
-                return Err(bad(format!("drops[{i}].count"), "must be at least 1"));
-            }
-        }
-        for (i, f) in self.failures.iter().enumerate() {
-            dur_ms(&format!("failures[{i}].at_ms"), f.at_ms, false)?;
-            if let Some(r) = f.restore_ms {
-                dur_ms(&format!("failures[{i}].restore_ms"), r, false)?;
-                if r <= f.at_ms {
-                    return Err(bad(format!("failures[{i}].restore_ms"), "must be after at_ms"));
-                }
-            }
-        }
-        for (i, o) in self.link_overrides.iter().enumerate() {
-            if let Some(r) = o.rate_gbps {
-                rate(&format!("link_overrides[{i}].rate_gbps"), r)?;
-            }
-            if let Some(d) = o.delay_us {
-                dur_us(&format!("link_overrides[{i}].delay_us"), d, false)?;
-            }
-        }
-        for (i, u) in self.udp.iter().enumerate() {
-            rate(&format!("udp[{i}].rate_gbps"), u.rate_gbps)?;
-            dur_ms(&format!("udp[{i}].start_ms"), u.start_ms, false)?;
-            if let Some(stop) = u.stop_ms {
-                dur_ms(&format!("udp[{i}].stop_ms"), stop, true)?;
-                if stop <= u.start_ms {
-                    return Err(bad(format!("udp[{i}].stop_ms"), format!("{stop} ms is not after start_ms ({} ms)", u.start_ms)));
-                }
-            }
-            if u.src == u.dst {
-                return Err(bad(format!("udp[{i}].dst"), format!("host {} would send to itself", u.src)));
-            }
-            if u.packet_bytes < 64 {
-                return Err(bad(format!("udp[{i}].packet_bytes"), "must be >= 64"));
-            }
-        }
-        dur_ms("metrics.utilization_window_ms", self.metrics.utilization_window_ms, true)?;
-        if self.metrics.cwnd_sample_interval_us != 0.0 {
-            dur_us("metrics.cwnd_sample_interval_us", self.metrics.cwnd_sample_interval_us, true)?;
-        }
-        if self.metrics.scheme_sample_interval_us != 0.0 {
-            dur_us("metrics.scheme_sample_interval_us", self.metrics.scheme_sample_interval_us, true)?;
-        }
-        if self.metrics.pcap_max_packets > 5_000_000 {
-            return Err(bad("metrics.pcap_max_packets", "at most 5,000,000 (each captured packet is kept in memory until the run ends)"));
-        }
-        if self.metrics.flow_rate_window_ms != 0.0 {
-            dur_ms("metrics.flow_rate_window_ms", self.metrics.flow_rate_window_ms, true)?;
-        }
-        dur_us("metrics.queue_sample_interval_us", self.metrics.queue_sample_interval_us, true)?;
-        for (i, g) in self.metrics.flowlet_gaps_us.iter().enumerate() {
-            dur_us(&format!("metrics.flowlet_gaps_us[{i}]"), *g, true)?;
-        }
-        if let Some(q) = self.metrics.percentiles.iter().find(|q| !(q.is_finite() && **q > 0.0 && **q < 100.0)) {
-            return Err(bad("metrics.percentiles", format!("each must be a percent strictly between 0 and 100, got {}", lbsim_engine::fmt_num(*q))));
-        }
-        if self.metrics.size_buckets_bytes.windows(2).any(|w| w[1] <= w[0]) {
-            return Err(bad("metrics.size_buckets_bytes", "must be strictly increasing"));
-        }
-        if let Some(s) = self.run.stop_ms {
-            dur_ms("run.stop_ms", s, true)?;
-        }
-        dur_ms("run.stop_after_last_start_ms", self.run.stop_after_last_start_ms, true)?;
         Ok(())
     }
 
@@ -1423,6 +1124,433 @@ impl Scenario {
             m.insert(k.clone(), val);
         }
         Ok(m)
+    }
+}
+
+// --------------------------------------------------------------- validation
+
+/// Bytes per packet of a packet-form CDF: absent, or a number >= 1.
+fn unit_bytes(field: &str, u: Option<f64>) -> Result<(), ScenarioError> {
+    match u {
+        Some(u) if !(u.is_finite() && u >= 1.0) => Err(bad(field, format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u)))),
+        _ => Ok(()),
+    }
+}
+/// A finite number > 0.
+fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
+    if !(x.is_finite() && x > 0.0) {
+        return Err(bad(field, format!("must be > 0, got {x}")));
+    }
+    Ok(())
+}
+// times and rates are checked after conversion to the engine's units
+// (>= 1 ps / >= 1 Mb/s after rounding, at most a day / 100 Tb/s)
+/// A time in µs the engine's clock can hold (> 0 if `positive`).
+fn dur_us(field: &str, us: f64, positive: bool) -> Result<(), ScenarioError> {
+    SimTime::input_us(us, positive).map(|_| ()).map_err(|m| bad(field, m))
+}
+/// A time in ms the engine's clock can hold (> 0 if `positive`).
+fn dur_ms(field: &str, ms: f64, positive: bool) -> Result<(), ScenarioError> {
+    SimTime::input(ms, 1e9, "ms", positive).map(|_| ()).map_err(|m| bad(field, m))
+}
+/// A link rate in Gb/s the engine can hold.
+fn rate(field: &str, gbps: f64) -> Result<(), ScenarioError> {
+    BitsPerSec::input_gbps(gbps).map(|_| ()).map_err(|m| bad(field, m))
+}
+
+impl TopologyCfg {
+    /// Checks the link rates and delays.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        match self {
+            TopologyCfg::LeafSpine(LeafSpineCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
+                rate("topology.host_rate_gbps", *host_rate_gbps)?;
+                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
+                dur_us("topology.link_delay_us", *link_delay_us, false)?;
+            }
+            TopologyCfg::Clos3(Clos3Cfg { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. }) => {
+                rate("topology.host_rate_gbps", *host_rate_gbps)?;
+                rate("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
+                rate("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
+                dur_us("topology.link_delay_us", *link_delay_us, false)?;
+            }
+            TopologyCfg::FatTree(FatTreeCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
+                rate("topology.host_rate_gbps", *host_rate_gbps)?;
+                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
+                dur_us("topology.link_delay_us", *link_delay_us, false)?;
+            }
+            TopologyCfg::Explicit(ExplicitCfg { links, .. }) => {
+                for (i, l) in links.iter().enumerate() {
+                    rate(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
+                    dur_us(&format!("topology.links[{i}].delay_us"), l.delay_us, false)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl NetworkCfg {
+    /// Checks that at most one of buffer_pkts and buffer_bytes is given.
+    fn validate_buffer_choice(&self) -> Result<(), ScenarioError> {
+        if self.buffer_pkts.is_some() && self.buffer_bytes.is_some() {
+            return Err(bad("network.buffer_bytes", "give buffer_pkts or buffer_bytes, not both"));
+        }
+        Ok(())
+    }
+
+    /// Checks the ECN, host NIC, jitter and buffer settings (after `validate_buffer_choice`).
+    fn validate(&self) -> Result<(), ScenarioError> {
+        if let Some(e) = &self.ecn_ports {
+            if e != "switch" && e != "fabric" {
+                return Err(bad("network.ecn_ports", format!("must be \"switch\" or \"fabric\", got {e:?}")));
+            }
+        }
+        if self.ecn_k_pkts.is_some() && self.ecn_k_bytes.is_some() {
+            return Err(bad("network.ecn_k_bytes", "give ecn_k_pkts or ecn_k_bytes, not both"));
+        }
+        if let Some(m) = &self.host_nic {
+            if !["backpressure", "drop_tail"].contains(&m.as_str()) {
+                return Err(bad("network.host_nic", format!("must be \"backpressure\" or \"drop_tail\", got {m:?}")));
+            }
+        }
+        if let Some(j) = self.host_jitter_ns {
+            SimTime::input(j, 1e3, "ns", false).map_err(|m| bad("network.host_jitter_ns", m))?;
+        }
+        if self.buffer_pkts == Some(0) {
+            return Err(bad("network.buffer_pkts", "must be >= 1"));
+        }
+        Ok(())
+    }
+}
+
+impl LbCfg {
+    /// Checks the RTT the scheme's parameters are denominated in.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        if let Some(r) = self.rtt_us {
+            dur_us("lb.rtt_us", r, true)?;
+        }
+        Ok(())
+    }
+}
+
+impl TransportCfg {
+    /// Checks the congestion control, segment sizes, windows, timers and TCP variants.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        if !["newreno", "dctcp"].contains(&self.cc.as_str()) {
+            return Err(bad("transport.cc", format!("must be \"newreno\" or \"dctcp\", got {:?}", self.cc)));
+        }
+        if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
+            return Err(bad("transport.dctcp_g", format!("must be in (0, 1], got {}", self.dctcp_g)));
+        }
+        if !(64..=65_000).contains(&self.mss_bytes) {
+            return Err(bad("transport.mss_bytes", format!("must be from 64 to 65000 bytes, got {}", self.mss_bytes)));
+        }
+        if !(20..=1000).contains(&self.header_bytes) {
+            return Err(bad("transport.header_bytes", format!("must be from 20 to 1000 bytes (IP + TCP headers and options), got {}", self.header_bytes)));
+        }
+        if self.init_ssthresh_bytes.is_some_and(|b| b < 2 * self.mss_bytes as u64) {
+            return Err(bad("transport.init_ssthresh_bytes", format!("must be at least 2 segments ({} bytes)", 2 * self.mss_bytes)));
+        }
+        if self.init_cwnd_pkts == 0 {
+            return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
+        }
+        if self.dupack_threshold == 0 {
+            return Err(bad("transport.dupack_threshold", "must be >= 1"));
+        }
+        dur_ms("transport.min_rto_ms", self.min_rto_ms, true)?;
+        dur_ms("transport.max_rto_ms", self.max_rto_ms, true)?;
+        if let Some(x) = self.initial_rto_ms {
+            dur_ms("transport.initial_rto_ms", x, true)?;
+        }
+        dur_us("transport.delayed_ack_timeout_us", self.delayed_ack_timeout_us, false)?;
+        if self.rcv_wnd_bytes < self.mss_bytes {
+            return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
+        }
+        if !["per_flow", "persistent"].contains(&self.connections.as_str()) {
+            return Err(bad("transport.connections", format!("must be \"per_flow\" or \"persistent\", got {:?}", self.connections)));
+        }
+        if !["bytes", "per_ack"].contains(&self.cwnd_growth.as_str()) {
+            return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", self.cwnd_growth)));
+        }
+        if !["fixed", "linux"].contains(&self.reordering.as_str()) {
+            return Err(bad("transport.reordering", format!("must be \"fixed\" or \"linux\", got {:?}", self.reordering)));
+        }
+        if !["flight_size", "pipe"].contains(&self.rto_ssthresh.as_str()) {
+            return Err(bad("transport.rto_ssthresh", format!("must be \"flight_size\" or \"pipe\", got {:?}", self.rto_ssthresh)));
+        }
+        if !["ssrb", "crb"].contains(&self.prr_bound.as_str()) {
+            return Err(bad("transport.prr_bound", format!("must be \"ssrb\" or \"crb\", got {:?}", self.prr_bound)));
+        }
+        if self.dsack == Some(true) && !self.sack {
+            return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
+        }
+        if self.connections_per_pair == 0 {
+            return Err(bad("transport.connections_per_pair", "must be >= 1"));
+        }
+        Ok(())
+    }
+}
+
+impl WorkloadCfg {
+    /// Checks the workload's kind and the settings that kind uses.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        if !["poisson", "per_sender", "flow_list", "incast", "none"].contains(&self.kind.as_str()) {
+            return Err(bad("workload.kind", format!("must be poisson, per_sender, flow_list, incast or none; got {:?}", self.kind)));
+        }
+        dur_us("workload.start_gap_us", self.start_gap_us, false)?;
+        if self.start_gap_us > 0.0 && self.kind != "per_sender" {
+            return Err(bad("workload.start_gap_us", "applies to workload.kind = \"per_sender\" only (poisson gaps follow from the load)"));
+        }
+        if !self.pods.is_empty() && !["random_inter_pod", "bijection_inter_pod"].contains(&self.pattern.as_str()) {
+            return Err(bad(
+                "workload.pods",
+                "applies to the inter-pod patterns (random_inter_pod, bijection_inter_pod); use src_racks/dst_racks with inter_rack",
+            ));
+        }
+        if self.kind == "per_sender" {
+            if self.size_bytes == Some(0) {
+                return Err(bad("workload.size_bytes", "must be at least 1 byte"));
+            }
+            if !PATTERNS.contains(&self.pattern.as_str()) {
+                return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), self.pattern)));
+            }
+        }
+        if self.kind == "poisson" {
+            self.validate_poisson()?;
+        }
+        if !(self.kind == "poisson" || self.kind == "per_sender") {
+            for (f, set) in
+                [("workload.pareto", self.pareto.is_some()), ("workload.classes", !self.classes.is_empty()), ("workload.rate_per_s", self.rate_per_s.is_some())]
+            {
+                if set {
+                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", self.kind)));
+                }
+            }
+        }
+        if self.kind == "poisson" || self.kind == "per_sender" {
+            if let Some(r) = self.rate_per_s {
+                self.validate_rate_per_s(r)?;
+            }
+            if !self.classes.is_empty() {
+                self.validate_classes()?;
+            }
+            if let Some(p) = &self.pareto {
+                if self.size_bytes.is_some() || self.cdf_file.is_some() {
+                    return Err(bad("workload.pareto", "give one size distribution: pareto, size_bytes or cdf_file"));
+                }
+                p.build("workload.pareto")?;
+            }
+        }
+        if self.kind == "flow_list" && self.flow_list.is_none() {
+            return Err(bad("workload.flow_list", "required when workload.kind = \"flow_list\""));
+        }
+        if self.kind == "incast" {
+            if self.incast.fan_in == 0 {
+                return Err(bad("workload.incast.fan_in", "must be >= 1"));
+            }
+            if self.incast.request_bytes == 0 {
+                return Err(bad("workload.incast.request_bytes", "must be >= 1"));
+            }
+        }
+        dur_us("workload.start_us", self.start_us, false)?;
+        Ok(())
+    }
+
+    /// Checks the load, capacity, flow count and sizes of a poisson workload.
+    fn validate_poisson(&self) -> Result<(), ScenarioError> {
+        pos("workload.load", self.load)?;
+        if self.load < 1e-4 {
+            return Err(bad(
+                "workload.load",
+                format!("{} is below the smallest load run (0.0001): flows would start days apart", lbsim_engine::fmt_num(self.load)),
+            ));
+        }
+        if !["leaf_uplinks", "host_links", "bisection", "bottleneck_tier"].contains(&self.load_of.as_str()) {
+            return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links, bisection or bottleneck_tier; got {:?}", self.load_of)));
+        }
+        if self.load >= 1.0 && !self.allow_overload {
+            return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", self.load, self.load_of)));
+        }
+        if let Some(c) = self.capacity_gbps {
+            rate("workload.capacity_gbps", c)?;
+        }
+        if self.flows == 0 {
+            return Err(bad("workload.flows", "must be >= 1"));
+        }
+        if self.size_bytes == Some(0) {
+            return Err(bad("workload.size_bytes", "must be at least 1 byte"));
+        }
+        unit_bytes("workload.cdf_unit_bytes", self.cdf_unit_bytes)?;
+        if !PATTERNS.contains(&self.pattern.as_str()) {
+            return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), self.pattern)));
+        }
+        Ok(())
+    }
+
+    /// Checks `rate_per_s` (given as `r`): poisson only, positive, and arrivals that fit the clock.
+    fn validate_rate_per_s(&self, r: f64) -> Result<(), ScenarioError> {
+        if self.kind != "poisson" {
+            return Err(bad("workload.rate_per_s", "applies to workload.kind = \"poisson\" only"));
+        }
+        if !(r.is_finite() && r > 0.0) {
+            return Err(bad("workload.rate_per_s", format!("must be a number of flows per second > 0, got {}", lbsim_engine::fmt_num(r))));
+        }
+        // the arrivals must fit the clock (and a run a user waits for)
+        let span_s = self.flows as f64 / r;
+        if span_s > 1e6 {
+            return Err(bad(
+                "workload.rate_per_s",
+                format!(
+                    "{} flows at {} per second span {} s of simulated time (at most 1e6 s)",
+                    self.flows,
+                    lbsim_engine::fmt_num(r),
+                    lbsim_engine::fmt_num(span_s)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a non-empty list of traffic classes and that their fractions sum to 1.
+    fn validate_classes(&self) -> Result<(), ScenarioError> {
+        if self.size_bytes.is_some() || self.pareto.is_some() || self.cdf_file.is_some() {
+            return Err(bad("workload.classes", "give sizes per class: workload.size_bytes, pareto and cdf_file apply without classes"));
+        }
+        if self.classes.len() > 255 {
+            return Err(bad("workload.classes", format!("at most 255 classes, got {}", self.classes.len())));
+        }
+        let mut sum = 0.0;
+        for (i, c) in self.classes.iter().enumerate() {
+            let f = format!("workload.classes[{i}]");
+            if c.name.trim().is_empty() {
+                return Err(bad(format!("{f}.name"), "must not be empty"));
+            }
+            if self.classes[..i].iter().any(|o| o.name == c.name) {
+                return Err(bad(format!("{f}.name"), format!("{:?} names two classes", c.name)));
+            }
+            if !(c.fraction.is_finite() && c.fraction > 0.0 && c.fraction <= 1.0) {
+                return Err(bad(format!("{f}.fraction"), format!("must be in (0, 1], got {}", lbsim_engine::fmt_num(c.fraction))));
+            }
+            sum += c.fraction;
+            let given = [c.size_bytes.is_some(), c.pareto.is_some(), c.cdf.is_some(), c.cdf_file.is_some()].iter().filter(|&&b| b).count();
+            if given != 1 {
+                return Err(bad(format!("{f}"), "give exactly one of size_bytes, pareto, cdf, cdf_file"));
+            }
+            if c.cdf_unit_bytes.is_some() && c.cdf.is_none() && c.cdf_file.is_none() {
+                return Err(bad(format!("{f}.cdf_unit_bytes"), "applies to a class's cdf or cdf_file only"));
+            }
+            if c.size_bytes == Some(0) {
+                return Err(bad(format!("{f}.size_bytes"), "must be at least 1 byte"));
+            }
+            unit_bytes(&format!("{f}.cdf_unit_bytes"), c.cdf_unit_bytes)?;
+            if let Some(p) = &c.pareto {
+                p.build(&format!("{f}.pareto"))?;
+            }
+        }
+        if (sum - 1.0).abs() > 1e-6 {
+            return Err(bad("workload.classes", format!("the fractions sum to {}, not 1", lbsim_engine::fmt_num(sum))));
+        }
+        Ok(())
+    }
+}
+
+impl DropCfg {
+    /// Checks the drop's time and count (`i`: its index in `drops`).
+    fn validate(&self, i: usize) -> Result<(), ScenarioError> {
+        dur_ms(&format!("drops[{i}].at_ms"), self.at_ms, false)?;
+        if self.count == 0 {
+            return Err(bad(format!("drops[{i}].count"), "must be at least 1"));
+        }
+        Ok(())
+    }
+}
+
+impl FailureCfg {
+    /// Checks the failure's down and restore times (`i`: its index in `failures`).
+    fn validate(&self, i: usize) -> Result<(), ScenarioError> {
+        dur_ms(&format!("failures[{i}].at_ms"), self.at_ms, false)?;
+        if let Some(r) = self.restore_ms {
+            dur_ms(&format!("failures[{i}].restore_ms"), r, false)?;
+            if r <= self.at_ms {
+                return Err(bad(format!("failures[{i}].restore_ms"), "must be after at_ms"));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl LinkOverrideCfg {
+    /// Checks the override's rate and delay (`i`: its index in `link_overrides`).
+    fn validate(&self, i: usize) -> Result<(), ScenarioError> {
+        if let Some(r) = self.rate_gbps {
+            rate(&format!("link_overrides[{i}].rate_gbps"), r)?;
+        }
+        if let Some(d) = self.delay_us {
+            dur_us(&format!("link_overrides[{i}].delay_us"), d, false)?;
+        }
+        Ok(())
+    }
+}
+
+impl UdpCfg {
+    /// Checks the UDP source's rate, times, ends and packet size (`i`: its index in `udp`).
+    fn validate(&self, i: usize) -> Result<(), ScenarioError> {
+        rate(&format!("udp[{i}].rate_gbps"), self.rate_gbps)?;
+        dur_ms(&format!("udp[{i}].start_ms"), self.start_ms, false)?;
+        if let Some(stop) = self.stop_ms {
+            dur_ms(&format!("udp[{i}].stop_ms"), stop, true)?;
+            if stop <= self.start_ms {
+                return Err(bad(format!("udp[{i}].stop_ms"), format!("{stop} ms is not after start_ms ({} ms)", self.start_ms)));
+            }
+        }
+        if self.src == self.dst {
+            return Err(bad(format!("udp[{i}].dst"), format!("host {} would send to itself", self.src)));
+        }
+        if self.packet_bytes < 64 {
+            return Err(bad(format!("udp[{i}].packet_bytes"), "must be >= 64"));
+        }
+        Ok(())
+    }
+}
+
+impl MetricsCfg {
+    /// Checks the samplers' intervals, the capture limit, the percentiles and the size buckets.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        dur_ms("metrics.utilization_window_ms", self.utilization_window_ms, true)?;
+        if self.cwnd_sample_interval_us != 0.0 {
+            dur_us("metrics.cwnd_sample_interval_us", self.cwnd_sample_interval_us, true)?;
+        }
+        if self.scheme_sample_interval_us != 0.0 {
+            dur_us("metrics.scheme_sample_interval_us", self.scheme_sample_interval_us, true)?;
+        }
+        if self.pcap_max_packets > 5_000_000 {
+            return Err(bad("metrics.pcap_max_packets", "at most 5,000,000 (each captured packet is kept in memory until the run ends)"));
+        }
+        if self.flow_rate_window_ms != 0.0 {
+            dur_ms("metrics.flow_rate_window_ms", self.flow_rate_window_ms, true)?;
+        }
+        dur_us("metrics.queue_sample_interval_us", self.queue_sample_interval_us, true)?;
+        for (i, g) in self.flowlet_gaps_us.iter().enumerate() {
+            dur_us(&format!("metrics.flowlet_gaps_us[{i}]"), *g, true)?;
+        }
+        if let Some(q) = self.percentiles.iter().find(|q| !(q.is_finite() && **q > 0.0 && **q < 100.0)) {
+            return Err(bad("metrics.percentiles", format!("each must be a percent strictly between 0 and 100, got {}", lbsim_engine::fmt_num(*q))));
+        }
+        if self.size_buckets_bytes.windows(2).any(|w| w[1] <= w[0]) {
+            return Err(bad("metrics.size_buckets_bytes", "must be strictly increasing"));
+        }
+        Ok(())
+    }
+}
+
+impl RunCfg {
+    /// Checks the stop times.
+    fn validate(&self) -> Result<(), ScenarioError> {
+        if let Some(s) = self.stop_ms {
+            dur_ms("run.stop_ms", s, true)?;
+        }
+        dur_ms("run.stop_after_last_start_ms", self.stop_after_last_start_ms, true)?;
+        Ok(())
     }
 }
 
