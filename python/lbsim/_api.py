@@ -110,6 +110,19 @@ def _sets(seed: Optional[int], set: Optional[Sequence[str]]) -> list[str]:
     return out
 
 
+def _columns_doc(table: str) -> str:
+    """The columns of ``table`` as docstring lines: name [unit]: meaning."""
+    rows = [c for c in _lbsim.columns() if c["table"] == table]
+    head = rows[0]["row"].capitalize() + "." if rows else ""
+    return head + "\n\n" + "\n".join(f"- {c['name']}" + (f" [{c['unit']}]" if c["unit"] else "") + f": {c['doc']}" for c in rows)
+
+
+def _table_property(name: str) -> property:
+    """A Result attribute: table ``name`` as a pandas DataFrame, documented
+    from the column list."""
+    return property(lambda self: self._frame(name), doc=_columns_doc(name))
+
+
 @dataclass
 class Result:
     """One run: per-flow records, samples and the summary.
@@ -128,63 +141,13 @@ class Result:
             self._df[name] = self.tables[name].to_pandas()
         return self._df[name]
 
-    @property
-    def flows(self):
-        """One row per flow: flow_id, src, dst, size_bytes, start_us, finish_us,
-        fct_us, ideal_fct_us, slowdown, completed, started, retransmits,
-        timeouts, reorder_events (data segments arriving above the next
-        expected byte), duplicate_segments (segments the receiver already
-        had: spurious retransmissions), fast_recoveries_reordering /
-        fast_recoveries_loss (fast recoveries whose resent segment had not /
-        had been dropped: simulator truth), path_changes (data segments
-        that left the source leaf by another uplink than the previous one)
-        and uplinks_used (distinct source-leaf uplinks), incast_request (-1
-        if none), class (the flow's workload.classes name; "all" without).
-        Unfinished flows have NaN finish/fct and completed = False; flows
-        whose arrival came after the run stopped have started = False.
-        Counters are signed 64-bit integers."""
-        return self._frame("flows")
-
-    @property
-    def links(self):
-        """Throughput samples: t_ms (window end), port, bytes in the window,
-        gbps and utilisation (of the port's rate) over the window."""
-        return self._frame("links")
-
-    @property
-    def queues(self):
-        """Queue samples: t_us, port, qlen_pkts, qlen_bytes."""
-        return self._frame("queues")
-
-    @property
-    def flow_rates(self):
-        """Receive-side goodput per flow (``metrics.flow_rate_window_ms``):
-        t_ms (window end), flow_id, bytes newly in order at the receiving
-        transport in the window, gbps."""
-        return self._frame("flow_rates")
-
-    @property
-    def scheme_samples(self):
-        """The scheme's state every ``metrics.scheme_sample_interval_us``:
-        t_us, metric, a, b, value (AG: granularity_pkts and congested_paths
-        with a = source leaf, b = destination leaf; owd_us with b =
-        destination leaf x 64 + path, only while AG still uses it, and
-        beside it true_owd_us, the simulator's delay for a full-size packet
-        entering that uplink at that instant)."""
-        return self._frame("scheme_samples")
-
-    @property
-    def cwnd(self):
-        """Congestion windows every ``metrics.cwnd_sample_interval_us``: t_us,
-        flow_id, conn (an MPTCP subflow is its own connection), cwnd_bytes,
-        ssthresh_bytes (-1 before the first reduction: "infinite"); only
-        connections whose flow is not yet delivered in full."""
-        return self._frame("cwnd")
-
-    @property
-    def ports(self):
-        """Every egress port's totals at the end of the run."""
-        return self._frame("ports")
+    flows = _table_property("flows")
+    links = _table_property("links")
+    queues = _table_property("queues")
+    flow_rates = _table_property("flow_rates")
+    scheme_samples = _table_property("scheme_samples")
+    cwnd = _table_property("cwnd")
+    ports = _table_property("ports")
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes flows.parquet, summary.json and (if sampled) links.parquet,
@@ -216,31 +179,16 @@ class Result:
         return d
 
 
-_SCHEMAS = {
-    # counters are signed, so differences computed in pandas never wrap
-    "flows": {
-        "flow_id": pa.int64(), "src": pa.int64(), "dst": pa.int64(), "size_bytes": pa.int64(),
-        "start_us": pa.float64(), "finish_us": pa.float64(), "fct_us": pa.float64(),
-        "ideal_fct_us": pa.float64(), "slowdown": pa.float64(), "completed": pa.bool_(), "started": pa.bool_(),
-        "retransmits": pa.int64(), "timeouts": pa.int64(), "reorder_events": pa.int64(),
-        "duplicate_segments": pa.int64(),
-        "fast_recoveries_reordering": pa.int64(), "fast_recoveries_loss": pa.int64(),
-        "path_changes": pa.int64(), "uplinks_used": pa.int64(),
-        "incast_request": pa.int64(), "class": pa.string(),
-    },
-    "ports": {
-        "port": pa.string(), "rate_gbps": pa.float64(), "tx_pkts": pa.int64(), "tx_bytes": pa.int64(),
-        "drops": pa.int64(), "ecn_marks": pa.int64(), "max_qlen_pkts": pa.int64(), "up": pa.bool_(),
-    },
-    "links": {"t_ms": pa.float64(), "port": pa.string(), "bytes": pa.int64(), "gbps": pa.float64(), "utilisation": pa.float64()},
-    "queues": {"t_us": pa.float64(), "port": pa.string(), "qlen_pkts": pa.int64(), "qlen_bytes": pa.int64()},
-    "cwnd": {"t_us": pa.float64(), "flow_id": pa.int64(), "conn": pa.int64(), "cwnd_bytes": pa.int64(), "ssthresh_bytes": pa.int64()},
-    "flow_rates": {"t_ms": pa.float64(), "flow_id": pa.int64(), "bytes": pa.int64(), "gbps": pa.float64()},
-    "scheme_samples": {"t_us": pa.float64(), "metric": pa.string(), "a": pa.int64(), "b": pa.int64(), "value": pa.float64()},
-    "pcap": {"t_ps": pa.int64(), "port": pa.string(), "src": pa.int64(), "dst": pa.int64(), "sport": pa.int64(), "dport": pa.int64(),
-             "outer_sport": pa.int64(), "kind": pa.string(), "size": pa.int64(), "ttl": pa.int64(), "ect": pa.bool_(), "ce": pa.bool_(),
-             "seq": pa.int64(), "ack": pa.int64(), "flags": pa.int64(), "wnd": pa.int64(), "len": pa.int64()},
-}
+def _schemas() -> dict[str, dict[str, Any]]:
+    """Every output table's Arrow schema, from the simulator's one list of
+    columns (``lbsim_sim::columns``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for c in _lbsim.columns():
+        out.setdefault(c["table"], {})[c["name"]] = getattr(pa, c["type"])()
+    return out
+
+
+_SCHEMAS = _schemas()
 
 
 def _table(name: str, cols: Mapping[str, list]) -> pa.Table:

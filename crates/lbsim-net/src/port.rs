@@ -13,6 +13,17 @@
 //! of admitted packets whose last bit has not yet left — what drop-tail and
 //! ECN marking look at (instantaneous occupancy, DCTCP-style, not an
 //! average).
+//!
+//! The queue discipline sits in [`PortQueue::offer`]: from what the
+//! arriving packet finds (`Found`), drop-tail refuses a packet that would
+//! exceed the buffer, and the marking rule (`EcnKind::marks`) decides CE.
+//! Today's rule is DCTCP's instantaneous threshold (RFC 8257 §3.1: mark
+//! when the packet finds more than K queued). Another rule (RED, a
+//! sojourn-time threshold) is a variant of `EcnKind` and an arm of its
+//! `marks`; its parameter takes the port's `ecn` word on line 1, and state
+//! it needs beyond that goes on line 2, which has 40 bytes free (see
+//! [`PortQueue`]'s layout). Marking at dequeue would decide in
+//! `pop_arrival`'s caller instead.
 
 use crate::ids::{NodeId, PktId, PortId};
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
@@ -136,12 +147,37 @@ const _: () = {
     assert!(size_of::<PortQueue>() == 192);
 };
 
+/// What an arriving packet finds in the queue (the queue discipline's input).
+#[derive(Clone, Copy, Debug)]
+struct Found {
+    /// Packets queued (waiting or transmitting) when the packet arrives.
+    pkts: u32,
+    /// Bytes queued, when the port counts bytes (0 otherwise).
+    bytes: u64,
+}
+
+/// How a port marks ECN; the threshold is the port's `ecn` word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 enum EcnKind {
     None,
+    /// More than K packets queued.
     Packets,
+    /// More than K bytes queued.
     Bytes,
+}
+
+impl EcnKind {
+    /// Whether a packet that finds `q` is marked CE (the caller applies it
+    /// only to ECN-capable packets).
+    #[inline(always)]
+    fn marks(self, k: u64, q: Found) -> bool {
+        match self {
+            EcnKind::Packets => q.pkts as u64 > k,
+            EcnKind::Bytes => q.bytes > k,
+            EcnKind::None => false,
+        }
+    }
 }
 
 /// The two ends of a port's link, as the per-packet path needs them.
@@ -305,17 +341,13 @@ impl PortQueue {
     pub fn offer(&mut self, now: SimTime, pkt: PktId, size: Bytes, jitter: SimTime) -> Admit {
         let qp = self.qlen_pkts(now);
         let qb = if self.counts_bytes { self.qlen_bytes(now) } else { 0 };
+        // drop-tail
         let full = if self.limit_bytes { qb + size.0 > self.limit } else { qp as u64 >= self.limit };
         if full {
             self.drops += 1;
             return Admit::Dropped;
         }
-        // Mark when the arriving packet finds more than K packets (bytes) queued.
-        let mark = match self.ecn_kind {
-            EcnKind::Packets => qp as u64 > self.ecn,
-            EcnKind::Bytes => qb > self.ecn,
-            EcnKind::None => false,
-        };
+        let mark = self.ecn_kind.marks(self.ecn, Found { pkts: qp, bytes: qb });
         let start = self.busy_until.max(now);
         let tx_end = start + self.tx_time(size);
         self.busy_until = tx_end;

@@ -3,6 +3,7 @@
 //! the Arrow tables. No per-packet Python: the only call back into Python
 //! during a run is the progress callback, a few times per second.
 
+use lbsim_sim::columns::Cells;
 use lbsim_sim::{flow_list, run as run_sim, validate as validate_sim, Progress, Scenario, SimError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
@@ -98,121 +99,18 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
         Err(SimError::Interrupted) => return Err(cb_err.unwrap_or_else(|| PyKeyboardInterrupt::new_err("run stopped by the progress callback"))),
     };
     let res = PyDict::new(py);
-    // flows
-    let f = &out.flows;
-    let flows = PyDict::new(py);
-    let nan = f64::NAN;
-    flows.set_item("flow_id", (0..f.len() as u64).collect::<Vec<_>>())?;
-    flows.set_item("src", f.iter().map(|x| x.src).collect::<Vec<_>>())?;
-    flows.set_item("dst", f.iter().map(|x| x.dst).collect::<Vec<_>>())?;
-    flows.set_item("size_bytes", f.iter().map(|x| x.size).collect::<Vec<_>>())?;
-    flows.set_item("start_us", f.iter().map(|x| x.start.as_us_f64()).collect::<Vec<_>>())?;
-    flows.set_item("finish_us", f.iter().map(|x| x.finish.map_or(nan, |t| t.as_us_f64())).collect::<Vec<_>>())?;
-    flows.set_item("fct_us", f.iter().map(|x| x.fct().map_or(nan, |t| t.as_us_f64())).collect::<Vec<_>>())?;
-    flows.set_item("ideal_fct_us", f.iter().map(|x| x.ideal.as_us_f64()).collect::<Vec<_>>())?;
-    flows.set_item(
-        "slowdown",
-        f.iter()
-            .map(|x| match x.fct() {
-                Some(t) if x.ideal.0 > 0 => t.0 as f64 / x.ideal.0 as f64,
-                _ => nan,
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    flows.set_item("completed", f.iter().map(|x| x.finish.is_some()).collect::<Vec<_>>())?;
-    flows.set_item("started", f.iter().map(|x| x.started).collect::<Vec<_>>())?;
-    // counters as signed integers, so differences in pandas do not wrap
-    let signed = |v: u64| v.min(i64::MAX as u64) as i64;
-    flows.set_item("retransmits", f.iter().map(|x| signed(x.retransmits)).collect::<Vec<_>>())?;
-    flows.set_item("timeouts", f.iter().map(|x| signed(x.timeouts)).collect::<Vec<_>>())?;
-    flows.set_item("reorder_events", f.iter().map(|x| signed(x.reorder)).collect::<Vec<_>>())?;
-    flows.set_item("duplicate_segments", f.iter().map(|x| signed(x.duplicates)).collect::<Vec<_>>())?;
-    flows.set_item("fast_recoveries_reordering", f.iter().map(|x| signed(x.fr_reorder)).collect::<Vec<_>>())?;
-    flows.set_item("fast_recoveries_loss", f.iter().map(|x| signed(x.fr_loss)).collect::<Vec<_>>())?;
-    flows.set_item("path_changes", f.iter().map(|x| signed(x.path_changes)).collect::<Vec<_>>())?;
-    flows.set_item("uplinks_used", f.iter().map(|x| x.uplinks_used as i64).collect::<Vec<_>>())?;
-    flows.set_item("incast_request", f.iter().map(|x| x.incast_request.map_or(-1i64, |r| r as i64)).collect::<Vec<_>>())?;
-    // the class label of each flow (workload.classes; "all" without)
-    let names: Vec<String> =
-        out.summary["workload"]["classes"].as_array().map(|a| a.iter().map(|c| c["name"].as_str().unwrap_or("all").to_string()).collect()).unwrap_or_default();
-    flows.set_item("class", f.iter().map(|x| names.get(x.class as usize).map_or("all", |n| n.as_str())).collect::<Vec<_>>())?;
-    res.set_item("flows", flows)?;
-    // ports
-    let ports = PyDict::new(py);
-    let p = &out.ports;
-    ports.set_item("port", p.iter().map(|x| x.name.clone()).collect::<Vec<_>>())?;
-    ports.set_item("rate_gbps", p.iter().map(|x| x.rate_bps as f64 / 1e9).collect::<Vec<_>>())?;
-    ports.set_item("tx_pkts", p.iter().map(|x| signed(x.tx_pkts)).collect::<Vec<_>>())?;
-    ports.set_item("tx_bytes", p.iter().map(|x| signed(x.tx_bytes)).collect::<Vec<_>>())?;
-    ports.set_item("drops", p.iter().map(|x| signed(x.drops)).collect::<Vec<_>>())?;
-    ports.set_item("ecn_marks", p.iter().map(|x| signed(x.ecn_marks)).collect::<Vec<_>>())?;
-    ports.set_item("max_qlen_pkts", p.iter().map(|x| x.max_qlen_pkts).collect::<Vec<_>>())?;
-    ports.set_item("up", p.iter().map(|x| x.up).collect::<Vec<_>>())?;
-    res.set_item("ports", ports)?;
-    // samples
-    let name = |id: u32| out.ports[id as usize].name.clone();
-    let links = PyDict::new(py);
-    let l = &out.link_samples;
-    links.set_item("t_ms", l.iter().map(|x| x.t.as_ms_f64()).collect::<Vec<_>>())?;
-    links.set_item("port", l.iter().map(|x| name(x.port.0)).collect::<Vec<_>>())?;
-    links.set_item("bytes", l.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
-    let win = out.link_window.as_secs_f64();
-    links.set_item("gbps", l.iter().map(|x| x.bytes as f64 * 8.0 / win / 1e9).collect::<Vec<_>>())?;
-    links.set_item("utilisation", l.iter().map(|x| x.bytes as f64 * 8.0 / win / out.ports[x.port.idx()].rate_bps as f64).collect::<Vec<_>>())?;
-    res.set_item("links", links)?;
-    let queues = PyDict::new(py);
-    let q = &out.queue_samples;
-    queues.set_item("t_us", q.iter().map(|x| x.t.as_us_f64()).collect::<Vec<_>>())?;
-    queues.set_item("port", q.iter().map(|x| name(x.port.0)).collect::<Vec<_>>())?;
-    queues.set_item("qlen_pkts", q.iter().map(|x| x.pkts).collect::<Vec<_>>())?;
-    queues.set_item("qlen_bytes", q.iter().map(|x| x.bytes).collect::<Vec<_>>())?;
-    res.set_item("queues", queues)?;
-    let rates = PyDict::new(py);
-    let r = &out.flow_rates;
-    rates.set_item("t_ms", r.iter().map(|x| x.0.as_ms_f64()).collect::<Vec<_>>())?;
-    rates.set_item("flow_id", r.iter().map(|x| if x.1 == u32::MAX { -1 } else { x.1 as i64 }).collect::<Vec<_>>())?;
-    rates.set_item("bytes", r.iter().map(|x| x.2 as i64).collect::<Vec<_>>())?;
-    let win_s = out.flow_rate_window.map_or(f64::NAN, |w| w.as_secs_f64());
-    rates.set_item("gbps", r.iter().map(|x| x.2 as f64 * 8.0 / win_s / 1e9).collect::<Vec<_>>())?;
-    res.set_item("flow_rates", rates)?;
-    let sch = PyDict::new(py);
-    let ss = &out.scheme_samples;
-    sch.set_item("t_us", ss.iter().map(|x| x.0.as_us_f64()).collect::<Vec<_>>())?;
-    sch.set_item("metric", ss.iter().map(|x| x.1).collect::<Vec<_>>())?;
-    sch.set_item("a", ss.iter().map(|x| x.2 as i64).collect::<Vec<_>>())?;
-    sch.set_item("b", ss.iter().map(|x| x.3 as i64).collect::<Vec<_>>())?;
-    sch.set_item("value", ss.iter().map(|x| x.4).collect::<Vec<_>>())?;
-    res.set_item("scheme_samples", sch)?;
-    let cw = PyDict::new(py);
-    let c = &out.cwnd_samples;
-    cw.set_item("t_us", c.iter().map(|x| x.0.as_us_f64()).collect::<Vec<_>>())?;
-    cw.set_item("flow_id", c.iter().map(|x| x.1 as i64).collect::<Vec<_>>())?;
-    cw.set_item("conn", c.iter().map(|x| x.2 as i64).collect::<Vec<_>>())?;
-    cw.set_item("cwnd_bytes", c.iter().map(|x| x.3.min(i64::MAX as u64) as i64).collect::<Vec<_>>())?;
-    // -1: no slow-start threshold yet (the initial "infinite" one)
-    cw.set_item("ssthresh_bytes", c.iter().map(|x| if x.4 >= i64::MAX as u64 { -1 } else { x.4 as i64 }).collect::<Vec<_>>())?;
-    res.set_item("cwnd", cw)?;
-    // captured packets: the header fields a pcap writer needs
-    let cap = PyDict::new(py);
-    let c = &out.pcap;
-    cap.set_item("t_ps", c.iter().map(|x| x.t.0).collect::<Vec<_>>())?;
-    cap.set_item("port", c.iter().map(|x| name(x.port)).collect::<Vec<_>>())?;
-    cap.set_item("src", c.iter().map(|x| x.src as i64).collect::<Vec<_>>())?;
-    cap.set_item("dst", c.iter().map(|x| x.dst as i64).collect::<Vec<_>>())?;
-    cap.set_item("sport", c.iter().map(|x| x.sport as i64).collect::<Vec<_>>())?;
-    cap.set_item("dport", c.iter().map(|x| x.dport as i64).collect::<Vec<_>>())?;
-    cap.set_item("outer_sport", c.iter().map(|x| x.outer_sport.map_or(-1, |p| p as i64)).collect::<Vec<_>>())?;
-    cap.set_item("kind", c.iter().map(|x| x.kind).collect::<Vec<_>>())?;
-    cap.set_item("size", c.iter().map(|x| x.size as i64).collect::<Vec<_>>())?;
-    cap.set_item("ttl", c.iter().map(|x| x.ttl as i64).collect::<Vec<_>>())?;
-    cap.set_item("ect", c.iter().map(|x| x.ect).collect::<Vec<_>>())?;
-    cap.set_item("ce", c.iter().map(|x| x.ce).collect::<Vec<_>>())?;
-    cap.set_item("seq", c.iter().map(|x| x.seq as i64).collect::<Vec<_>>())?;
-    cap.set_item("ack", c.iter().map(|x| x.ack as i64).collect::<Vec<_>>())?;
-    cap.set_item("flags", c.iter().map(|x| x.flags as i64).collect::<Vec<_>>())?;
-    cap.set_item("wnd", c.iter().map(|x| x.wnd as i64).collect::<Vec<_>>())?;
-    cap.set_item("len", c.iter().map(|x| x.len as i64).collect::<Vec<_>>())?;
-    res.set_item("pcap", cap)?;
+    for (table, cols) in lbsim_sim::columns::table_cells(&out) {
+        let d = PyDict::new(py);
+        for (name, cells) in cols {
+            match cells {
+                Cells::I64(v) => d.set_item(name, v)?,
+                Cells::F64(v) => d.set_item(name, v)?,
+                Cells::Bool(v) => d.set_item(name, v)?,
+                Cells::Str(v) => d.set_item(name, v)?,
+            }
+        }
+        res.set_item(table, d)?;
+    }
     res.set_item("summary_json", serde_json::to_string(&out.summary).unwrap())?;
     Ok(res.into_any().unbind())
 }
@@ -321,6 +219,26 @@ fn ag_reorder_probability(gran: u32, paths: u32, congested: u32, window_pkts: u3
     Ok(lbsim_lb::ag::model::reorder_probability(m.window_pkts.div_ceil(gran), m.congested as f64 / m.paths as f64))
 }
 
+/// Every output table and its columns (lbsim_sim::columns): a list of
+/// dicts with table, row, name, type (an Arrow type name), unit, doc.
+#[pyfunction]
+fn columns(py: Python<'_>) -> PyResult<PyObject> {
+    let list = PyList::empty(py);
+    for t in lbsim_sim::columns::tables() {
+        for c in &t.columns {
+            let d = PyDict::new(py);
+            d.set_item("table", t.name)?;
+            d.set_item("row", t.row)?;
+            d.set_item("name", c.name)?;
+            d.set_item("type", c.ty.arrow())?;
+            d.set_item("unit", c.unit)?;
+            d.set_item("doc", c.doc)?;
+            list.append(d)?;
+        }
+    }
+    Ok(list.into_any().unbind())
+}
+
 /// The model revision that results of `scheme` depend on (the simulator's,
 /// plus the scheme's own when it has one).
 #[pyfunction]
@@ -336,6 +254,7 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(model_revision, m)?)?;
+    m.add_function(wrap_pyfunction!(columns, m)?)?;
     m.add_function(wrap_pyfunction!(ag_rate_gbps, m)?)?;
     m.add_function(wrap_pyfunction!(ag_optimal_granularity, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -22,6 +22,14 @@ pub enum Ty {
 }
 
 impl Ty {
+    /// The type's name in the docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Bool => "bool",
+            t => t.arrow(),
+        }
+    }
+
     /// The Arrow type name (`pyarrow.<name>()`).
     pub fn arrow(self) -> &'static str {
         match self {
@@ -386,7 +394,7 @@ pub fn markdown() -> String {
         let file = if t.name == "pcap" { "`<port>.pcap`".to_string() } else { format!("`{}.parquet`", t.name) };
         s += &format!("### {} ({file}; `Result.{}`)\n\n{}.\n\n| column | type | unit | meaning |\n|---|---|---|---|\n", t.name, t.name, capital(t.row));
         for c in &t.columns {
-            s += &format!("| `{}` | {} | {} | {} |\n", c.name, c.ty.arrow(), c.unit, c.doc.replace('|', "\\|"));
+            s += &format!("| `{}` | {} | {} | {} |\n", c.name, c.ty.name(), c.unit, c.doc.replace('|', "\\|"));
         }
         s += "\n";
     }
