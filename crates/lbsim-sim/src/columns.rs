@@ -121,6 +121,8 @@ flow_counters! {
         "Data segments that reached the receiver above its next expected byte (a hole: reordering or a loss before them).";
     duplicates => "duplicate_segments", "segments",
         "Data segments the receiver already had (spurious retransmissions).";
+    fast_recoveries => "fast_recoveries", "episodes",
+        "Entries into fast recovery (three duplicate ACKs or SACK loss detection, RFC 5681/6675), whatever set them off.";
     fr_reorder => "fast_recoveries_reordering", "episodes",
         "Fast recoveries whose first retransmitted segment had not been dropped (simulator truth: set off by reordering).";
     fr_loss => "fast_recoveries_loss", "episodes",
@@ -139,7 +141,13 @@ const FLOW_HEAD: &[Column<FlowRecord>] = &[
     Column { name: "src", ty: Ty::I64, unit: "host", doc: "Sending host's index.", get: |_, f, _| Cell::I(f.src as i64) },
     Column { name: "dst", ty: Ty::I64, unit: "host", doc: "Receiving host's index.", get: |_, f, _| Cell::I(f.dst as i64) },
     Column { name: "size_bytes", ty: Ty::I64, unit: "bytes", doc: "Application bytes the flow carries.", get: |_, f, _| Cell::I(signed(f.size)) },
-    Column { name: "start_us", ty: Ty::F64, unit: "µs", doc: "When the flow arrived (its first byte was handed to TCP).", get: |_, f, _| Cell::F(f.start.as_us_f64()) },
+    Column {
+        name: "start_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "When the flow arrived (its first byte was handed to TCP).",
+        get: |_, f, _| Cell::F(f.start.as_us_f64()),
+    },
     Column {
         name: "finish_us",
         ty: Ty::F64,
@@ -254,8 +262,20 @@ const CWND: &[Column<crate::CwndSample>] = &[
 
 const FLOW_RATES: &[Column<crate::FlowRate>] = &[
     Column { name: "t_ms", ty: Ty::F64, unit: "ms", doc: "End of the window (metrics.flow_rate_window_ms).", get: |_, r, _| Cell::F(r.0.as_ms_f64()) },
-    Column { name: "flow_id", ty: Ty::I64, unit: "", doc: "The flow; -1 for UDP background.", get: |_, r, _| Cell::I(if r.1 == u32::MAX { -1 } else { r.1 as i64 }) },
-    Column { name: "bytes", ty: Ty::I64, unit: "bytes", doc: "Bytes newly in order at the receiving transport in the window.", get: |_, r, _| Cell::I(signed(r.2)) },
+    Column {
+        name: "flow_id",
+        ty: Ty::I64,
+        unit: "",
+        doc: "The flow; -1 for UDP background.",
+        get: |_, r, _| Cell::I(if r.1 == u32::MAX { -1 } else { r.1 as i64 }),
+    },
+    Column {
+        name: "bytes",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "Bytes newly in order at the receiving transport in the window.",
+        get: |_, r, _| Cell::I(signed(r.2)),
+    },
     Column {
         name: "gbps",
         ty: Ty::F64,

@@ -722,3 +722,20 @@ fn a_tie_in_time_goes_by_insertion_order() {
     let b = first(&[(0, 3, 1448, 0.0), (1, 2, 1448, 0.0)], "tie-b");
     assert_eq!((a, b), (1, 0), "insertion order: the flow listed first goes first");
 }
+
+/// The per-flow fast-recovery count: on the incast scenario (losses at the
+/// client's port; persistent connections, so a flow's count is its
+/// connection's growth while it ran) the flows' counts add up to the
+/// senders' total in summary.json, and each flow's episodes are those
+/// classed by loss plus those classed by reordering.
+#[test]
+fn per_flow_fast_recoveries_add_up_to_the_senders_total() {
+    let out = run_ok(include_str!("../../../examples/incast.toml"), &[]);
+    let total = out.summary["transport"]["fast_recoveries"].as_u64().unwrap();
+    let per_flow: u64 = out.flows.iter().map(|f| f.counters.fast_recoveries).sum();
+    assert!(total > 100, "the scenario must recover from losses: {total}");
+    assert_eq!(per_flow, total);
+    for f in &out.flows {
+        assert_eq!(f.counters.fast_recoveries, f.counters.fr_loss + f.counters.fr_reorder, "{f:?}");
+    }
+}

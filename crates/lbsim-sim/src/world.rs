@@ -109,6 +109,7 @@ impl Conn {
         FlowCounters {
             retransmits: s.retransmits,
             timeouts: s.timeouts,
+            fast_recoveries: s.fast_recoveries,
             reorder: r.out_of_order,
             duplicates: r.duplicates,
             fr_reorder: self.fr_reorder,

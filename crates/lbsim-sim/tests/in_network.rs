@@ -445,7 +445,10 @@ fn fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
     let flows = common::flow_file("split", &[(0, 2, 20_000_000, 0.0)]);
     let s = run_ok(ONE_FLOW, &sets(&[&flows, "lb.scheme=spray", "transport.reordering=\"fixed\""]));
     let f = &s.flows[0];
-    eprintln!("spray, one flow: fast recoveries by reordering {}, by loss {}; drops {}", f.counters.fr_reorder, f.counters.fr_loss, s.summary["network"]["drops"]["total"]);
+    eprintln!(
+        "spray, one flow: fast recoveries by reordering {}, by loss {}; drops {}",
+        f.counters.fr_reorder, f.counters.fr_loss, s.summary["network"]["drops"]["total"]
+    );
     assert_eq!(s.summary["network"]["drops"]["total"], 0);
     assert!(f.counters.fr_reorder > 10 && f.counters.fr_loss == 0);
     assert_eq!(f.counters.fr_reorder, t(&s, "fast_recoveries_by_reordering"));
