@@ -110,10 +110,13 @@ fn conga_controls_the_hotspot_after_a_link_failure() {
     assert_eq!(r["L1->S1#0"]["reports"], 0, "{r}");
 }
 
+/// Web-search flows (a quarter of the data-mining mix's packets) show the
+/// same balance in a fifth of the time.
 #[test]
 fn conga_balances_leaf_uplinks_better_than_ecmp() {
+    let ws = TESTBED.replace("datamining", "websearch");
     let imbalance = |scheme: &str| {
-        let o = run_ok(TESTBED, &sets(&[&format!("lb.scheme={scheme}"), "metrics.link_samplers=[\"L0->S*\"]", "metrics.utilization_window_ms=10"]));
+        let o = run_ok(&ws, &sets(&[&format!("lb.scheme={scheme}"), "metrics.link_samplers=[\"L0->S*\"]", "metrics.utilization_window_ms=10"]));
         let last_start = o.flows.iter().map(|f| f.start).max().unwrap();
         let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
         for s in &o.link_samples {
