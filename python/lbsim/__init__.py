@@ -10,6 +10,7 @@ calls it, and turns its columns into Arrow / pandas tables.
 """
 
 from lbsim._api import Result, ScenarioError, flows, load_scenario, run, schemes, validate
+from lbsim.compare import compare
 from lbsim._lbsim import __version__, ag_optimal_granularity, ag_rate_gbps, ag_reorder_probability
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "ag_optimal_granularity",
     "ag_rate_gbps",
     "ag_reorder_probability",
+    "compare",
     "flows",
     "load_scenario",
     "run",

@@ -5,6 +5,7 @@
     lbsim schemes [--json]
     lbsim validate SCENARIO.toml [--set ...]
     lbsim plot RUN_DIR [RUN_DIR ...] --out DIR
+    lbsim compare SCENARIO.toml --schemes A,B[,...] --out DIR [--seeds N | --until PCT]
     lbsim sweep FILE [--workers N] [--ray ADDRESS] [--quick]
     lbsim reproduce NAME | --list
     lbsim --version
@@ -226,6 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
     scenario_args(v)
     v.set_defaults(fn=cmd_validate)
 
+    from lbsim.compare import add_command
+
+    add_command(sub)
+
     try:
         from lbsim import experiments
 
@@ -245,7 +250,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     except _api.ScenarioError as e:
         _fail(str(e))
     except ValueError as e:  # sweep files
-        if type(e).__name__ == "SweepError":
+        if type(e).__name__ in ("SweepError", "CompareError"):
             _fail(str(e))
         raise
     except OSError as e:  # missing, unreadable or unwritable files, named in the message

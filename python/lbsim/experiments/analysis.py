@@ -559,10 +559,9 @@ def evaluate(runs: Runs, claim: dict) -> dict:
     - value: stat(a)
     - ratio2: (stat(a) / stat(b)) / (stat(c) / stat(d)) (e.g. one scheme's
       gain over ECMP in one setting against its gain in another)
-    Verdict: *agrees* if our effect (a ratio's distance from 1, otherwise the
-    value) has the paper's sign and is within a factor of two of it; *same
-    direction, different size*; *disagrees*. With ``expect = "greater"`` /
-    ``"less"`` and no number, only the direction is checked.
+    Verdicts are judged on the interval over seeds (see ``_verdict``).
+    With ``expect = "greater"`` / ``"less"`` and no number, only the
+    direction is checked.
     """
     where = claim.get("where", {})
     stat = claim.get("stat", "fct_us.mean")
@@ -624,28 +623,70 @@ def evaluate(runs: Runs, claim: dict) -> dict:
 
 
 def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> dict:
+    """Judges our number against the paper's on the interval over seeds
+    (``lbsim.stats``: a t interval on the log of per-seed ratios for ratio
+    claims, on the values otherwise):
+
+    - *agrees*: the interval is on the paper's side of the pivot (1 for a
+      ratio) and the paper's effect is within a factor of two of ours;
+    - *same direction, different size*: on the paper's side, farther apart;
+    - *disagrees*: the interval is on the other side;
+    - *no effect detectable*: the interval contains the pivot;
+    - *one seed: not judged*: no interval without two seeds.
+
+    Where the paper reports no effect (its value within 5 % of the pivot),
+    an interval containing the pivot agrees. Model claims have no seeds and
+    are judged on the number alone.
+    """
+    from lbsim.stats import mean_interval, paired_ratio
+
     kind = claim.get("kind", "ratio")
     paper = claim.get("paper")
     expect = claim.get("expect")
+    pivot = claim.get("pivot", pivot_default)
+    lo = hi = math.nan
+    if per_seed:
+        vals = [x for x in per_seed if x is not None and math.isfinite(x)]
+        if kind in ("ratio", "ratio2") and pivot == 1.0 and all(x > 0 for x in vals):
+            r = paired_ratio([1.0] * len(vals), vals)
+        else:
+            r = mean_interval(vals)
+        lo, hi = r.ci_low, r.ci_high
+    judged_by_interval = kind != "model"
     verdict = "n/a"
     if math.isnan(ours):
         pass
+    elif judged_by_interval and len(per_seed) < 2:
+        verdict = "one seed: not judged"
+        if paper is None and expect in ("greater", "less"):
+            paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"
     elif paper is not None:
-        # compare effect sizes: for a ratio, its distance from 1 ("1.2x
-        # better" is an effect of 0.2); for other kinds, the value itself
-        pivot = claim.get("pivot", pivot_default)
         e_ours, e_paper = ours - pivot, paper - pivot
-        # (a plain value with no pivot is compared by ratio however small it is)
-        if abs(e_paper) < 0.05 * max(abs(pivot), 1.0) and not (kind in ("value", "model") and pivot == 0 and paper != 0):
-            # the paper says "about the same"
+        no_effect = abs(e_paper) < 0.05 * max(abs(pivot), 1.0) and not (kind in ("value", "model") and pivot == 0 and paper != 0)
+        if not judged_by_interval:
+            # the analytic model: one exact number
+            if no_effect:
+                verdict = "agrees" if abs(e_ours) <= 0.15 * max(abs(pivot), 1.0) else "disagrees"
+            elif e_ours * e_paper <= 0:
+                verdict = "disagrees"
+            else:
+                verdict = "agrees" if 0.5 <= e_ours / e_paper <= 2.0 else "same direction, different size"
+        elif lo <= pivot <= hi:
+            verdict = "agrees (no effect detectable, as the paper reports)" if no_effect else "no effect detectable"
+        elif no_effect:
             verdict = "agrees" if abs(e_ours) <= 0.15 * max(abs(pivot), 1.0) else "disagrees"
-        elif e_ours * e_paper <= 0:
+        elif (lo - pivot) * e_paper < 0:
             verdict = "disagrees"
         else:
             verdict = "agrees" if 0.5 <= e_ours / e_paper <= 2.0 else "same direction, different size"
     elif expect in ("greater", "less"):
-        pivot = claim.get("pivot", pivot_default)
-        ok = ours > pivot if expect == "greater" else ours < pivot
-        verdict = "agrees (direction)" if ok else "disagrees"
         paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"
-    return {"ours": ours, "paper": paper, "verdict": verdict, "per_seed": per_seed}
+        if not judged_by_interval:
+            ok = ours > pivot if expect == "greater" else ours < pivot
+            verdict = "agrees (direction)" if ok else "disagrees"
+        elif lo <= pivot <= hi:
+            verdict = "no effect detectable"
+        else:
+            ok = lo > pivot if expect == "greater" else hi < pivot
+            verdict = "agrees (direction)" if ok else "disagrees"
+    return {"ours": ours, "paper": paper, "verdict": verdict, "per_seed": per_seed, "ci_low": lo, "ci_high": hi}

@@ -71,7 +71,8 @@ def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
             lines.append("")
     claims = sw.spec.get("claim", [])
     if claims and runs.points:
-        lines += ["| figure | paper's claim | paper | ours (mean of seeds) | per seed | verdict |", "|---|---|---|---|---|---|"]
+        lines += ["| figure | paper's claim | paper | ours (mean of seeds) | 95 % interval | per seed | verdict |",
+                  "|---|---|---|---|---|---|---|"]
         for i, c in enumerate(claims):
             try:
                 r = evaluate(runs, c)
@@ -79,7 +80,8 @@ def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
                 raise ValueError(f"{sw.path.name}: [[claim]] #{i + 1} ({c.get('figure', '')}): {_why(e)}") from None
             quote = c["quote"].replace("|", "/")
             seeds = ", ".join(_fmt(v) for v in r["per_seed"]) or "–"
-            lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {seeds} | {r['verdict']} |")
+            ci = "–" if math.isnan(r.get("ci_low", math.nan)) else f"{_fmt(r['ci_low'])}-{_fmt(r['ci_high'])}"
+            lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {ci} | {seeds} | {r['verdict']} |")
         lines.append("")
     if e.get("notes"):
         lines += ["*Where we differ and why:* " + e["notes"].strip(), ""]
@@ -93,12 +95,16 @@ hand (the per-experiment notes live in `experiments/*.toml`). For each
 figure: the setup, the paper's claims quoted beside our number at the same
 point, a verdict, and an explanation of the differences. Ratios are written
 the way the paper states them (e.g. "ECMP FCT / Clove-ECN FCT = 3" for "3x
-better"). Verdict: *agrees* when our effect (a ratio's distance from 1, or
-the value itself) has the paper's sign and is within a factor of two of the
-paper's; *same direction, different size* otherwise if the sign matches;
-*disagrees* when it does not. Numbers are means over the seeds run; the
-per-seed column gives the same statistic for each seed alone (its spread is
-the uncertainty of the mean). Shaded loads in a figure offer more than the
+better"). Verdicts are judged on the 95 % interval over the seeds run (a
+t interval on the log of the per-seed ratios for ratios, on the values
+otherwise; `lbsim.stats`): *agrees* when the interval lies on the paper's
+side of 1 (or of the claim's pivot) and the paper's effect is within a
+factor of two of ours; *same direction, different size* when it lies on
+the paper's side but farther apart; *disagrees* when it lies on the other
+side; *no effect detectable* when it contains 1 — the seeds cannot tell
+the effect from noise; *one seed: not judged* without an interval.
+Numbers are means over the seeds; the per-seed column gives the statistic
+for each seed alone. Shaded loads in a figure offer more than the
 capacity left after a failure: every scheme's queues grow for the whole
 run there, and no ratio is quoted. A dashed line, where drawn, is ECMP on
 the same fabric with 10x faster switch-to-switch links: what no load
@@ -124,7 +130,7 @@ def assemble(fragments_dir: Path, order: list[str], out: Path) -> None:
             if f"<!-- model-revision: {_lbsim.__model_revision__} -->" not in text:
                 title, _, rest = text.partition("\n")
                 text = (f"{title}\n\n> **Stale:** these runs predate model revision {_lbsim.__model_revision__}; "
-                        f"their numbers and notes may rest on model faults fixed since (see issue 13). "
+                        f"their numbers and notes may rest on model faults fixed since. "
                         f"Rerun with `lbsim reproduce {name}`.\n{rest}")
             parts.append(text)
     tmp = out.with_suffix(".md.tmp")
