@@ -308,3 +308,111 @@ seed = "seed"
     del sw.spec["figure"][0]["x_values"]
     with pytest.raises(ValueError, match=r"\[\[figure\]\] broken: missing key 'x_values'"):
         fragment(sw, tmp_path / "root", tmp_path / "figs", "figs")
+
+
+# ------------------------------------------------------------------ the sweep-file format
+
+DOC = ROOT / "docs" / "sweeps.md"
+NO_QUICK = '[quick]\naxes = { seed = [1] }\nset = { "workload.flows" = 100 }\n'
+
+
+def doc_tables() -> dict[str, dict[str, list[str]]]:
+    """docs/sweeps.md as {## heading: {"": its table's keys, ### heading: that table's keys}}."""
+    import re
+
+    out: dict[str, dict[str, list[str]]] = {}
+    top, sub, code = None, "", False
+    for line in DOC.read_text().splitlines():
+        if line.startswith("```"):
+            code = not code
+        elif code:
+            continue
+        elif line.startswith("## "):
+            top, sub = line[3:], ""
+            out[top] = {"": []}
+        elif line.startswith("### ") and top is not None:
+            sub = line[4:]
+            out[top][sub] = []
+        elif (m := re.match(r"\| `([^`]+)` \|", line)) and top is not None:
+            out[top][sub].append(m.group(1))
+    return out
+
+
+def test_docs_sweeps_md_documents_exactly_the_sections_keys_and_kinds_the_parser_reads():
+    import re
+
+    from lbsim.experiments.spec import SECTIONS
+
+    text = DOC.read_text()
+    # every section it names, in prose or in an example, is one the parser accepts, and it names them all
+    named = set(re.findall(r"`\[\[?([A-Za-z_]\w*)", text)) | set(re.findall(r"(?m)^\[\[?([A-Za-z_]\w*)", text))
+    assert named == set(SECTIONS), f"undeclared: {named - set(SECTIONS)}, undocumented: {set(SECTIONS) - named}"
+    tables = doc_tables()
+    assert sorted(tables["Sections"][""]) == sorted(s.written.format(n) for n, s in SECTIONS.items())
+    for name, sect in SECTIONS.items():
+        head = f"`{sect.written.format(name)}`"
+        assert head in tables, f"docs/sweeps.md has no section `## {head}`"
+        part = tables[head]
+        assert sorted(part[""]) == sorted(sect.keys or {}), f"{head}: documented keys differ from spec.SECTIONS"
+        kinds = {k: sub for sub in part if sub for k in re.findall(r'kind = "(\w+)"', sub)}
+        assert set(kinds) == set(sect.kinds), f"{head}: documented kinds differ from spec.SECTIONS"
+        for k, sub in kinds.items():
+            assert sorted(part[sub]) == sorted(sect.kinds[k]), f"{head} kind {k}: documented keys differ"
+
+
+def test_the_documented_example_sweep_loads_and_validates(tmp_path):
+    import re
+
+    from lbsim import _lbsim
+    from lbsim.experiments.spec import CLAIM_KINDS, FIGURE_KINDS
+
+    blocks = re.findall(r"(?ms)^## Example$.*?^```toml\n(.*?)^```", DOC.read_text())
+    assert len(blocks) == 1
+    f = tmp_path / "example.toml"
+    f.write_text(blocks[0])
+    sw = load(f)
+    assert sw.name == "example" and len(sw.points) == 4 and len({p.hash for p in sw.points}) == 4
+    for pt in sw.points:
+        _lbsim.validate(pt.text, [], str(tmp_path))
+    quick = load(f, quick=True)
+    assert len(quick.points) == 2 and quick.catalog_name == "example-quick"
+    assert all(p.scenario["workload"]["flows"] == 100 for p in quick.points)
+    assert {fig["kind"] for fig in sw.spec["figure"]} <= set(FIGURE_KINDS)
+    assert {c.get("kind", "ratio") for c in sw.spec["claim"]} <= set(CLAIM_KINDS)
+
+
+def test_an_unknown_or_misshapen_section_is_refused_naming_it(tmp_path):
+    from lbsim.experiments.sweep import SweepError
+
+    text = TINY.read_text()
+    for bad, want in [
+        (text + '\n[figures]\nid = "b"\n', "unknown section [figures]"),
+        (text + "\n[rule]\nmatch = {}\nset = {}\n", "rule must be an array of tables: write [[rule]]"),
+        (text.replace(NO_QUICK, "[[quick]]\n"), "quick must be a table: write [quick]"),
+        ('title = "x"\n' + text, "unknown top-level key title"),
+        (text.replace("[axes]", "[axis]"), "unknown section [axis]"),
+        (text.split("[axes]")[0], "missing [axes]"),
+    ]:
+        f = tmp_path / "bad.toml"
+        f.write_text(bad)
+        with pytest.raises(SweepError) as e:
+            load(f)
+        msg = str(e.value)
+        assert msg.startswith(f"{f}: ") and want in msg and "\n" not in msg, msg
+
+
+def test_quick_without_a_quick_section_fails_naming_the_file(tmp_path):
+    from lbsim.experiments.sweep import SweepError
+
+    assert NO_QUICK in TINY.read_text()
+    f = tmp_path / "noquick.toml"
+    f.write_text(TINY.read_text().replace(NO_QUICK, ""))
+    assert len(load(f).points) == 4
+    with pytest.raises(SweepError) as e:
+        load(f, quick=True)
+    assert str(e.value) == f"{f}: --quick needs a [quick] section (this sweep has none)"
+    p = subprocess.run([sys.executable, "-m", "lbsim.cli", "sweep", str(f), "--quick", "--root", str(tmp_path / "results")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.count("\n") == 1 and str(f) in p.stderr and "[quick]" in p.stderr, p.stderr
+    assert not (tmp_path / "results").exists()

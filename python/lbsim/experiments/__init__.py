@@ -95,10 +95,10 @@ def cmd_reproduce(a: argparse.Namespace) -> None:
         print(f"{'experiment':<18} {'runs':>6} {'quick':>6} {'est. full':>10}  title")
         for f in registry():
             sw = load(f)
-            q = load(f, quick=True)
+            nq = len(load(f, quick=True).points) if "quick" in sw.spec else "-"
             est = sw.spec["experiment"].get("estimated_minutes")
             est_s = f"{est:.0f} min" if est is not None else "?"
-            print(f"{sw.name:<18} {len(sw.points):>6} {len(q.points):>6} {est_s:>10}  {sw.title}")
+            print(f"{sw.name:<18} {len(sw.points):>6} {nq:>6} {est_s:>10}  {sw.title}")
         print("\n(est. full: wall time of the committed full sweep, 2 workers on a 2-core machine; --quick runs take a few minutes)")
         return
     out = reproduce(a.name, quick=a.quick, workers=a.workers, ray=a.ray, root=a.root, run=not a.no_run)

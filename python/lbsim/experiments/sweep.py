@@ -28,6 +28,10 @@ swept, how axis values map to scenario keys, conditional overrides, a
     axes = { load = [0.5], seed = [1] }
     set = { "workload.flows" = 1000 }
 
+docs/sweeps.md documents every section and key, and the figure and claim
+kinds; ``spec.SECTIONS`` declares them, and ``load`` refuses any other
+section.
+
 **Catalog.** Each run lives in ``<root>/<experiment>/runs/<hash>/`` where
 the hash covers the complete resolved scenario, the contents of the files
 it reads (``workload.flow_list``, ``workload.cdf_file``) and the lbsim
@@ -153,14 +157,14 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         spec = tomllib.loads(read_text(p, "sweep file", SweepError))
     except tomllib.TOMLDecodeError as e:
         raise SweepError(f"{p}: not valid TOML: {e}") from None
-    for sect in ("experiment", "base", "axes"):
-        if sect not in spec:
-            raise SweepError(f"{p}: missing [{sect}]")
+    _check_sections(p, spec)
     name = spec["experiment"].get("name") or p.stem
     axes = dict(spec["axes"])
     extra: dict[str, Any] = {}
     if quick:
-        q = spec.get("quick", {})
+        if "quick" not in spec:
+            raise SweepError(f"{p}: --quick needs a [quick] section (this sweep has none)")
+        q = spec["quick"]
         for k, v in q.get("axes", {}).items():
             if k not in axes:
                 raise SweepError(f"{p}: [quick].axes.{k} is not an axis")
@@ -213,6 +217,27 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         h = hashlib.sha256(key.encode()).hexdigest()[:20]
         sw.points.append(Point(axes=pt, scenario=sc, text=text, hash=h))
     return sw
+
+
+def _check_sections(p: Path, spec: dict) -> None:
+    """Every top-level section is one of SECTIONS, in its shape ([x] or
+    [[x]]), and the required ones are there."""
+    from lbsim.experiments.spec import SECTIONS
+
+    for k, v in spec.items():
+        sect = SECTIONS.get(k)
+        if sect is None:
+            what = (f"section [{k}]" if isinstance(v, dict) else f"section [[{k}]]" if isinstance(v, list)
+                    else f"top-level key {k}")
+            raise SweepError(f"{p}: unknown {what}; a sweep file has "
+                             + ", ".join(s.written.format(n) for n, s in SECTIONS.items()))
+        if sect.array and not (isinstance(v, list) and all(isinstance(e, dict) for e in v)):
+            raise SweepError(f"{p}: {k} must be an array of tables: write [[{k}]]")
+        if not sect.array and not isinstance(v, dict):
+            raise SweepError(f"{p}: {k} must be a table: write [{k}]")
+    for k, sect in SECTIONS.items():
+        if sect.required and k not in spec:
+            raise SweepError(f"{p}: missing {sect.written.format(k)}")
 
 
 def _kind(v: Any) -> str:
