@@ -4,7 +4,7 @@
     lbsim flows SCENARIO.toml --out FLOWS.csv [--seed N] [--set ...]
     lbsim schemes [--json]
     lbsim validate SCENARIO.toml [--set ...]
-    lbsim plot RUN_DIR [RUN_DIR ...] --out DIR
+    lbsim plot RUN_DIR [RUN_DIR ...] --out DIR [--group scheme]
     lbsim compare SCENARIO.toml --schemes A,B[,...] --out DIR [--seeds N | --until PCT]
     lbsim sweep FILE [--workers N] [--ray ADDRESS] [--quick]
     lbsim reproduce NAME | --list
@@ -179,9 +179,13 @@ def cmd_schemes(a: argparse.Namespace) -> None:
 
 
 def cmd_plot(a: argparse.Namespace) -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        _fail("lbsim plot needs matplotlib, which did not import (pip install 'matplotlib>=3.7')")
     from lbsim.plot import plot_runs
 
-    for path in plot_runs([Path(r) for r in a.runs], Path(a.out)):
+    for path in plot_runs([Path(r) for r in a.runs], Path(a.out), group=a.group):
         print(f"wrote {path}")
 
 
@@ -221,6 +225,9 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plot", help="FCT CDF, slowdown by size, link utilisation and flow goodput figures for one run or several")
     pl.add_argument("runs", nargs="+", help="run folders (written by lbsim run --out)")
     pl.add_argument("--out", required=True, help="folder for the PNG and CSV files")
+    pl.add_argument("--group", choices=["scheme"], default=None,
+                    help="pool the runs of each scheme (e.g. several seeds) into one series: median CDF with a band, "
+                         "bars with 95 %% t intervals over runs")
     pl.set_defaults(fn=cmd_plot)
 
     v = sub.add_parser("validate", help="check a scenario file")

@@ -1,116 +1,515 @@
 """``lbsim plot``: the figures a researcher draws first, for one run or to
-compare several (folders written by ``lbsim run --out`` or sweep runs):
+compare several (folders written by ``lbsim run --out`` or sweep runs).
 
-- ``fct_cdf.png``: the CDF of flow completion times (completed flows), one
-  line per run, log time axis;
-- ``slowdown_by_size.png``: mean slowdown (FCT / ideal FCT) per size bucket
-  (< 100 KB, 100 KB - 10 MB, > 10 MB), bars per run;
-- ``link_utilisation.png``: per sampled link, utilisation over time (first
-  run with link samplers), when ``metrics.link_samplers`` was set;
-- ``flow_goodput.png``: per-flow receive-side goodput over time (first run
-  with ``metrics.flow_rate_window_ms``).
+A *series* is one run, labelled "folder (scheme)"; with ``group="scheme"``
+(``lbsim plot --group scheme``) the runs that share ``scheme.name`` in
+summary.json (e.g. seeds of one scheme) form one series instead. Series keep
+one colour across figures.
 
-Each figure's numbers are also written as CSV beside it.
+- ``fct_cdf.png``: CDF of flow completion times (log time axis), one line
+  per series. The y axis is the fraction of *all* the run's flows completed
+  within x, so a run that left flows unfinished levels off below 1 (and says
+  how many in the legend) instead of looking fast. A group draws the median
+  over its runs of each quantile, with a band: min-max over the runs (10-90 %
+  from 10 runs on). The CSV has p50/p90/p99 per run, of completed flows as in
+  summary.json (``fct_ms``) and of all flows (``fct_ms_all_flows``, inf when
+  the quantile was never reached).
+- ``fct_by_size.png``: mean and p99 FCT (two panels) per size bucket, bars
+  per series; ``slowdown_by_size.png``: the same for slowdown (FCT / ideal
+  FCT). Buckets are summary.json's ``buckets`` (``metrics.size_buckets_bytes``;
+  < 100 KB, 100 KB - 10 MB, > 10 MB by default), percentiles nearest-rank
+  as in summary.json. A group's bar is the mean over its runs with a 95 %
+  Student-t interval over runs as error bar (none for a single run).
+- ``link_utilisation.png``: small multiples, one panel per run that has
+  links.parquet (``metrics.link_samplers``), shared axes; one step line per
+  sampled port (each port in grey plus the mean when there are more than 10).
+- ``flow_goodput.png``: one row per run that has flow_rates.parquet
+  (``metrics.flow_rate_window_ms``): the aggregate receive-side goodput of all
+  flows (left) and the goodput of the 5 largest flows, labelled by id and
+  size (right); windows without delivered bytes count as 0 (stalls show).
+- Link failures and restores (``[[failures]]`` ``at_ms`` / ``restore_ms`` and
+  ``[[random_failures]]`` from the run folder's resolved scenario.toml) are
+  dashed red (down) and dotted green (restored) vertical lines on every time
+  axis, in the panel of the run they belong to, and listed in
+  ``failures.csv`` (one ``none`` row for a run without failures).
+
+Each figure's numbers are written as CSV beside it, with rows for every run
+and ``run`` (folder name; the path below the common parent when two folders
+share a name), ``scheme``, ``seed`` and ``group`` columns; with groups,
+``*_groups.csv`` hold the group statistics (``run`` and ``seed`` then list
+the group's runs, ";"-separated).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-BUCKETS = [(0, 100_000, "< 100 KB"), (100_000, 10_000_000, "100 KB - 10 MB"), (10_000_000, float("inf"), "> 10 MB")]
+# (min_bytes, max_bytes, label): a flow of s bytes is in [min, max)
+DEFAULT_BUCKETS = [(0, 100_000, "<100KB"), (100_000, 10_000_000, "100KB-10MB"), (10_000_000, math.inf, ">10MB")]
+
+# two-sided 95 % Student-t quantiles t(0.975, df) for df = 1..30; 1.96 beyond
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+TOP_FLOWS = 5
+MAX_PORT_LINES = 10
 
 
-def _label(run: Path) -> str:
-    s = run / "summary.json"
-    if s.exists():
-        j = json.loads(s.read_text())
-        scheme = j.get("scheme", {}).get("name", "")
-        return f"{run.name} ({scheme})" if scheme else run.name
-    return run.name
+def t975(df: int) -> float:
+    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
+    if df < 1:
+        return math.nan
+    return _T975[df - 1] if df <= len(_T975) else 1.96
 
 
-def plot_runs(runs: list[Path], out: Path) -> list[Path]:
-    """Draws the figures for `runs` into `out`; returns the files written."""
+def mean_ci95(values) -> tuple[float, float, int]:
+    """(mean, half width of the 95 % t interval, n) over the finite values;
+    the half width is NaN below two values."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    n = len(v)
+    if n == 0:
+        return math.nan, math.nan, 0
+    if n == 1:
+        return float(v[0]), math.nan, 1
+    return float(v.mean()), t975(n - 1) * float(v.std(ddof=1)) / math.sqrt(n), n
+
+
+def nearest_rank(sorted_v: np.ndarray, q: float) -> float:
+    """The q quantile as summary.json computes it: the ceil(q n)-th value."""
+    n = len(sorted_v)
+    if n == 0:
+        return math.nan
+    return float(sorted_v[min(max(math.ceil(q * n), 1), n) - 1])
+
+
+def _human_bytes(b: float) -> str:
+    for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if b >= k:
+            return f"{b / k:.3g} {unit}"
+    return f"{int(b)} B"
+
+
+def _load_toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python < 3.11
+        import tomli as tomllib
+    return tomllib.loads(path.read_text())
+
+
+@dataclass
+class Run:
+    path: Path
+    name: str
+    summary: dict
+    scenario: dict
+    flows: pd.DataFrame
+    failures: list = field(default_factory=list)  # dicts: link, event ("down" / "up"), t_ms, source
+    group: str = ""
+
+    @property
+    def scheme(self) -> str:
+        return self.summary.get("scheme", {}).get("name", "") or ""
+
+    @property
+    def seed(self):
+        return self.summary.get("seed", self.scenario.get("seed", ""))
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.scheme})" if self.scheme else self.name
+
+    def ids(self) -> dict:
+        """The columns every CSV row about this run starts with."""
+        return {"run": self.name, "scheme": self.scheme, "seed": self.seed, "group": self.group}
+
+    def buckets(self) -> Optional[list]:
+        b = self.summary.get("buckets")
+        if not b:
+            return None
+        return [(x["min_bytes"], math.inf if x.get("max_bytes") is None else x["max_bytes"], x["bucket"]) for x in b]
+
+
+def _failures(scenario: dict, summary: dict) -> list:
+    """Failure and restore events of a run: ``[[failures]]`` and
+    ``[[random_failures]]`` (whose drawn links summary.json lists in order)."""
+    ev = []
+    for f in scenario.get("failures", []) or []:
+        link = str(f.get("link", "?"))
+        ev.append({"link": link, "event": "down", "t_ms": float(f.get("at_ms", 0.0)), "source": "failures"})
+        if f.get("restore_ms") is not None:
+            ev.append({"link": link, "event": "up", "t_ms": float(f["restore_ms"]), "source": "failures"})
+    drawn = list(summary.get("topology", {}).get("random_failures", []) or [])
+    off = 0
+    for f in scenario.get("random_failures", []) or []:
+        count = int(f.get("count", 0))
+        links = drawn[off:off + count] or [f"random {f.get('tier', '?')} pod {f.get('pod', '?')}"]
+        off += count
+        for link in links:
+            ev.append({"link": str(link), "event": "down", "t_ms": float(f.get("at_ms", 0.0)), "source": "random_failures"})
+    if not scenario:  # no resolved scenario.toml: down links without their time
+        for link in summary.get("topology", {}).get("links_down_at_end", []) or []:
+            ev.append({"link": str(link), "event": "down", "t_ms": math.nan, "source": "links_down_at_end"})
+    return ev
+
+
+def load_runs(paths: list[Path]) -> list[Run]:
+    for p in paths:
+        if not (p / "flows.parquet").exists():
+            raise FileNotFoundError(f"{p}: no flows.parquet (not a folder written by lbsim run --out)")
+    names = [p.name for p in paths]
+    if len(set(names)) < len(names):  # e.g. out/a/run and out/b/run: name them by what differs
+        root = os.path.commonpath([str(p.resolve()) for p in paths])
+        names = [os.path.relpath(str(p.resolve()), root) for p in paths]
+    runs = []
+    for p, name in zip(paths, names):
+        summary = json.loads((p / "summary.json").read_text()) if (p / "summary.json").exists() else {}
+        scenario = _load_toml(p / "scenario.toml") if (p / "scenario.toml").exists() else {}
+        runs.append(Run(p, name, summary, scenario, pd.read_parquet(p / "flows.parquet"), _failures(scenario, summary)))
+    return runs
+
+
+@dataclass
+class Series:
+    label: str
+    runs: list
+    color: str
+    linestyle: str = "-"
+
+
+def make_series(runs: list[Run], group: Optional[str]) -> list[Series]:
+    import matplotlib
+
+    cycle = matplotlib.colormaps["tab10"].colors
+    styles = ["-", "--", "-.", ":"]
+    keyed: dict[str, list[Run]] = {}
+    for r in runs:
+        r.group = (r.scheme or r.name) if group == "scheme" else r.name
+        keyed.setdefault(r.group, []).append(r)
+    out = []
+    for i, (key, rs) in enumerate(keyed.items()):
+        if group and len(rs) > 1:
+            label = f"{key} ({len(rs)} runs)"
+            seeds = [r.seed for r in rs]
+            if len(set(map(str, seeds))) < len(seeds):
+                print(f"lbsim plot: note: group {key}: runs {', '.join(r.name for r in rs)} share a seed; "
+                      "they differ in more than the seed", file=sys.stderr)
+        else:
+            label = rs[0].label if not group else f"{key} (1 run)"
+        out.append(Series(label, rs, cycle[i % len(cycle)], styles[(i // len(cycle)) % len(styles)]))
+    return out
+
+
+def _group_ids(s: Series) -> dict:
+    return {"run": ";".join(r.name for r in s.runs), "scheme": ";".join(sorted({r.scheme for r in s.runs})),
+            "seed": ";".join(str(r.seed) for r in s.runs), "group": s.runs[0].group, "n_runs": len(s.runs)}
+
+
+def _mark_failures(ax, run: Run, handles: dict) -> None:
+    """Vertical lines at the run's failure (red, dashed) and restore (green,
+    dotted) times, one per time and kind, named at the top of the axes."""
+    import matplotlib.transforms as mtransforms
+
+    at: dict[tuple, list] = {}
+    for e in run.failures:
+        if np.isfinite(e["t_ms"]):
+            at.setdefault((e["t_ms"], e["event"]), []).append(e["link"])
+    trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    for (t, event), links in sorted(at.items()):
+        down = event == "down"
+        line = ax.axvline(t, color="tab:red" if down else "tab:green", ls="--" if down else ":", lw=1.2, zorder=5)
+        handles.setdefault("link down" if down else "link restored", line)
+        text = links[0] if len(links) == 1 else f"{len(links)} links"
+        ax.text(t, 0.98, f" {text} {'down' if down else 'up'}", transform=trans, rotation=90, va="top", ha="right",
+                fontsize=6, color=line.get_color())
+
+
+def _step_xy(t_end: np.ndarray, y: np.ndarray, window: float):
+    """x, y for ``ax.step(where="pre")`` of windows ending at ``t_end``: each
+    value is held over its window (the first one starts ``window`` earlier)."""
+    return np.concatenate([[t_end[0] - window], t_end]), np.concatenate([[y[0]], y])
+
+
+def _window(ts: np.ndarray, stated) -> float:
+    if stated:
+        return float(stated)
+    u = np.unique(ts)
+    return float(np.min(np.diff(u))) if len(u) > 1 else float(u[0]) if len(u) else 1.0
+
+
+def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None) -> list[Path]:
+    """Draws the figures for the run folders ``runs`` into ``out``; returns
+    the files written (PNG and CSV). ``group="scheme"`` pools the runs of
+    each scheme (e.g. several seeds) into one series."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker as ticker
 
-    for r in runs:
-        if not (r / "flows.parquet").exists():
-            raise FileNotFoundError(f"{r}: no flows.parquet (not a folder written by lbsim run --out)")
+    if group not in (None, "scheme"):
+        raise ValueError(f"group must be None or 'scheme', not {group!r}")
+    rs = load_runs([Path(r) for r in runs])
+    series = make_series(rs, group)
+    grouped = group is not None
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
 
-    def save(fig, name: str, table: pd.DataFrame) -> None:
-        fig.tight_layout()
+    def save_csv(name: str, table: pd.DataFrame) -> None:
+        table.to_csv(out / f"{name}.csv", index=False)
+        written.append(out / f"{name}.csv")
+
+    def save(fig, name: str, table: pd.DataFrame, rect=None) -> None:
+        fig.tight_layout(rect=rect)
         fig.savefig(out / f"{name}.png", dpi=120)
         plt.close(fig)
-        table.to_csv(out / f"{name}.csv", index=False)
         written.append(out / f"{name}.png")
+        save_csv(name, table)
 
-    # FCT CDF
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    rows = []
-    for r in runs:
-        f = pd.read_parquet(r / "flows.parquet")
-        v = np.sort(f[f.completed].fct_us.to_numpy())
-        if len(v):
-            ax.plot(v / 1e3, np.arange(1, len(v) + 1) / len(v), label=_label(r))
-            rows += [{"run": r.name, "quantile": q, "fct_ms": float(np.quantile(v, q)) / 1e3} for q in (0.5, 0.9, 0.99)]
+    def legend_below(fig, handles, labels, ncol=2) -> tuple:
+        rows = math.ceil(len(labels) / ncol)
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+        return (0, min((0.2 * rows + 0.12) / fig.get_figheight(), 0.5), 1, 1)
+
+    completed = {id(r): np.sort(r.flows[r.flows.completed].fct_us.to_numpy(dtype=float)) / 1e3 for r in rs}
+
+    def plain_log_ticks(axis) -> None:
+        """Log-axis tick labels as plain numbers (0.1, 1, 10; 2, 3 between)."""
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+    # --- FCT CDF ----------------------------------------------------------
+    # y is the fraction of all the run's flows done within x: a run that left
+    # flows unfinished levels off below 1 instead of looking fast
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    rows, grows = [], []
+    cdf_q = (0.5, 0.9, 0.99)
+
+    def all_flows(r: Run) -> np.ndarray:  # sorted FCTs (ms), unfinished flows as inf
+        return np.concatenate([completed[id(r)], np.full(int((~r.flows.completed).sum()), np.inf)])
+
+    longest = max((float(v[-1]) for v in completed.values() if len(v)), default=1.0)
+    for s in series:
+        for r in s.runs:
+            v, a = completed[id(r)], all_flows(r)
+            rows += [{**r.ids(), "quantile": q, "fct_ms": nearest_rank(v, q), "fct_ms_all_flows": nearest_rank(a, q),
+                      "completed": len(v), "flows": len(r.flows)} for q in cdf_q]
+        unfinished = sum(int((~r.flows.completed).sum()) for r in s.runs)
+        total = sum(len(r.flows) for r in s.runs)
+        note = f", {unfinished} of {total} flows unfinished" if unfinished else ""
+        if len(s.runs) == 1:
+            r = s.runs[0]
+            v = completed[id(r)]
+            if grouped:
+                grows += [{**_group_ids(s), "quantile": q, "fct_ms_median": nearest_rank(all_flows(r), q),
+                           "fct_ms_lo": nearest_rank(all_flows(r), q), "fct_ms_hi": nearest_rank(all_flows(r), q),
+                           "band": "one run"} for q in cdf_q]
+            if len(v):
+                y = np.arange(0, len(v) + 1) / len(r.flows)
+                ax.step(np.concatenate([[v[0]], v]), y, where="post", color=s.color, ls=s.linestyle, lw=1.3,
+                        label=s.label + note)
+            continue
+        vs = [all_flows(r) for r in s.runs if len(r.flows)]
+        if not any(np.isfinite(v).any() for v in vs):
+            continue
+        p = np.linspace(0, 1, 401)[1:]
+        qs = np.array([[nearest_rank(v, x) for x in p] for v in vs])
+        med = np.median(qs, axis=0)
+        band = "min-max" if len(vs) < 10 else "10-90 %"
+        lo, hi = (qs.min(axis=0), qs.max(axis=0)) if len(vs) < 10 else np.percentile(qs, [10, 90], axis=0)
+        med, lo, hi = (np.where(np.isfinite(x), x, np.nan) for x in (med, lo, hi))
+        ax.plot(med, p, color=s.color, ls=s.linestyle, lw=1.3, label=f"{s.label}: median, band {band}{note}")
+        # the band where some run got; where another never did, it reaches the longest FCT drawn
+        ok = np.isfinite(lo)
+        ax.fill_betweenx(p[ok], lo[ok], np.where(np.isfinite(hi), hi, longest)[ok], color=s.color, alpha=0.2, lw=0)
+        for q in cdf_q:
+            i = int(np.argmin(np.abs(p - q)))
+            grows.append({**_group_ids(s), "quantile": q, "fct_ms_median": med[i], "fct_ms_lo": lo[i], "fct_ms_hi": hi[i],
+                          "band": band})
     ax.set_xscale("log")
+    plain_log_ticks(ax.xaxis)
     ax.set_xlabel("flow completion time (ms)")
-    ax.set_ylabel("CDF")
-    ax.legend(fontsize=7)
+    ax.set_ylabel("fraction of flows completed")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3, which="both", lw=0.5)
+    ax.legend(fontsize=7, loc="lower right")
     save(fig, "fct_cdf", pd.DataFrame(rows))
+    if grouped:
+        save_csv("fct_cdf_groups", pd.DataFrame(grows))
 
-    # slowdown by size bucket
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    rows = []
-    width = 0.8 / max(len(runs), 1)
-    for i, r in enumerate(runs):
-        f = pd.read_parquet(r / "flows.parquet")
-        f = f[f.completed]
-        ys = []
-        for lo, hi, name in BUCKETS:
-            g = f[(f.size_bytes >= lo) & (f.size_bytes < hi)]
-            ys.append(float(g.slowdown.mean()) if len(g) else np.nan)
-            rows.append({"run": r.name, "bucket": name, "mean_slowdown": ys[-1], "flows": len(g)})
-        ax.bar(np.arange(len(BUCKETS)) + i * width, ys, width, label=_label(r))
-    ax.set_xticks(np.arange(len(BUCKETS)) + 0.4 - width / 2, [b[2] for b in BUCKETS])
-    ax.set_ylabel("mean slowdown (FCT / ideal)")
-    ax.legend(fontsize=7)
-    save(fig, "slowdown_by_size", pd.DataFrame(rows))
+    # --- FCT and slowdown by size bucket ----------------------------------
+    buckets = next((b for b in (r.buckets() for r in rs) if b), None) or DEFAULT_BUCKETS
+    per_run = []  # one row per run and bucket
+    for r in rs:
+        f = r.flows
+        for lo_b, hi_b, name in buckets:
+            g = f[(f.size_bytes >= lo_b) & (f.size_bytes < hi_b)]
+            d = g[g.completed]
+            fct = np.sort(d.fct_us.to_numpy(dtype=float)) / 1e3
+            sd = np.sort(d.slowdown.to_numpy(dtype=float))
+            sd = sd[np.isfinite(sd)]
+            per_run.append({**r.ids(), "bucket": name, "min_bytes": lo_b, "max_bytes": None if math.isinf(hi_b) else hi_b,
+                            "flows": len(g), "completed": len(d),
+                            "fct_mean_ms": float(fct.mean()) if len(fct) else math.nan, "fct_p99_ms": nearest_rank(fct, 0.99),
+                            "slowdown_mean": float(sd.mean()) if len(sd) else math.nan, "slowdown_p99": nearest_rank(sd, 0.99)})
+    per_run = pd.DataFrame(per_run)
+    for fig_name, stats in (("fct_by_size", [("fct_mean_ms", "mean FCT (ms)"), ("fct_p99_ms", "p99 FCT (ms)")]),
+                            ("slowdown_by_size", [("slowdown_mean", "mean slowdown (FCT / ideal)"),
+                                                  ("slowdown_p99", "p99 slowdown (FCT / ideal)")])):
+        fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
+        width = 0.8 / max(len(series), 1)
+        x = np.arange(len(buckets))
+        grows = []
+        handles = []
+        lows: dict[str, list] = {col: [] for col, _ in stats}
+        for i, s in enumerate(series):
+            names = {r.name for r in s.runs}
+            sub = per_run[per_run.run.isin(names)]
+            for ax, (col, _title) in zip(axes, stats):
+                ys, errs = [], []
+                for _, _, b in buckets:
+                    m, h, n = mean_ci95(sub[sub.bucket == b][col].tolist())
+                    ys.append(m)
+                    errs.append(h)
+                    if grouped:
+                        grows.append({**_group_ids(s), "bucket": b, "stat": col, "runs_with_data": n, "mean": m,
+                                      "ci95_half": h, "ci95_lo": m - h, "ci95_hi": m + h})
+                ys, errs = np.array(ys), np.array(errs)
+                # on the log axis, an interval reaching 0 or below runs off the bottom
+                # edge, which the bars and the positive interval ends set
+                lows[col] += [y for y in np.concatenate([ys, ys - errs]) if np.isfinite(y) and y > 0]
+                lower = np.where(np.isfinite(errs), np.minimum(errs, ys * 0.999), 0)
+                upper = np.where(np.isfinite(errs), errs, 0)
+                bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ys, width * 0.95, color=s.color,
+                              hatch=None if s.linestyle == "-" else "//", edgecolor="white", lw=0.3,
+                              yerr=[lower, upper] if np.isfinite(errs).any() else None,
+                              error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "black"})
+            handles.append(bars)
+        counts = per_run.groupby("bucket", sort=False).flows.sum()
+        for ax, (col, title) in zip(axes, stats):
+            ax.set_yscale("log")
+            if lows[col]:
+                ax.set_ylim(bottom=min(lows[col]) / 1.5)
+            plain_log_ticks(ax.yaxis)
+            ax.set_xticks(x, [f"{b}\n({int(counts.get(b, 0))} flows)" for _, _, b in buckets], fontsize=8)
+            ax.set_ylabel(title)
+            ax.grid(axis="y", alpha=0.3, which="both", lw=0.5)
+            if grouped:
+                ax.set_title("mean over runs, 95 % t interval", fontsize=8)
+        rect = legend_below(fig, handles, [s.label for s in series], ncol=3)
+        cols = ["run", "scheme", "seed", "group", "bucket", "min_bytes", "max_bytes", "flows", "completed"] + [c for c, _ in stats]
+        save(fig, fig_name, per_run[cols], rect=rect)
+        if grouped:
+            save_csv(f"{fig_name}_groups", pd.DataFrame(grows))
 
-    # link utilisation over time
-    with_links = [r for r in runs if (r / "links.parquet").exists()]
+    # --- link utilisation: one panel per run ------------------------------
+    with_links = [r for r in rs if (r.path / "links.parquet").exists()]
     if with_links:
-        r = with_links[0]
-        l = pd.read_parquet(r / "links.parquet")
-        fig, ax = plt.subplots(figsize=(5.2, 3.6))
-        for port, g in l.groupby("port"):
-            ax.plot(g.t_ms, g.utilisation, lw=1, label=port)
-        ax.set_xlabel("time (ms)")
-        ax.set_ylabel("utilisation")
-        ax.set_title(_label(r), fontsize=8)
-        ax.legend(fontsize=6, ncol=2)
-        save(fig, "link_utilisation", l)
+        tables = {id(r): pd.read_parquet(r.path / "links.parquet") for r in with_links}
+        ports = sorted({p for t in tables.values() for p in t.port.unique()})
+        many = len(ports) > MAX_PORT_LINES
+        cmap = matplotlib.colormaps["tab10"].colors
+        colour = {p: cmap[i % len(cmap)] for i, p in enumerate(ports)}
+        ncol = min(len(with_links), 3)
+        nrow = math.ceil(len(with_links) / ncol)
+        fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol + 0.6, 2.6 * nrow + 0.9), sharex=True, sharey=True,
+                                 squeeze=False)
+        handles: dict = {}
+        rows = []
+        for k, r in enumerate(with_links):
+            ax = axes[k // ncol][k % ncol]
+            t = tables[id(r)].sort_values(["port", "t_ms"])
+            w = _window(t.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("utilization_window_ms"))
+            for port, g in t.groupby("port"):
+                xs, ys = _step_xy(g.t_ms.to_numpy(), g.utilisation.to_numpy(), w)
+                line, = ax.step(xs, ys, where="pre", lw=0.6 if many else 1.2,
+                                color="0.7" if many else colour[port])
+                handles.setdefault("each port" if many else port, line)
+            if many:
+                m = t.groupby("t_ms").utilisation.mean()
+                xs, ys = _step_xy(m.index.to_numpy(), m.to_numpy(), w)
+                line, = ax.step(xs, ys, where="pre", lw=1.6, color="black")
+                handles.setdefault("mean over ports", line)
+            _mark_failures(ax, r, handles)
+            ax.set_title(r.label, fontsize=8)
+            ax.grid(alpha=0.3, lw=0.5)
+            rows.append(t.assign(**r.ids()))
+        for k in range(len(with_links), nrow * ncol):
+            axes[k // ncol][k % ncol].set_visible(False)
+        for a in axes[-1]:
+            a.set_xlabel("time (ms)")
+        for a in axes[:, 0]:
+            a.set_ylabel("utilisation")
+        axes[0][0].set_ylim(bottom=0)
+        rect = legend_below(fig, list(handles.values()), list(handles.keys()), ncol=min(len(handles), 5))
+        table = pd.concat(rows, ignore_index=True)
+        save(fig, "link_utilisation", table[["run", "scheme", "seed", "group", "t_ms", "port", "bytes", "gbps", "utilisation"]],
+             rect=rect)
 
-    # per-flow goodput over time
-    with_rates = [r for r in runs if (r / "flow_rates.parquet").exists()]
+    # --- flow goodput: per run, the aggregate and the 5 largest flows -----
+    with_rates = [r for r in rs if (r.path / "flow_rates.parquet").exists()]
     if with_rates:
-        r = with_rates[0]
-        fr = pd.read_parquet(r / "flow_rates.parquet")
-        fig, ax = plt.subplots(figsize=(5.2, 3.6))
-        for fid, g in list(fr.groupby("flow_id"))[:20]:
-            ax.plot(g.t_ms, g.gbps, lw=1, label=f"flow {fid}")
-        ax.set_xlabel("time (ms)")
-        ax.set_ylabel("goodput (Gb/s)")
-        ax.set_title(_label(r) + (" (first 20 flows)" if fr.flow_id.nunique() > 20 else ""), fontsize=8)
-        ax.legend(fontsize=6, ncol=2)
-        save(fig, "flow_goodput", fr)
+        n = len(with_rates)
+        fig, axes = plt.subplots(n, 2, figsize=(10, 2.4 * n + 0.8), sharex=True, sharey="col", squeeze=False)
+        handles = {}
+        rows = []
+        for k, r in enumerate(with_rates):
+            fr = pd.read_parquet(r.path / "flow_rates.parquet")
+            w = _window(fr.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("flow_rate_window_ms"))
+            fr = fr.assign(k=np.rint(fr.t_ms / w).astype(int))
+            kmax = int(fr.k.max()) if len(fr) else 1
+            grid = np.arange(1, kmax + 1)
+            agg = fr.groupby("k").gbps.sum().reindex(grid, fill_value=0.0)
+            xs, ys = _step_xy(grid * w, agg.to_numpy(), w)
+            ax = axes[k][0]
+            ax.step(xs, ys, where="pre", color="black", lw=1.2)
+            ax.set_title(f"{r.label}: all {fr.flow_id.nunique()} flows", fontsize=8)
+            rows.append(pd.DataFrame({**r.ids(), "series": "all flows", "flow_id": -1, "size_bytes": int(r.flows.size_bytes.sum()),
+                                      "t_ms": grid * w, "gbps": agg.to_numpy()}))
+            ax2 = axes[k][1]
+            f = r.flows[r.flows.flow_id.isin(fr.flow_id.unique())]
+            top = f.sort_values(["size_bytes", "flow_id"], ascending=[False, True]).head(TOP_FLOWS)
+            for j, fl in enumerate(top.itertuples()):
+                g = fr[fr.flow_id == fl.flow_id].groupby("k").gbps.sum()
+                k0 = max(int(math.floor(fl.start_us / 1e3 / w)) + 1, 1)
+                k1 = int(math.ceil(fl.finish_us / 1e3 / w)) if fl.completed and np.isfinite(fl.finish_us) else kmax
+                k1 = max(k1, int(g.index.max()))
+                kk = np.arange(min(k0, int(g.index.min())), k1 + 1)
+                g = g.reindex(kk, fill_value=0.0)
+                lab = f"flow {fl.flow_id}, {_human_bytes(fl.size_bytes)}" + ("" if fl.completed else " (unfinished)")
+                xs, ys = _step_xy(kk * w, g.to_numpy(), w)
+                ax2.step(xs, ys, where="pre", lw=1.1, color=matplotlib.colormaps["tab10"].colors[j], label=lab)
+                rows.append(pd.DataFrame({**r.ids(), "series": f"flow {fl.flow_id}", "flow_id": fl.flow_id,
+                                          "size_bytes": fl.size_bytes, "t_ms": kk * w, "gbps": g.to_numpy()}))
+            ax2.set_title(f"{r.label}: the {len(top)} largest flows", fontsize=8)
+            ax2.legend(fontsize=6, loc="upper right", title_fontsize=6)
+            for a in (ax, ax2):
+                _mark_failures(a, r, handles)
+                a.grid(alpha=0.3, lw=0.5)
+                a.set_ylabel("goodput (Gb/s)", fontsize=8)
+        for a in axes[-1]:
+            a.set_xlabel("time (ms)")
+        axes[0][0].set_ylim(bottom=0)
+        axes[0][1].set_ylim(bottom=0)
+        rect = None
+        if handles:
+            rect = legend_below(fig, list(handles.values()), list(handles.keys()), ncol=2)
+        save(fig, "flow_goodput", pd.concat(rows, ignore_index=True), rect=rect)
+
+    # --- failures ---------------------------------------------------------
+    rows = []
+    for r in rs:
+        evs = r.failures or [{"link": "", "event": "none", "t_ms": math.nan, "source": ""}]
+        rows += [{**r.ids(), **e} for e in evs]
+    save_csv("failures", pd.DataFrame(rows, columns=["run", "scheme", "seed", "group", "link", "event", "t_ms", "source"]))
     return written
