@@ -89,3 +89,35 @@ def test_bad_requests_fail_with_one_line_naming_the_option(tmp_path):
     r = subprocess.run([sys.executable, "-m", "lbsim.cli", "compare", str(TESTBED), "--schemes", "ecmp", "--out",
                         str(tmp_path / "c")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--schemes" in r.stderr, r.stderr
+
+
+def test_reproduction_verdicts_follow_the_interval():
+    from lbsim.experiments.analysis import _verdict
+
+    ratio = {"kind": "ratio", "paper": 1.4}
+    # Clove Fig. 8a: 1.05, 1.01, 1.01 against the paper's 1.4x: inside the noise
+    assert _verdict(ratio, 1.02, [1.05, 1.01, 1.01], 1.0)["verdict"] == "no effect detectable"
+    assert _verdict({"kind": "ratio", "paper": 3}, 2.27, [2.05, 2.25, 2.56], 1.0)["verdict"] == "agrees"
+    assert _verdict(ratio, 4.0, [3.9, 4.0, 4.1], 1.0)["verdict"] == "same direction, different size"
+    assert _verdict(ratio, 0.8, [0.79, 0.8, 0.81], 1.0)["verdict"] == "disagrees"
+    assert _verdict(ratio, 1.5, [1.5], 1.0)["verdict"] == "one seed: not judged"
+    same = {"kind": "ratio", "paper": 1.0}
+    assert _verdict(same, 1.01, [0.98, 1.01, 1.04], 1.0)["verdict"].startswith("agrees (no effect detectable")
+    r = _verdict(ratio, 1.02, [1.05, 1.01, 1.01], 1.0)
+    assert r["ci_low"] < 1.0 < r["ci_high"]
+
+
+def test_the_committed_reproduction_report_follows_the_verdict_rules():
+    """Re-judging REPRODUCTION.md's printed numbers changes no verdict: the
+    report was regenerated under the current rules, and no claim whose
+    interval contains 1 is called anything but *no effect detectable*."""
+    from lbsim.experiments import registry
+    from lbsim.experiments.report import rejudge
+    from lbsim.experiments.sweep import load
+
+    frags = ROOT / "reproduction" / "fragments"
+    for f in registry():
+        text = (frags / f"{f.stem}.md").read_text()
+        new, changes = rejudge(load(f), text)
+        assert not changes, (f.stem, changes[:3])
+        assert new == text, f.stem

@@ -28,7 +28,7 @@ def test_every_key_is_described_and_every_section_present():
         assert f"| `{key}` |" in doc, key
     # every load_of value the parser accepts is documented
     src = (ROOT / "crates/lbsim-sim/src/scenario.rs").read_text()
-    accepted = re.search(r'\[([^\]]*)\]\.contains\(&w\.load_of', src).group(1)
+    accepted = re.search(r'\[([^\]]*)\]\.contains\(&(?:w|self)\.load_of', src).group(1)
     for v in re.findall(r'"(\w+)"', accepted):
         assert f'"{v}"' in doc, v
 

@@ -277,7 +277,7 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
 def _figures(runs, fig_dir: Path) -> list[Path]:
     from lbsim.plot import plot_runs
 
-    return plot_runs([d for _, _, d in runs], fig_dir)
+    return plot_runs([d for _, _, d in runs], fig_dir, groups={d: arm for arm, _, d in runs})
 
 
 def cmd_compare(a) -> None:

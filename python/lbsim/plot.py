@@ -187,14 +187,17 @@ class Series:
     linestyle: str = "-"
 
 
-def make_series(runs: list[Run], group: Optional[str]) -> list[Series]:
+def make_series(runs: list[Run], group: Optional[str], groups: Optional[dict] = None) -> list[Series]:
     import matplotlib
 
     cycle = matplotlib.colormaps["tab10"].colors
     styles = ["-", "--", "-.", ":"]
     keyed: dict[str, list[Run]] = {}
     for r in runs:
-        r.group = (r.scheme or r.name) if group == "scheme" else r.name
+        if groups is not None:
+            r.group = groups.get(r.path, r.name)
+        else:
+            r.group = (r.scheme or r.name) if group == "scheme" else r.name
         keyed.setdefault(r.group, []).append(r)
     out = []
     for i, (key, rs) in enumerate(keyed.items()):
@@ -247,10 +250,12 @@ def _window(ts: np.ndarray, stated) -> float:
     return float(np.min(np.diff(u))) if len(u) > 1 else float(u[0]) if len(u) else 1.0
 
 
-def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None) -> list[Path]:
+def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: Optional[dict] = None) -> list[Path]:
     """Draws the figures for the run folders ``runs`` into ``out``; returns
     the files written (PNG and CSV). ``group="scheme"`` pools the runs of
-    each scheme (e.g. several seeds) into one series."""
+    each scheme (e.g. several seeds) into one series; ``groups`` (run folder
+    -> name) pools them by a name of the caller's (``lbsim compare``'s
+    arms)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -260,7 +265,10 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None) -> list[
     if group not in (None, "scheme"):
         raise ValueError(f"group must be None or 'scheme', not {group!r}")
     rs = load_runs([Path(r) for r in runs])
-    series = make_series(rs, group)
+    if groups is not None:
+        groups = {Path(k): v for k, v in groups.items()}
+        group = group or "arm"
+    series = make_series(rs, group, groups)
     grouped = group is not None
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -90,7 +90,33 @@ def cmd_sweep(a: argparse.Namespace) -> None:
     print(f"{sw.catalog_name}: {len(sw.points)} runs in {cat} (index: {cat / 'index.parquet'})")
 
 
+def rejudge_report(quiet: bool = False) -> list:
+    """Re-applies the verdict rules to the committed report's claims from the
+    numbers it prints (for a checkout without the results catalog), and
+    reassembles REPRODUCTION.md. Returns the changed verdicts."""
+    from lbsim.experiments.report import assemble, rejudge
+
+    fig_dir, frag_dir, out = _report_paths(False, Path("results"))
+    changed = []
+    for f in registry():
+        frag = frag_dir / f"{f.stem}.md"
+        if not frag.exists():
+            continue
+        text, ch = rejudge(load(f), frag.read_text())
+        frag.write_text(text)
+        changed += [(f.stem, *c) for c in ch]
+    assemble(frag_dir, [f.stem for f in registry()], out)
+    if not quiet:
+        for name, fig, quote, old, new in changed:
+            print(f"{name} {fig}: {old} -> {new}   {quote[:80]}")
+        print(f"{len(changed)} verdicts changed; wrote {out}")
+    return changed
+
+
 def cmd_reproduce(a: argparse.Namespace) -> None:
+    if a.rejudge:
+        rejudge_report()
+        return
     if a.list or not a.name:
         print(f"{'experiment':<18} {'runs':>6} {'quick':>6} {'est. full':>10}  title")
         for f in registry():
@@ -121,4 +147,6 @@ def add_commands(sub) -> None:
     r.add_argument("--ray", default=None, metavar="ADDRESS")
     r.add_argument("--root", default="results")
     r.add_argument("--no-run", action="store_true", help="only redraw from the catalog")
+    r.add_argument("--rejudge", action="store_true",
+                   help="re-apply the verdict rules to REPRODUCTION.md's printed numbers (no catalog needed)")
     r.set_defaults(fn=cmd_reproduce)

@@ -117,6 +117,55 @@ simulator.
 """
 
 
+_OLD_HEAD = "| figure | paper's claim | paper | ours (mean of seeds) | per seed | verdict |"
+_NEW_HEAD = "| figure | paper's claim | paper | ours (mean of seeds) | 95 % interval | per seed | verdict |"
+
+
+def _num(cell: str) -> float:
+    cell = cell.strip()
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def rejudge(sw: Sweep, text: str) -> tuple[str, list[tuple[str, str, str, str]]]:
+    """Re-applies the verdict rules to a fragment's claims table from the
+    numbers it prints (ours and the per-seed values, as rounded there), for
+    a report whose runs are not in the local catalog. Returns the new text
+    and the changed verdicts (figure, quote, old, new)."""
+    from lbsim.experiments.analysis import _verdict
+
+    claims = sw.spec.get("claim", [])
+    lines = text.split("\n")
+    changes = []
+    for i, line in enumerate(lines):
+        if line.strip() not in (_OLD_HEAD, _NEW_HEAD):
+            continue
+        new_format = line.strip() == _NEW_HEAD
+        lines[i] = _NEW_HEAD
+        lines[i + 1] = "|---|---|---|---|---|---|---|"
+        for k, c in enumerate(claims):
+            j = i + 2 + k
+            cells = lines[j].split(" | ")
+            if new_format:
+                cells = cells[:4] + cells[5:]
+            fig, quote, paper, ours, seeds, old = cells[0], cells[1], cells[2], cells[3], cells[4], cells[5].rstrip(" |")
+            per_seed = [] if seeds.strip() == "–" else [_num(x) for x in seeds.split(",")]
+            kind = c.get("kind", "ratio")
+            keep = kind == "model" or old.startswith(("not compared", "not meaningful")) or math.isnan(_num(ours))
+            if keep:
+                new, ci = old, "–"
+            else:
+                r = _verdict(c, _num(ours), per_seed, pivot_default=1.0 if kind in ("ratio", "ratio2") else 0.0)
+                new = r["verdict"]
+                ci = "–" if math.isnan(r["ci_low"]) else f"{_fmt(r['ci_low'])}-{_fmt(r['ci_high'])}"
+            if new != old:
+                changes.append((fig.strip("| "), quote, old, new))
+            lines[j] = " | ".join([fig, quote, paper, ours, ci, seeds, new]) + " |"
+    return "\n".join(lines), changes
+
+
 def assemble(fragments_dir: Path, order: list[str], out: Path) -> None:
     """Joins the fragments; one produced under another model revision than
     the installed simulator's gets a banner saying so."""
