@@ -102,7 +102,7 @@ def test_reproduction_verdicts_follow_the_interval():
     assert _verdict(ratio, 0.8, [0.79, 0.8, 0.81], 1.0)["verdict"] == "disagrees"
     assert _verdict(ratio, 1.5, [1.5], 1.0)["verdict"] == "one seed: not judged"
     same = {"kind": "ratio", "paper": 1.0}
-    assert _verdict(same, 1.01, [0.98, 1.01, 1.04], 1.0)["verdict"].startswith("agrees (no effect detectable")
+    assert _verdict(same, 1.01, [0.98, 1.01, 1.04], 1.0)["verdict"] == "no effect detectable, as the paper reports"
     r = _verdict(ratio, 1.02, [1.05, 1.01, 1.01], 1.0)
     assert r["ci_low"] < 1.0 < r["ci_high"]
 

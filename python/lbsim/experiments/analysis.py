@@ -635,7 +635,8 @@ def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> 
     - *one seed: not judged*: no interval without two seeds.
 
     Where the paper reports no effect (its value within 5 % of the pivot),
-    an interval containing the pivot agrees. Model claims have no seeds and
+    an interval containing the pivot is *no effect detectable, as the paper
+    reports*. Model claims have no seeds and
     are judged on the number alone.
     """
     from lbsim.stats import mean_interval, paired_ratio
@@ -672,7 +673,7 @@ def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> 
             else:
                 verdict = "agrees" if 0.5 <= e_ours / e_paper <= 2.0 else "same direction, different size"
         elif lo <= pivot <= hi:
-            verdict = "agrees (no effect detectable, as the paper reports)" if no_effect else "no effect detectable"
+            verdict = "no effect detectable, as the paper reports" if no_effect else "no effect detectable"
         elif no_effect:
             verdict = "agrees" if abs(e_ours) <= 0.15 * max(abs(pivot), 1.0) else "disagrees"
         elif (lo - pivot) * e_paper < 0:
