@@ -1139,6 +1139,22 @@ impl World {
         id
     }
 
+    /// The persistent connection (or MPTCP connection) of the pair
+    /// `src -> dst` a new flow goes on: the pool of `n` is opened with
+    /// `open(k)` on first use; the least loaded by `outstanding` wins, ties
+    /// to the lowest index.
+    fn pooled(&mut self, src: u32, dst: u32, n: u32, mut open: impl FnMut(&mut World, u16) -> u32, outstanding: impl Fn(&World, u32) -> u64) -> u32 {
+        let pool = match self.pools.get(&(src, dst)) {
+            Some(p) => p.clone(),
+            None => {
+                let p: Vec<u32> = (0..n).map(|k| open(self, k as u16)).collect();
+                self.pools.insert((src, dst), p.clone());
+                p
+            }
+        };
+        *pool.iter().min_by_key(|&&c| outstanding(self, c)).unwrap()
+    }
+
     /// Starts a flow: a new connection with a handshake, or the least-loaded
     /// persistent connection of the pair.
     pub fn start_flow(&mut self, f: FlowSpec, incast_request: Option<u32>) {
@@ -1156,24 +1172,16 @@ impl World {
         }
         let conn = match self.persistent {
             None => self.new_conn(f.src, f.dst, false, true, 80),
-            Some(n) => {
-                let pool = match self.pools.get(&(f.src, f.dst)) {
-                    Some(p) => p.clone(),
-                    None => {
-                        let p: Vec<u32> = (0..n).map(|k| self.new_conn(f.src, f.dst, true, false, 5000 + k as u16)).collect();
-                        self.pools.insert((f.src, f.dst), p.clone());
-                        p
-                    }
-                };
-                // least outstanding bytes; ties to the lowest index
-                *pool
-                    .iter()
-                    .min_by_key(|&&c| {
-                        let s = &self.conns[c as usize].as_ref().unwrap().sender;
-                        s.app_end() - s.snd_una()
-                    })
-                    .unwrap()
-            }
+            Some(n) => self.pooled(
+                f.src,
+                f.dst,
+                n,
+                |w, k| w.new_conn(f.src, f.dst, true, false, 5000 + k),
+                |w, c| {
+                    let s = &w.conns[c as usize].as_ref().unwrap().sender;
+                    s.app_end() - s.snd_una()
+                },
+            ),
         };
         let c = self.conns[conn as usize].as_mut().unwrap();
         if c.flow_ends.is_empty() {

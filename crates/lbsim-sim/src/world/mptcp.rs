@@ -186,23 +186,16 @@ impl World {
         let now = self.now();
         let mp = match self.persistent {
             None => self.new_mp(f.src, f.dst, false, true, 0),
-            Some(n) => {
-                let pool = match self.pools.get(&(f.src, f.dst)) {
-                    Some(p) => p.clone(),
-                    None => {
-                        let p: Vec<u32> = (0..n).map(|k| self.new_mp(f.src, f.dst, true, false, k as u16)).collect();
-                        self.pools.insert((f.src, f.dst), p.clone());
-                        p
-                    }
-                };
-                *pool
-                    .iter()
-                    .min_by_key(|&&m| {
-                        let m = self.mps[m as usize].as_ref().unwrap();
-                        m.app_end - m.rcv_nxt
-                    })
-                    .unwrap()
-            }
+            Some(n) => self.pooled(
+                f.src,
+                f.dst,
+                n,
+                |w, k| w.new_mp(f.src, f.dst, true, false, k),
+                |w, m| {
+                    let m = w.mps[m as usize].as_ref().unwrap();
+                    m.app_end - m.rcv_nxt
+                },
+            ),
         };
         let base = self.mp_stats(mp);
         let m = self.mps[mp as usize].as_mut().unwrap();
