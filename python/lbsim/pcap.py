@@ -1,16 +1,16 @@
 """Writes the packets captured on ``metrics.pcap_ports`` as classic pcap
 files (nanosecond timestamps, Ethernet), one per port, readable by
-Wireshark, tshark, tcpdump, dpkt or scapy.
+Wireshark, tshark, tcpdump, dpkt or scapy. docs/pcap.md describes the
+format: the address plan, the file names, how lbsim's sequence numbers and
+TCP options are written.
 
-Only headers are written (the capture length stops after the TCP/UDP
-header; the original length is the packet's size on the wire plus 14
-bytes of Ethernet). Addresses: host index h is IPv4 10.(h>>16).(h>>8).(h&255)
-+ 1 in the last byte's space (10.0.0.1 is host 0) and MAC 02:00:00:xx:xx:xx.
-A packet a scheme encapsulated (outer source port set) is written as
-outer IPv4 / UDP to port 4789 / VXLAN / inner Ethernet / inner IPv4 / TCP,
-as Clove and Presto's overlays put it on the wire. TCP sequence numbers are
-lbsim's byte offsets modulo 2^32; windows are capped at 65,535 (no window
-scale option is written); ECN is in the IP header's two low TOS bits.
+In short: each record holds the packet's headers (Ethernet, IPv4, TCP with
+its options, or the VXLAN encapsulation and the inner packet); the payload
+bytes are cut as by a short snap length (captured length < original length),
+while every length field in the headers is the packet's real one. TCP
+sequence numbers are lbsim's byte offsets + 1 (the SYN takes the initial
+sequence number 0, both directions), modulo 2^32;
+timestamps (TSval/TSecr) are in microseconds of simulated time, modulo 2^32.
 """
 
 from __future__ import annotations
@@ -20,7 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
-_TCP_FLAGS = {1: 0x02, 2: 0x10, 4: 0x40, 8: 0x80}  # lbsim SYN, ACK, ECE, CWR
+_SYN, _ACK, _ECE, _CWR = 1, 2, 4, 8  # lbsim's flag bits
+_TCP_FLAGS = {_SYN: 0x02, _ACK: 0x10, _ECE: 0x40, _CWR: 0x80}
+ISN = 0  # the SYN's sequence number, both directions of every connection
+VXLAN_PORT = 4789
+_M32 = 0xFFFFFFFF
 
 
 def _ip(host: int) -> bytes:
@@ -46,37 +50,90 @@ def _ipv4(src: int, dst: int, proto: int, total: int, ttl: int, tos: int) -> byt
     return h[:10] + struct.pack("!H", _csum(h)) + h[12:]
 
 
-def _frame(r) -> tuple[bytes, int]:
+def wire_seq(seq: int) -> int:
+    """lbsim's byte offset `seq` (0 = first payload byte) as a TCP sequence
+    number: the SYN takes ISN, so payload byte 0 is ISN + 1."""
+    return (ISN + 1 + seq) & _M32
+
+
+def ts_us(ps: int) -> int:
+    """A simulated time in picoseconds as a TSval/TSecr: microseconds mod 2^32."""
+    return (int(ps) // 1_000_000) & _M32
+
+
+def window_shift(max_wnd: int) -> int:
+    """The window-scale shift all SYNs of a capture announce: the smallest
+    that fits the largest advertised window in 16 bits (at most 14)."""
+    s = 0
+    while s < 14 and (max_wnd >> s) > 0xFFFF:
+        s += 1
+    return s
+
+
+def _tcp_options(r, wscale: int) -> bytes:
+    ts = struct.pack("!BBII", 8, 10, ts_us(r.ts_val), ts_us(r.ts_ecr))
+    if r.flags & _SYN:
+        # 16 bytes, Linux's order without the MSS option
+        syn = (struct.pack("!BB", 4, 2) + ts) if r.sack_ok else (b"\x01\x01" + ts)
+        return syn + struct.pack("!BBBB", 1, 3, 3, wscale)
+    opts = b"\x01\x01" + ts
+    n = int(r.n_sack)
+    if n:
+        blocks = [(r.sack1_start, r.sack1_end), (r.sack2_start, r.sack2_end), (r.sack3_start, r.sack3_end)][:n]
+        opts += struct.pack("!BBBB", 1, 1, 5, 2 + 8 * n)
+        opts += b"".join(struct.pack("!II", wire_seq(s), wire_seq(e)) for s, e in blocks)
+    return opts
+
+
+def _tcp(r, wscale: int) -> bytes:
+    opts = _tcp_options(r, wscale)
+    flags = sum(v for k, v in _TCP_FLAGS.items() if r.flags & k)
+    seq = ISN if r.flags & _SYN else wire_seq(r.seq)
+    ack = wire_seq(r.ack) if r.flags & _ACK else 0
+    # RFC 7323 §2.2: a SYN's window is never scaled
+    wnd = min(r.wnd if r.flags & _SYN else r.wnd >> wscale, 0xFFFF)
+    off = (20 + len(opts)) // 4
+    return struct.pack("!HHIIBBHHH", r.sport, r.dport, seq, ack, off << 4, flags, wnd, 0, 0) + opts
+
+
+def _frame(r, wscale: int) -> tuple[bytes, int]:
     """Header bytes of one captured packet and its original length."""
     tos = (2 if r.ect else 0) | (3 if r.ce else 0)
     eth = _mac(r.dst) + _mac(r.src) + b"\x08\x00"
     if r.kind == "tcp":
-        flags = sum(v for k, v in _TCP_FLAGS.items() if r.flags & k)
-        l4 = struct.pack("!HHIIBBHHH", r.sport, r.dport, r.seq & 0xFFFFFFFF, r.ack & 0xFFFFFFFF, 5 << 4, flags, min(r.wnd, 65535), 0, 0)
+        l4 = _tcp(r, wscale)
+        total = 20 + len(l4) + int(r.len)
         proto = 6
     else:
-        l4 = struct.pack("!HHHH", r.sport, r.dport, max(r.size - 20, 8) & 0xFFFF, 0)
+        total = int(r.size)
+        l4 = struct.pack("!HHHH", r.sport, r.dport, max(total - 20, 8) & 0xFFFF, 0)
         proto = 17
-    inner = _ipv4(r.src, r.dst, proto, r.size, r.ttl, tos) + l4
+    inner = _ipv4(r.src, r.dst, proto, total, r.ttl, tos) + l4
     if r.outer_sport >= 0:
         vxlan = struct.pack("!II", 0x08000000, 1 << 8)
-        outer_total = r.size + 14 + 8 + 8 + 20
-        udp = struct.pack("!HHHH", r.outer_sport, 4789, (outer_total - 20) & 0xFFFF, 0)
+        outer_total = total + 14 + 8 + 8 + 20
+        udp = struct.pack("!HHHH", r.outer_sport, VXLAN_PORT, (outer_total - 20) & 0xFFFF, 0)
         hdr = eth + _ipv4(r.src, r.dst, 17, outer_total, r.ttl, tos) + udp + vxlan + eth + inner
         return hdr, outer_total + 14
-    return eth + inner, r.size + 14
+    return eth + inner, total + 14
+
+
+def file_name(port: str) -> str:
+    """The pcap file of a port: ``L0->S1#0`` is ``L0-S1_0.pcap``."""
+    return port.replace(">", "").replace("#", "_") + ".pcap"
 
 
 def write_pcaps(table: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """One ``<port>.pcap`` per captured port in `out_dir` (``>`` and ``#``
-    in port names become ``-`` and ``_``)."""
+    """One pcap file per captured port in `out_dir` (see `file_name`)."""
     written = []
+    tcp = table[table.kind == "tcp"] if len(table) else table
+    wscale = window_shift(int(tcp.wnd.max())) if len(tcp) else 0
     for port, g in table.groupby("port", sort=True):
-        path = out_dir / (port.replace(">", "").replace("#", "_") + ".pcap")
+        path = out_dir / file_name(port)
         with open(path, "wb") as f:
             f.write(struct.pack("<IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 65535, 1))  # ns timestamps, Ethernet
             for r in g.itertuples(index=False):
-                hdr, orig = _frame(r)
+                hdr, orig = _frame(r, wscale)
                 sec, ns = divmod(int(r.t_ps) // 1000, 1_000_000_000)
                 f.write(struct.pack("<IIII", sec, ns, len(hdr), orig))
                 f.write(hdr)

@@ -323,6 +323,76 @@ const PCAP: &[Column<crate::metrics::CapturedPacket>] = &[
     Column { name: "flags", ty: Ty::I64, unit: "", doc: "TCP flags.", get: |_, c, _| Cell::I(c.flags as i64) },
     Column { name: "wnd", ty: Ty::I64, unit: "bytes", doc: "Advertised receive window.", get: |_, c, _| Cell::I(c.wnd as i64) },
     Column { name: "len", ty: Ty::I64, unit: "bytes", doc: "TCP payload length.", get: |_, c, _| Cell::I(c.len as i64) },
+    Column {
+        name: "ts_val",
+        ty: Ty::I64,
+        unit: "ps",
+        doc: "TCP timestamp option: the sender's clock when it sent the segment.",
+        get: |_, c, _| Cell::I(signed(c.ts_val.0)),
+    },
+    Column {
+        name: "ts_ecr",
+        ty: Ty::I64,
+        unit: "ps",
+        doc: "TCP timestamp option: the echoed timestamp (0 on the SYN and on the data sender's segments, which echo nothing).",
+        get: |_, c, _| Cell::I(signed(c.ts_ecr.0)),
+    },
+    Column {
+        name: "n_sack",
+        ty: Ty::I64,
+        unit: "blocks",
+        doc: "SACK blocks carried (0 to 3; a D-SACK block, if any, first).",
+        get: |_, c, _| Cell::I(c.n_sack as i64),
+    },
+    Column {
+        name: "sack1_start",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "First byte of SACK block 1, as `seq`; -1 if absent.",
+        get: |_, c, _| Cell::I(if c.n_sack > 0 { signed(c.sack[0].0) } else { -1 }),
+    },
+    Column {
+        name: "sack1_end",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "End (one past the last byte) of SACK block 1, as `seq`; -1 if absent.",
+        get: |_, c, _| Cell::I(if c.n_sack > 0 { signed(c.sack[0].1) } else { -1 }),
+    },
+    Column {
+        name: "sack2_start",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "First byte of SACK block 2, as `seq`; -1 if absent.",
+        get: |_, c, _| Cell::I(if c.n_sack > 1 { signed(c.sack[1].0) } else { -1 }),
+    },
+    Column {
+        name: "sack2_end",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "End (one past the last byte) of SACK block 2, as `seq`; -1 if absent.",
+        get: |_, c, _| Cell::I(if c.n_sack > 1 { signed(c.sack[1].1) } else { -1 }),
+    },
+    Column {
+        name: "sack3_start",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "First byte of SACK block 3, as `seq`; -1 if absent.",
+        get: |_, c, _| Cell::I(if c.n_sack > 2 { signed(c.sack[2].0) } else { -1 }),
+    },
+    Column {
+        name: "sack3_end",
+        ty: Ty::I64,
+        unit: "bytes",
+        doc: "End (one past the last byte) of SACK block 3, as `seq`; -1 if absent.",
+        get: |_, c, _| Cell::I(if c.n_sack > 2 { signed(c.sack[2].1) } else { -1 }),
+    },
+    Column {
+        name: "sack_ok",
+        ty: Ty::Bool,
+        unit: "",
+        doc: "The run's TCP uses SACK (transport.sack): its SYNs carry SACK-permitted.",
+        get: |_, c, _| Cell::B(c.sack_ok),
+    },
 ];
 
 fn host(h: u32) -> i64 {
@@ -351,7 +421,7 @@ pub fn tables() -> Vec<TableInfo> {
         info("cwnd", "one row per busy connection and sample (metrics.cwnd_sample_interval_us)", CWND.iter()),
         info("flow_rates", "one row per flow and window with bytes received (metrics.flow_rate_window_ms)", FLOW_RATES.iter()),
         info("scheme_samples", "one row per scheme metric and sample (metrics.scheme_sample_interval_us)", SCHEME_SAMPLES.iter()),
-        info("pcap", "one row per captured packet (metrics.pcap_ports; written as .pcap files, not Parquet)", PCAP.iter()),
+        info("pcap", "one row per captured packet (metrics.pcap_ports; written as .pcap files, not Parquet: docs/pcap.md)", PCAP.iter()),
     ]
 }
 

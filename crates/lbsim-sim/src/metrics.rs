@@ -470,4 +470,12 @@ pub struct CapturedPacket {
     pub flags: u8,
     pub wnd: u32,
     pub len: u32,
+    /// Timestamp option (RFC 7323): the sender's clock and the echo.
+    pub ts_val: SimTime,
+    pub ts_ecr: SimTime,
+    /// SACK blocks `[start, end)` in lbsim sequence numbers; `n_sack` used.
+    pub sack: [(u64, u64); lbsim_tcp::header::MAX_SACK_BLOCKS],
+    pub n_sack: u8,
+    /// The run's TCP uses SACK (`transport.sack`): SYNs offer SACK-permitted.
+    pub sack_ok: bool,
 }

@@ -103,6 +103,11 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
                     flags: h.flags,
                     wnd: h.wnd,
                     len: h.len,
+                    ts_val: h.ts_val,
+                    ts_ecr: h.ts_ecr,
+                    sack: h.sack,
+                    n_sack: h.n_sack,
+                    sack_ok: w.tcp.sack,
                 }
             })
             .collect(),

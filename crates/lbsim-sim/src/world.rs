@@ -611,11 +611,6 @@ impl World {
                         }
                     }
                 }
-                if !self.pcap_port.is_empty() && self.pcap_port[port.idx()] && self.pcap_left > 0 {
-                    self.pcap_left -= 1;
-                    let start = tx_end - self.ports[port.idx()].tx_time(Bytes(size as u64));
-                    self.pcap.push((start, port, *self.pkts.get(pkt.0)));
-                }
                 if let (Some(obs), true) = (self.flowlet_obs.as_mut(), from_host) {
                     if let Payload::Tcp { conn, to_receiver: true, hdr } = &self.pkts.get(pkt.0).payload {
                         if hdr.len > 0 {
@@ -633,6 +628,12 @@ impl World {
                         p.ce = true;
                         self.ports[port.idx()].count_ecn_mark();
                     }
+                }
+                // captured after the marking decision: the packet as it leaves
+                if !self.pcap_port.is_empty() && self.pcap_port[port.idx()] && self.pcap_left > 0 {
+                    self.pcap_left -= 1;
+                    let start = tx_end - self.ports[port.idx()].tx_time(Bytes(size as u64));
+                    self.pcap.push((start, port, *self.pkts.get(pkt.0)));
                 }
                 if self.lb_wants_enqueue {
                     self.lb.on_enqueue(&mut ctx!(self), port, pkt);
