@@ -3,8 +3,8 @@
 
 1. exports lbsim's B1 flow list (examples/b1.toml, N flows at 60 % load);
 2. runs lbsim on exactly those flows (workload.kind = "flow_list");
-3. runs ns-3 (../shared/bench/ns3_b1.py, `pip install ns3==3.44.post0` into
-   --ns3-python's environment) on the same CSV;
+3. runs ns-3 (bench/ns3_b1.py, B1 for ns-3 3.44; `pip install
+   ns3==3.44.post0` into --ns3-python's environment) on the same CSV;
 4. prints wall time of each simulation loop, the ratio, events/s, peak RSS,
    and mean / p99 FCT (overall, <100 KB, >10 MB) side by side.
 
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 from measure import run_timed  # noqa: E402
 
-NS3_SCRIPT_CANDIDATES = [ROOT / "bench" / "ns3_b1.py", ROOT.parent / "shared" / "bench" / "ns3_b1.py"]
+NS3_SCRIPT = ROOT / "bench" / "ns3_b1.py"
 
 
 def pct(xs, q):
@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--load", type=float, default=0.6)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--ns3-python", default="/tmp/ns3-venv/bin/python")
-    ap.add_argument("--ns3-script", default=None, help="path to ns3_b1.py")
+    ap.add_argument("--ns3-script", default=str(NS3_SCRIPT), help="the ns-3 side of B1 (default: bench/ns3_b1.py)")
     ap.add_argument("--skip-ns3", action="store_true")
     ap.add_argument("--out", default=None, help="folder to keep the flow list, FCTs and a JSON report")
     a = ap.parse_args()
@@ -91,8 +91,8 @@ def main() -> None:
 
     ns = None
     if not a.skip_ns3:
-        script = Path(a.ns3_script) if a.ns3_script else next((p for p in NS3_SCRIPT_CANDIDATES if p.exists()), None)
-        if script is None or not Path(a.ns3_python).exists():
+        script = Path(a.ns3_script).resolve()
+        if not script.exists() or not Path(a.ns3_python).exists():
             sys.exit("ns-3 not found: pass --ns3-python/--ns3-script (see this script's docstring) or --skip-ns3")
         nsdir = Path(tempfile.mkdtemp(prefix="ns3-b1-"))  # ns-3 scans its cwd for libraries: keep it empty
         fct_csv = work / "ns3_fct.csv"

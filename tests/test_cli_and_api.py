@@ -169,7 +169,7 @@ def test_every_example_runs_and_conserves_packets(examples, name):
 
 
 def test_ag_model_from_python_is_the_schemes_model():
-    # ../shared/specs/ag.md §1.4: M = 45, RTT_g = 250 us, RTT_b = 500 us
+    # docs/schemes/ag.md §1.4 (model table): M = 45, RTT_g = 250 us, RTT_b = 500 us
     table = {0: 1, 1: 6, 2: 8, 5: 15, 10: 22, 22: 22, 40: 11, 45: 1}
     for mb, g in table.items():
         assert lbsim.ag_optimal_granularity(45, mb, 250, 500) == g

@@ -93,7 +93,7 @@ def test_reproduce_list_shows_every_clove_and_conga_figure():
     p = subprocess.run([sys.executable, "-m", "lbsim.cli", "reproduce", "--list"], capture_output=True, text=True, cwd=ROOT, check=True)
     for name in ["clove_fig4", "clove_fig6", "clove_fig7", "clove_fig8", "conga_fig9", "conga_fig10", "conga_fig11", "conga_fig13", "conga_fig15"]:
         assert name in p.stdout, p.stdout
-    # every figure of GUIDE §5 is drawn by some experiment
+    # every evaluated figure of the five papers is drawn by some experiment
     figs = set()
     for f in (ROOT / "experiments").glob("*.toml"):
         figs |= {(f.stem.split("_")[0], fig["id"]) for fig in load(f).spec.get("figure", [])}

@@ -6,8 +6,8 @@
 //! - **Latency measurement** (§V, Algorithm 1): every T, for each
 //!   (destination leaf d, uplink k), the next data packet the source leaf
 //!   sends to d on k becomes a probe ("only a few data packets are selected
-//!   as the probe packets", §III; ../shared/specs/ag.md §1.3/§1.5 treat ACKs
-//!   alike, which the paper does not): an AG header with the leaf's arrival time
+//!   as the probe packets", §III; we treat ACKs alike, which the paper does
+//!   not, docs/schemes/ag.md §1.7): an AG header with the leaf's arrival time
 //!   (`ingress_global_timestamp` in the P4 prototype). The destination leaf
 //!   computes the one-way delay and returns it on the next packet it sends
 //!   toward the source leaf out of the port the probe came in on (no
@@ -39,12 +39,12 @@
 //!   are), each timed when its feedback reaches the source leaf; each leaf
 //!   learns its own T from its paths (the paper's "switch"); congested
 //!   means above the mean by more than `congested_margin_us` (0, as the
-//!   paper); T is clamped to [10 us, 10 ms] (../shared/specs/ag.md §1.6
-//!   item 9); a leaf none of whose paths changed state twice keeps
+//!   paper); T is clamped to [10 us, 10 ms] (docs/schemes/ag.md
+//!   §1.6); a leaf none of whose paths changed state twice keeps
 //!   `sample_interval_us`; a run learns once (the paper repeats "the 1st
 //!   second in every one hour").
 //!
-//! Model inputs where the paper is silent (../shared/specs/ag.md §1.4, our
+//! Model inputs where the paper is silent (docs/schemes/ag.md §1.4, our
 //! choices): RTT_x = base RTT + mean over the class's paths of (OWD −
 //! smallest OWD seen toward that leaf); a class with no member takes the
 //! other's; paths not measured within `owd_max_age_us` are left out of the
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn optimal_trains_match_the_spec_table_for_45_paths() {
-        // ../shared/specs/ag.md §1.4, M = 45, RTT_g = 250 us, RTT_b = 500 us
+        // docs/schemes/ag.md §1.4, M = 45, RTT_g = 250 us, RTT_b = 500 us
         for (mb, g) in [(1, 6), (2, 8), (5, 15), (10, 22), (22, 22), (40, 11)] {
             assert_eq!(optimal_granularity(&input(45, mb, 500.0), Search::Exhaustive), g, "M_b = {mb}");
         }

@@ -8,7 +8,7 @@
 //!
 //! Sources: the AG paper §VI-B (its baseline), the DRILL paper's abstract
 //! and public talk notes, the Hermes authors' public ns-3 DRILL (d = 2, one
-//! remembered port, load = queued bytes); see ../shared/specs/ag.md §2.1.
+//! remembered port, load = queued bytes); see docs/schemes/ag.md §2.1.
 //! Our choices: memory per (switch, candidate group) rather than per switch
 //! (a switch with several groups would otherwise remember a port that is not
 //! a candidate); ties go to the remembered port, then to the first sample;

@@ -1,6 +1,7 @@
 //! ECMP: every switch hashes the packet's 5-tuple (the outer header when a
 //! host encapsulates) with its own salt and takes that member of the
-//! equal-cost group (GUIDE §4; the baseline of every paper). This is the
+//! equal-cost group (the baseline of every paper; the per-switch salt keeps
+//! the tiers of a fabric from making the same choice). This is the
 //! trait's default behaviour; the type exists so the scheme has a name.
 
 use crate::params::ParamDef;

@@ -1,4 +1,4 @@
-//! Expeditus (Wang, Xu, Niu, Han; ../shared/papers/003, §2-§3): distributed
+//! Expeditus (Wang, Xu, Niu, Han, §2-§3; docs/schemes/expeditus.md): distributed
 //! congestion-aware load balancing for 3-tier Clos fabrics, one decision per
 //! flow (per direction), in two stages.
 //!
@@ -26,7 +26,7 @@
 //! - Ties at random from the scheme's stream (the artifact shuffles; lowest
 //!   index would send every flow to plane 0 in an idle network).
 //!
-//! Choices are listed in ../shared/specs/expeditus.md §1.12; the tag's bytes
+//! Choices are listed in docs/schemes/expeditus.md §3; the tag's bytes
 //! (3 + ceil(NoE/2)) are on the wire while it is carried.
 
 use crate::dre::{Dre, DreParams};
@@ -894,8 +894,8 @@ mod tests {
         // 5.5 Gb/s of 1,500 B packets on a 10G uplink: within alpha (10 %) of R * tau, plus a packet.
         // alpha = 0.1 leaves a sawtooth between R*tau*(1 - alpha) = 0.495 just
         // after a decay tick and 0.55, so the metric reads 4 (floor(0.55 * 8))
-        // most of the time and 3 just after ticks (the spec's "always 4" holds
-        // only for a smaller alpha)
+        // most of the time and 3 just after ticks (a steady 4 would need a
+        // smaller alpha)
         let mut env = fig7();
         let mut x = build(&env, &[]);
         // the aggregation switch's downlinks are not Expeditus meters: a

@@ -20,8 +20,8 @@
 //!   (a 64-byte request answered by the receiving edge), giving RTT and one
 //!   CE sample on paths no flow uses.
 //!
-//! **Path types** (§3.1 of the paper as recalled in ../shared/specs/ag.md
-//! §2.3, tagged [M] there: unverified): *good* if RTT < T_RTT_low, ECN
+//! **Path types** (§3.1 of the Hermes paper as we recall it, not checked
+//! against its text; docs/schemes/ag.md §2.3): *good* if RTT < T_RTT_low, ECN
 //! fraction < T_ECN and no loss; *bad* (congested) if RTT ≥ T_RTT_high and
 //! ECN fraction ≥ T_ECN, or lossy with either; otherwise (or with no RTT
 //! sample yet) *gray*. Failure detection (blackholes, random drops) is not
@@ -36,7 +36,7 @@
 //! notably better (RTT lower by Δ_RTT and ECN fraction lower by Δ_ECN).
 //! AG's configuration: S = 600 KB, R = 30 % (AG §VI-B). Every other
 //! threshold is expressed in the stated RTT (`rtt_us`), scaled from the
-//! authors' ns-3 defaults for their 10G fabric (our choice, [G] in the spec):
+//! authors' ns-3 defaults for their 10G fabric (our choice, docs/schemes/ag.md §2.3):
 //! T_RTT_low = RTT + 20 µs, T_RTT_high = 1.5 RTT but at least
 //! RTT + 2 × 20 µs (on a 10G fabric with an 11 µs idle RTT, 1.5 RTT would
 //! sit below T_RTT_low); the resolved values are in `scheme.resolved`.

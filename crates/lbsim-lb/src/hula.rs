@@ -27,7 +27,7 @@
 //!   flowlet takes the best hop to its destination ToR, or ECMP while the
 //!   switch has none (or the best hop is not a route any more).
 //!
-//! Sources and defaults: ../shared/specs/ag.md §2.2. AG sets a 500 µs
+//! Sources and defaults: docs/schemes/ag.md §2.2. AG sets a 500 µs
 //! flowlet gap and a 200 µs probe period; τ = 2·T_p, keep-alive 1 ms and
 //! 64-byte probes are our choices from public HULA implementations.
 

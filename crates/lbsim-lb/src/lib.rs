@@ -186,7 +186,7 @@ pub const SCHEMES: &[SchemeInfo] = &[
     SchemeInfo {
         name: "expeditus",
         summary: "Expeditus: per-flow two-stage path selection in 3-tier Clos (stage 1: source ToR egress and destination ToR ingress metrics pick the aggregation plane; stage 2: an Exp-response carries the destination pod's core ingress metrics to the source pod's aggregation switch, which picks the core); one stage inside a pod or in leaf-spine",
-        follows: "Wang, Xu, Niu, Han, Expeditus, §3 (Alg. 1-2, failures §3.3, granularity §3.4); choices in ../shared/specs/expeditus.md §1.12",
+        follows: "Wang, Xu, Niu, Han, Expeditus, §3 (Alg. 1-2, failures §3.3, granularity §3.4); choices in docs/schemes/expeditus.md §3",
         acts_at: "ToRs and aggregation switches",
         params: expeditus::PARAMS,
     },
@@ -242,7 +242,7 @@ pub const SCHEMES: &[SchemeInfo] = &[
     SchemeInfo {
         name: "vms",
         summary: "VMS: the sender's virtual switch spreads a TCP flow over N source-port channels with DCTCP-like virtual windows fed back by the receiver's; the guest's window is capped at their sum; the receiver resequences; a loss falls back to one channel",
-        follows: "Li et al., VMS, §III (Algorithms 1-2, Reset §III-G, resequencing §III-C); choices in ../shared/specs/vms.md Q1-Q16",
+        follows: "Li et al., VMS, §III (Algorithms 1-2, Reset §III-G, resequencing §III-C); choices in docs/schemes/vms.md §2 (Q1-Q16)",
         acts_at: "host edge (both virtual switches)",
         params: vms::PARAMS,
     },

@@ -9,9 +9,9 @@
 //!
 //! sVMS and rVMS keep separate state and talk only through header fields of
 //! packets that exist (the typed `LbHeader::Vms`: channel, SIN, and the
-//! 8-byte feedback option on ACKs). The specification with every choice
-//! where the paper is silent is ../shared/specs/vms.md; its Q-numbers are
-//! cited below.
+//! 8-byte feedback option on ACKs). The mechanism, step by step, and every
+//! choice where the paper is silent (numbered Q1-Q16) are written up in
+//! docs/schemes/vms.md; the Q-numbers are cited below.
 //!
 //! - §III-B channels: port p on channel c is written `((p − c) & 7) + (p & !7)`
 //!   (eq. 1) and restored by eq. 2; channel 0 is the original 5-tuple.

@@ -1,5 +1,6 @@
 //! The load-balancing plug point: one trait, hooks with do-nothing (ECMP)
-//! defaults, called at the three places schemes live (GUIDE §4):
+//! defaults, called at the three places schemes live (docs/architecture.md, "The scheme
+//! hooks"):
 //!
 //! - the sending host's edge ([`LoadBalancer::on_host_send`]): choose the
 //!   outer source port / path, stamp header fields, read feedback carried

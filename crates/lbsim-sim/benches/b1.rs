@@ -1,5 +1,5 @@
-//! `cargo bench -p lbsim-sim`: the engine on benchmark B1 (GUIDE §6; the
-//! scenario of examples/b1.toml) and on the Clove testbed under asymmetry,
+//! `cargo bench -p lbsim-sim`: the engine on benchmark B1 (bench/README.md;
+//! the scenario of examples/b1.toml) and on the Clove testbed under asymmetry,
 //! best of a few repetitions, reported as wall time and events per second.
 //! A plain harness (no criterion): one run is long enough to time directly,
 //! and the numbers to compare across commits are events/s.

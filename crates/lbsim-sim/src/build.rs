@@ -349,6 +349,11 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
     let prep = prepare(sc, base_dir)?;
     let Prepared { topo, flows, workload_info, .. } = prep;
     let _ = &prep.base_dir;
+    if sc.transport.connections == "persistent" && !flows.is_empty() {
+        // the exact pairs, now that the flows are known (a flow list's were not)
+        let pairs: std::collections::HashSet<(u32, u32)> = flows.iter().map(|f| (f.src, f.dst)).collect();
+        sc.check_connections(pairs.len() as u64, flows.len() as u64)?;
+    }
     let n = &sc.network;
     let tcp = sc.tcp_config();
 
@@ -429,7 +434,7 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
                 (true, false) => host_limit,
                 (false, _) => sw_limit,
             };
-            // only switches mark (GUIDE §4); "fabric": not toward hosts either
+            // only switches mark (a NIC or qdisc does not set CE); "fabric": not toward hosts either
             let marks = match topo.port_place(PortId(i as u32)) {
                 PortPlace::HostNic => false,
                 PortPlace::ToHost => !fabric_only_ecn,

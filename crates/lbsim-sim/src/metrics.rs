@@ -1,5 +1,5 @@
 //! Metrics: per-flow records, the ideal (empty-network) FCT, samplers and
-//! the run summary (GUIDE §4 "Metrics").
+//! the run summary (the tables are described in docs/metrics.md).
 //!
 //! Percentiles are nearest-rank: the value at rank ⌈q·n⌉ of the sorted sample.
 //! Unfinished flows are counted, never silently dropped: they appear in

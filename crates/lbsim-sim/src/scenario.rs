@@ -310,8 +310,16 @@ fn machine_memory() -> u64 {
 /// Largest fabric and flow count accepted: beyond these, tables that scale
 /// with them would not fit (or would take hours to build).
 pub const MAX_HOSTS: u64 = 1_000_000;
-/// Bytes per flow: its record, its arrival and its connection at peak.
-const BYTES_PER_FLOW: u64 = 600;
+/// Bytes per flow: its record (`FlowRecord`, 128 bytes), its arrival
+/// (`FlowSpec`, 32) and a share of a per-flow connection at peak (most
+/// per-flow connections have closed before the last flows start).
+pub(crate) const BYTES_PER_FLOW: u64 = 600;
+/// Bytes per open connection: the boxed `Conn` (sender, receiver and the
+/// simulator's bookkeeping: 1,048 bytes when measured, see the test
+/// `connection_state_fits_its_memory_estimate`), its slot in the connection
+/// table and in its pair's pool, allocator rounding and the first heap
+/// buffers of its queues.
+pub(crate) const BYTES_PER_CONN: u64 = 1536;
 /// Bytes per node before any traffic: its ports, queues, NIC and scheme
 /// state (measured: 24 MB for the 4,176 nodes of a k = 24 fat-tree).
 const BYTES_PER_NODE: u64 = 8 << 10;
@@ -406,7 +414,7 @@ pub struct NetworkCfg {
     /// ToR ports toward hosts included, as a real ToR does) or "fabric"
     /// (switch-to-switch ports only). A host NIC never marks: a NIC or
     /// qdisc does not set CE, and a mark from the sender's own queue would
-    /// tell an edge scheme nothing about paths (GUIDE §4).
+    /// tell an edge scheme nothing about paths.
     pub ecn_ports: Option<String>,
 }
 
@@ -486,9 +494,12 @@ pub struct TransportCfg {
     pub prr_bound: String,
     /// "per_flow": a new connection (with handshake) per flow;
     /// "persistent": `connections_per_pair` connections per (src, dst), open
-    /// from the start, flows queued on the least-loaded one.
+    /// from the pair's first flow to the end, flows queued on the
+    /// least-loaded one.
     pub connections: String,
     /// Connections per (src, dst) pair with `connections = "persistent"`.
+    /// Each holds about 1.5 KB; a run whose pairs × connections would not
+    /// fit in half of the machine's memory is refused before it starts.
     pub connections_per_pair: u32,
 }
 
@@ -990,6 +1001,46 @@ impl Scenario {
             return Err(bad(
                 "workload.flows",
                 format!("{} flows need ~{} of flow state, more than half of this machine's {}", self.workload.flows, gb(flows), gb(mem)),
+            ));
+        }
+        // persistent connections: a pool per (src, dst) pair that carries a
+        // flow, opened at the pair's first flow and kept to the end; the
+        // pairs are bounded here by the hosts and the flow count (a flow
+        // list is checked once read, with its exact pairs)
+        let all_pairs = hosts.saturating_mul(hosts.saturating_sub(1));
+        let pairs = match self.workload.kind.as_str() {
+            "poisson" | "per_sender" => Some(all_pairs.min(self.workload.flows as u64)),
+            "incast" => Some(hosts.saturating_sub(1)), // servers to the one client
+            "flow_list" => None,
+            _ => Some(0),
+        };
+        match pairs {
+            Some(p) => self.check_connections(p, self.workload.flows as u64),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses persistent connections (`connections_per_pair` for each of
+    /// `pairs` host pairs) that, with the state of `flows` flows, would not
+    /// fit in half of this machine's memory. Per-flow connections are
+    /// counted in the flow state.
+    pub(crate) fn check_connections(&self, pairs: u64, flows: u64) -> Result<(), ScenarioError> {
+        if self.transport.connections != "persistent" {
+            return Ok(());
+        }
+        let mem = machine_memory();
+        let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+        let cpp = self.transport.connections_per_pair as u64;
+        let conns = pairs.saturating_mul(cpp);
+        let need = conns.saturating_mul(BYTES_PER_CONN).saturating_add(flows.saturating_mul(BYTES_PER_FLOW));
+        if need > mem / 2 {
+            return Err(bad(
+                "transport.connections_per_pair",
+                format!(
+                    "{cpp} persistent connections for each of up to {pairs} host pairs ({conns} connections, ~{BYTES_PER_CONN} bytes each) and the flow state need ~{}, more than half of this machine's {}",
+                    gb(need),
+                    gb(mem)
+                ),
             ));
         }
         Ok(())

@@ -364,8 +364,8 @@ fn values_are_checked_after_conversion_to_engine_units() {
     }
 }
 
-/// ns-3 3.44 (../shared/bench/ns3_b1.py, tc FIFO 250p + 1p device queue) on
-/// B1's fabric and TCP, run on 2026-11-23 for these flow lists: per-flow FCT
+/// ns-3 3.44 (B1's ns-3 scenario, see bench/ns3_b1.py: tc FIFO 250p + 1p
+/// device queue) on B1's fabric and TCP, run on 2026-11-23 for these flow lists: per-flow FCT
 /// in µs and total drops. lbsim (B1's example, host jitter off, the only
 /// randomness ns-3 lacks) must agree where the outcome is not chaotic:
 /// one flow's slow-start overshoot at its own NIC, and a second flow
@@ -738,4 +738,49 @@ fn per_flow_fast_recoveries_add_up_to_the_senders_total() {
     for f in &out.flows {
         assert_eq!(f.counters.fast_recoveries, f.counters.fr_loss + f.counters.fr_reorder, "{f:?}");
     }
+}
+
+/// The memory check's per-connection and per-flow estimates cover what a
+/// connection and a flow hold: a `Conn` (TcpSender + TcpReceiver + the
+/// simulator's bookkeeping), its slot in the connection table and its
+/// pair's pool, plus room for allocator rounding and first buffers; a
+/// flow's record and its arrival.
+#[test]
+fn connection_and_flow_state_fit_their_memory_estimates() {
+    use std::mem::size_of;
+    let conn = size_of::<crate::world::Conn>() + size_of::<Option<Box<crate::world::Conn>>>() + size_of::<u32>();
+    assert!(size_of::<crate::world::Conn>() >= size_of::<lbsim_tcp::TcpSender>() + size_of::<lbsim_tcp::TcpReceiver>());
+    assert!(conn as u64 + 256 <= scenario::BYTES_PER_CONN, "a connection is {conn} bytes");
+    let flow = size_of::<crate::metrics::FlowRecord>() + size_of::<lbsim_workload::FlowSpec>();
+    assert!(flow as u64 * 2 <= scenario::BYTES_PER_FLOW, "a flow is {flow} bytes");
+}
+
+/// Issue 41 item 5: 100,000 persistent connections per pair used to abort
+/// with "memory allocation of 1048 bytes failed" mid-run; the pre-run check
+/// counts them and refuses in one line naming the key and the memory.
+#[test]
+fn persistent_connections_beyond_memory_are_refused_with_the_key_named() {
+    let persistent = "transport.connections=\"persistent\"";
+    // validation alone refuses (nothing is built): 100,000 flows can use
+    // every one of the 32 × 31 pairs
+    for cpp in ["100000", "4000000000"] {
+        let sets = [persistent.to_string(), format!("transport.connections_per_pair={cpp}"), "workload.flows=100000".into()];
+        let e = Scenario::from_toml(TESTBED, &sets).unwrap_err();
+        assert_eq!(e.field, "transport.connections_per_pair", "{e}");
+        assert!(e.msg.contains(&format!("{cpp} persistent connections")) && e.msg.contains(" GB") && e.msg.contains("992 host pairs"), "{e}");
+        assert!(!e.msg.contains('\n'), "one line: {e}");
+    }
+    // a flow list is checked with its exact pairs once read: 3 pairs here
+    let file = flow_file("conns", &[(0, 1, 1000, 0.0), (1, 0, 1000, 1.0), (0, 1, 1000, 2.0), (1, 2, 1000, 3.0)]);
+    let sc = scenario(&dumbbell(2), &[&format!("workload.flow_list=\"{file}\""), persistent, "transport.connections_per_pair=4000000000"]);
+    match run(&sc, None, &mut |_| true) {
+        Err(SimError::Scenario(e)) => {
+            assert_eq!(e.field, "transport.connections_per_pair");
+            assert!(e.msg.contains("up to 3 host pairs (12000000000 connections"), "{e}");
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("accepted"),
+    }
+    // the default 3 per pair passes
+    run_ok(&dumbbell(2), &[&format!("workload.flow_list=\"{file}\""), persistent]);
 }

@@ -1,5 +1,5 @@
-//! Scenario-level checks of Expeditus and Clairvoyant (issue 15; spec
-//! ../shared/specs/expeditus.md §4.1): the two stages pin whole flows end
+//! Scenario-level checks of Expeditus and Clairvoyant (issue 15; the
+//! mechanism of docs/schemes/expeditus.md §1): the two stages pin whole flows end
 //! to end, the destination's ingress load steers the choice, no reordering
 //! and no delay in per-flow mode, failures, determinism and conservation.
 
@@ -8,7 +8,8 @@ mod common;
 use common::{flow_file, run_err, run_ok, sets};
 use lbsim_sim::RunOutput;
 
-/// A 4-pod 10G fat-tree with the spec's §2.1 transport (Fig. 13's fabric).
+/// A 4-pod 10G fat-tree with the transport of docs/schemes/expeditus.md §4.1
+/// (Fig. 13's fabric).
 const FT4: &str = r#"
 [topology]
 kind = "fat_tree"

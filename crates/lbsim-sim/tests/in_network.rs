@@ -364,7 +364,7 @@ fn ag_measures_leaf_to_leaf_delays_and_sizes_trains_from_them() {
     assert!(probes >= 0.5 * lo && probes <= hi, "{probes} probes, expected up to {lo:.0}..{hi:.0}");
     assert!(st["feedbacks_received"].as_f64().unwrap() >= 0.5 * probes, "{st}");
     // one congested path of four (S3 by 50 us): the model asks for long
-    // trains (15 packets at these RTTs, ../shared/specs/ag.md §1.4 table
+    // trains (15 packets at these RTTs, docs/schemes/ag.md §1.4 table
     // for M = 4 gives 11-15 at RTT_b - RTT_g = 25-50 us)
     let g = sc["granularity_pkts"]["L0"]["L1"].as_f64().unwrap();
     assert!((11.0..=22.0).contains(&g), "gran* {g}");
