@@ -13,7 +13,19 @@
 //! (a switch with several groups would otherwise remember a port that is not
 //! a candidate); ties go to the remembered port, then to the first sample;
 //! one forwarding engine per switch (the paper's per-engine memories are
-//! not modelled). Asymmetric-fabric decomposition (§3.3) is not modelled.
+//! not modelled).
+//!
+//! Asymmetric fabrics (DRILL §3.3): per-packet choices among paths of
+//! different capacity reorder and overload the weaker ones, so DRILL splits
+//! a switch's next hops toward a destination into symmetric components —
+//! ports whose paths onward have the same capacity — hashes each flow to
+//! one component with probability in proportion to the component's
+//! capacity, and applies DRILL(d, m) only inside it. A port's capacity
+//! toward a destination is its rate, capped by its fair share (by rate,
+//! among the ports feeding the next switch toward that destination) of
+//! what the next switch forwards onward, recursively. Recomputed when a
+//! link fails or recovers. On a symmetric fabric every group is one
+//! component and DRILL is unchanged.
 
 use crate::params::{DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
@@ -48,6 +60,15 @@ pub struct Drill {
     pub decisions: u64,
     /// Decisions that went to a remembered port.
     pub chose_memory: u64,
+    /// (switch, destination host) → the symmetric components of its next
+    /// hops: (cumulative capacity, ports); empty when there is only one.
+    components: HashMap<(u32, u32), Vec<(f64, Vec<PortId>)>>,
+    /// (port, destination host) → the port's capacity toward it, b/s.
+    capacity: HashMap<(u32, u32), f64>,
+    /// Decisions in an asymmetric group (the flow's component first).
+    pub asymmetric_decisions: u64,
+    /// Scratch: the ports of the flow's component.
+    part: Vec<PortId>,
 }
 
 impl Drill {
@@ -69,7 +90,78 @@ impl Drill {
             seen: Vec::new(),
             decisions: 0,
             chose_memory: 0,
+            components: HashMap::new(),
+            capacity: HashMap::new(),
+            asymmetric_decisions: 0,
+            part: Vec::new(),
         })
+    }
+
+    /// The capacity of port `p` toward host `dst` (see the module docs).
+    fn port_capacity(&mut self, ctx: &Ctx, p: PortId, dst: u32) -> f64 {
+        if let Some(&c) = self.capacity.get(&(p.0, dst)) {
+            return c;
+        }
+        let (topo, ports) = (ctx.topo, ctx.ports);
+        let rate = if ports[p.idx()].up { ports[p.idx()].rate.0 as f64 } else { 0.0 };
+        let next = topo.ports[topo.ports[p.idx()].peer.idx()].node;
+        let c = if topo.is_host(next) || rate == 0.0 {
+            rate
+        } else {
+            let onward: f64 = ctx.routing.next_hops(next, dst).to_vec().into_iter().map(|q| self.port_capacity(ctx, q, dst)).sum();
+            // the ports feeding `next` toward `dst` share what it forwards onward
+            let feeding: f64 = topo.nodes[next.idx()]
+                .ports
+                .iter()
+                .map(|&q| topo.ports[q.idx()].peer)
+                .filter(|&r| {
+                    let from = topo.ports[r.idx()].node;
+                    !topo.is_host(from) && ports[r.idx()].up && ctx.routing.next_hops(from, dst).contains(&r)
+                })
+                .map(|r| ports[r.idx()].rate.0 as f64)
+                .sum();
+            if feeding > 0.0 {
+                rate.min(onward * rate / feeding)
+            } else {
+                rate
+            }
+        };
+        self.capacity.insert((p.0, dst), c);
+        c
+    }
+
+    /// The symmetric components of switch `sw`'s next hops `c` toward host
+    /// `dst`, or none when they all have the same capacity.
+    fn decompose(&mut self, ctx: &Ctx, sw: NodeId, c: &[PortId], dst: u32) -> &[(f64, Vec<PortId>)] {
+        if !self.components.contains_key(&(sw.0, dst)) {
+            let caps: Vec<f64> = c.iter().map(|&p| self.port_capacity(ctx, p, dst)).collect();
+            let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+            let mut comps: Vec<(f64, Vec<PortId>)> = vec![];
+            for (&p, &w) in c.iter().zip(&caps) {
+                if w <= 0.0 {
+                    continue;
+                }
+                match comps.iter_mut().find(|(cw, ps)| same(*cw / ps.len() as f64, w)) {
+                    Some((cw, ps)) => {
+                        *cw += w;
+                        ps.push(p);
+                    }
+                    None => comps.push((w, vec![p])),
+                }
+            }
+            if comps.len() < 2 {
+                comps.clear();
+            } else {
+                // cumulative capacities, for the weighted choice
+                let mut acc = 0.0;
+                for comp in comps.iter_mut() {
+                    acc += comp.0;
+                    comp.0 = acc;
+                }
+            }
+            self.components.insert((sw.0, dst), comps);
+        }
+        &self.components[&(sw.0, dst)]
     }
 }
 
@@ -83,11 +175,51 @@ impl LoadBalancer for Drill {
     fn wants_host_hooks(&self) -> bool {
         false
     }
-    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, _pkt: PktId, c: &[PortId]) -> Forward {
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, pkt: PktId, c: &[PortId]) -> Forward {
         if c.len() == 1 {
             return Forward::Port(c[0]);
         }
         self.decisions += 1;
+        let p = ctx.pkt(pkt);
+        let (hash, dst) = (p.hash, if ctx.topo.is_host(p.dst) { Some(ctx.topo.host_index(p.dst)) } else { None });
+        let mut part = std::mem::take(&mut self.part);
+        part.clear();
+        if let Some(d) = dst {
+            let comps = self.decompose(ctx, sw, c, d);
+            if !comps.is_empty() {
+                // the flow's component, in proportion to capacity
+                let total = comps.last().unwrap().0;
+                let u = (lbsim_engine::mix64(hash ^ ctx.salts[sw.idx()] ^ 0xd811_c0a1) >> 11) as f64 / (1u64 << 53) as f64 * total;
+                part.extend_from_slice(&comps.iter().find(|(acc, _)| u < *acc).unwrap_or(comps.last().unwrap()).1);
+            }
+        }
+        if !part.is_empty() {
+            self.asymmetric_decisions += 1;
+            if part.len() == 1 {
+                let only = part[0];
+                self.part = part;
+                return Forward::Port(only);
+            }
+        }
+        let fwd = self.choose(ctx, sw, if part.is_empty() { c } else { &part });
+        self.part = part;
+        fwd
+    }
+
+    fn on_link_change(&mut self, _ctx: &mut Ctx, _link: lbsim_net::LinkId, _up: bool) {
+        // capacities and components follow the live fabric
+        self.components.clear();
+        self.capacity.clear();
+    }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("decisions", self.decisions as f64), ("chose_remembered", self.chose_memory as f64), ("asymmetric_decisions", self.asymmetric_decisions as f64)]
+    }
+}
+
+impl Drill {
+    /// DRILL(d, m) among the candidates `c` (one symmetric component).
+    fn choose(&mut self, ctx: &mut Ctx, sw: NodeId, c: &[PortId]) -> Forward {
         let load = |p: PortId| {
             let q = &ctx.ports[p.idx()];
             if self.by_bytes {
@@ -136,10 +268,6 @@ impl LoadBalancer for Drill {
         mem.clear();
         mem.extend(self.seen.iter().take(self.m).map(|s| s.1));
         Forward::Port(best)
-    }
-
-    fn stats(&self) -> Vec<(&'static str, f64)> {
-        vec![("decisions", self.decisions as f64), ("chose_remembered", self.chose_memory as f64)]
     }
 }
 

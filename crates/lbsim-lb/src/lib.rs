@@ -115,6 +115,9 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
     // 2: a flowlet moving off its path counts its own rate on the new one
     ("clove_int", 2),
+    // 1: asymmetric fabrics split into symmetric components (DRILL §3.3);
+    // results on symmetric fabrics unchanged
+    ("drill", 1),
     // 1: a dead or unroutable plane or core never wins a tie; 2: with
     // response = "synack", a retransmitted SYN-ACK carries the response
     // again (eefbdc1; the default mode's results are unchanged)
@@ -150,8 +153,8 @@ pub const SCHEMES: &[SchemeInfo] = &[
     },
     SchemeInfo {
         name: "drill",
-        summary: "DRILL(d, m): per packet, the least occupied egress queue among d random candidates and m remembered ports",
-        follows: "Ghorbani et al., SIGCOMM 2017, §3 (AG baseline); memory per candidate group (our choice)",
+        summary: "DRILL(d, m): per packet, the least occupied egress queue among d random candidates and m remembered ports; on an asymmetric fabric, per flow a symmetric component (in proportion to capacity), then DRILL inside it",
+        follows: "Ghorbani et al., SIGCOMM 2017, §3 with the §3.3 decomposition for asymmetry (AG baseline); memory per candidate group (our choice)",
         acts_at: "every switch",
         params: drill::PARAMS,
     },
