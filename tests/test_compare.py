@@ -69,10 +69,10 @@ def test_hula_beats_ecmp_with_a_failed_link_and_an_a_a_split_does_not(shared):
 
 
 def test_until_stops_early_on_a_clear_difference_and_goes_on_for_a_close_one(shared, tmp_path):
-    # DRILL (per-packet, no asymmetry handling) is ~2x slower than ECMP here
+    # DRILL (per packet inside capacity-weighted components) is ~1.3x faster than ECMP here
     clear = compare(TESTBED, ["ecmp", "drill"], seeds=3, until=2, max_seeds=7, set=["workload.flows=2000", FAILED],
                     metrics=["fct_mean"], out=shared, quiet=True, figures=False, workers=2)
-    assert clear.seeds.iloc[0] == 3 and clear.ci_low.iloc[0] > 1.0, clear.verdict.iloc[0]
+    assert clear.seeds.iloc[0] == 3 and (clear.ci_high.iloc[0] < 1.0 or clear.ci_low.iloc[0] > 1.0), clear.verdict.iloc[0]
     close = compare(TESTBED, ["ecmp", "ecmp+network.host_jitter_ns=1001"], seeds=3, until=2, max_seeds=5,
                     set=["workload.flows=600", FAILED], metrics=["fct_mean"], out=tmp_path, quiet=True, figures=False,
                     workers=2)
