@@ -9,7 +9,7 @@ The simulator is Rust (``lbsim._lbsim``); this package only loads scenarios,
 calls it, and turns its columns into Arrow / pandas tables.
 """
 
-from lbsim._api import Result, ScenarioError, flows, load_scenario, run, schemes, validate
+from lbsim._api import Result, ScenarioError, explain, flows, load_scenario, run, schemes, validate
 from lbsim.compare import compare
 from lbsim._lbsim import __version__, ag_optimal_granularity, ag_rate_gbps, ag_reorder_probability
 
@@ -20,6 +20,7 @@ __all__ = [
     "ag_rate_gbps",
     "ag_reorder_probability",
     "compare",
+    "explain",
     "flows",
     "load_scenario",
     "run",

@@ -135,6 +135,8 @@ class Result:
     tables: dict[str, pa.Table]
     summary: dict[str, Any]
     _df: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: the files the last ``write`` wrote
+    written: list = field(default_factory=list, repr=False)
 
     def _frame(self, name: str):
         if name not in self._df:
@@ -153,9 +155,10 @@ class Result:
         """Writes flows.parquet, summary.json and (if sampled) links.parquet,
         queues.parquet, flow_rates.parquet, cwnd.parquet (removing an earlier run's when
         this one has none), plus ports.parquet. Same scenario and seed give
-        byte-identical flows.parquet."""
+        byte-identical flows.parquet. The files written are in ``self.written``."""
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
         for name in _SCHEMAS:
             t = self.tables[name]
             if name == "pcap":
@@ -165,7 +168,7 @@ class Result:
                 if t.num_rows:
                     from lbsim.pcap import write_pcaps
 
-                    write_pcaps(t.to_pandas(), d)
+                    written += write_pcaps(t.to_pandas(), d)
                 continue
             if name in ("links", "queues", "flow_rates", "scheme_samples", "cwnd") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
@@ -173,9 +176,12 @@ class Result:
             tmp = d / f".{name}.parquet.tmp"
             pq.write_table(t, tmp, compression="zstd")
             os.replace(tmp, d / f"{name}.parquet")
+            written.append(d / f"{name}.parquet")
         tmp = d / ".summary.json.tmp"
         tmp.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, d / "summary.json")
+        written.append(d / "summary.json")
+        self.written = written
         return d
 
 
@@ -202,6 +208,8 @@ def run(
     seed: Optional[int] = None,
     set: Optional[Sequence[str]] = None,
     progress: Optional[Callable[[dict], Any]] = None,
+    allow_long: bool = False,
+    command_line: Optional[str] = None,
 ) -> Result:
     """Runs a scenario (path, TOML text or dict).
 
@@ -209,10 +217,33 @@ def run(
     ``["workload.load=0.7", "lb.scheme=conga"]``; ``seed`` overrides the
     scenario's seed. ``progress`` is called a few times per second with a
     dict (sim_time_s, flows_done, flows_total, events, wall_s); returning
-    False stops the run (KeyboardInterrupt).
+    False stops the run (KeyboardInterrupt). Work estimated at more than a
+    day (``explain``) raises ScenarioError naming the key unless
+    ``allow_long``. summary["provenance"] records the build, host, start
+    time and ``command_line`` (default: this call); summary["flows"]["warning"]
+    names the likely cause when flows are left unfinished.
     """
     sc = load_scenario(scenario)
-    return _result(_lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress))
+    if command_line is None:
+        command_line = _call_text("run", scenario, seed, set, allow_long=allow_long)
+    return _result(_lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line))
+
+
+def _call_text(fn: str, scenario: ScenarioLike, seed: Optional[int], set: Optional[Sequence[str]], **kw: Any) -> str:
+    """The API call as text, e.g. ``lbsim.run('b1.toml', seed=2, set=['workload.load=0.7'])``."""
+    if isinstance(scenario, Mapping):
+        what = "<dict>"
+    elif isinstance(scenario, os.PathLike) or ("\n" not in os.fspath(scenario)):
+        what = repr(os.fspath(scenario))
+    else:
+        what = "<TOML text>"
+    args = [what]
+    if seed is not None:
+        args.append(f"seed={int(seed)}")
+    if set:
+        args.append(f"set={list(set)!r}")
+    args += [f"{k}={v!r}" for k, v in kw.items() if v]
+    return f"lbsim.{fn}({', '.join(args)})"
 
 
 def _result(raw: dict) -> Result:
@@ -235,11 +266,68 @@ def flows_csv(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Option
     return _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
 
 
-def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> None:
-    """Raises ScenarioError (with ``.field``) if the scenario is invalid:
-    checks everything a run does before its first event."""
+def explain(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> dict:
+    """What a scenario asks for, without running it: topology sizes, the
+    capacity the load refers to, each rack's offered load against its
+    uplinks and downlinks (``overloaded`` names the racks above 1), flows and
+    expected simulated time, estimated events, wall time and peak memory
+    (``estimate``; the model and its accuracy: lbsim_sim::explain), and
+    ``warnings`` for known traps, each with the key. Raises ScenarioError if
+    the scenario is invalid."""
     sc = load_scenario(scenario)
-    _lbsim.validate(sc.text, _sets(seed, set), sc.base_dir)
+    return json.loads(_lbsim.explain(sc.text, _sets(seed, set), sc.base_dir))
+
+
+def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None, allow_long: bool = False) -> dict:
+    """Raises ScenarioError (with ``.field``) if the scenario is invalid:
+    checks everything a run does before its first event, and refuses work
+    estimated at more than a day unless ``allow_long``. Returns ``explain``'s
+    dict."""
+    sc = load_scenario(scenario)
+    text = _lbsim.explain(sc.text, _sets(seed, set), sc.base_dir)
+    if not allow_long:
+        _lbsim.check_long(text)
+    return json.loads(text)
+
+
+def explanation_lines(e: Mapping[str, Any]) -> list[str]:
+    """``explain``'s dict as the lines ``lbsim validate`` and ``lbsim run`` print."""
+    t, w, st, est = e["topology"], e["workload"], e["sim_time"], e["estimate"]
+    out = [f"topology {t['kind']}: {t['hosts']} hosts, {t['switches']} switches, {t['links']} links, {t['racks']} racks; "
+           f"base RTT {t['base_rtt_us']:.1f} us; scheme {e['scheme']}, seed {e['seed']}"]
+    if w.get("capacity_gbps") is not None:
+        out.append(f"load {w['load']:.3g} of {w['load_of']} = {w['offered_gbps']:.4g} Gb/s offered of {w['capacity_gbps']:.4g} Gb/s "
+                   f"({w['capacity_definition']})")
+    wl = f"workload {w['kind']}: {w['flows']} flows, {w['bytes'] / 1e6:.4g} MB"
+    if w["flows"]:
+        wl += f", starts {w['first_start_ms']:.4g} to {w['last_start_ms']:.4g} ms"
+    if w.get("incast_requests") is not None:
+        wl += f"; {w['incast_requests']} incast requests"
+    if w.get("udp_sources"):
+        wl += f"; {w['udp_sources']} UDP sources"
+    out.append(wl)
+    loaded = [r for r in e["racks"] if r["out_gbps"] or r["in_gbps"]]
+    if loaded:
+        worst = max(loaded, key=lambda r: max(r["uplink_load"], r["downlink_load"]))
+        out.append(f"per-rack offered load (of uplinks / downlinks): " + ", ".join(
+            f"{r['leaf']} {r['uplink_load']:.2f}/{r['downlink_load']:.2f}" for r in loaded[:16])
+            + (f", ... (highest: {worst['leaf']})" if len(loaded) > 16 else ""))
+    out.append(f"simulated time: expected {st['expected_ms']:.4g} ms (stops by {st['stop_ms']:.4g} ms, {st['stop_by']})")
+    out.append(f"estimate: {est['events']:.3g} events, {_dur(est['wall_s'])} of wall time, {est['peak_rss_mb']:.0f} MB peak memory "
+               f"(simulator; rough: lbsim_sim::explain)")
+    for x in e["warnings"]:
+        out.append(f"warning: {x['message']}")
+    return out
+
+
+def _dur(s: float) -> str:
+    if s < 120:
+        return f"~{s:.3g} s"
+    if s < 7200:
+        return f"~{s / 60:.3g} min"
+    if s < 2 * 86400:
+        return f"~{s / 3600:.3g} h"
+    return f"~{s / 86400:.3g} days"
 
 
 def schemes() -> list[dict]:
@@ -248,4 +336,4 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["Result", "ScenarioError", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]
+__all__ = ["Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]

@@ -1,9 +1,9 @@
 """The ``lbsim`` command line.
 
-    lbsim run SCENARIO.toml --out DIR [--seed N] [--set key=value ...]
+    lbsim run SCENARIO.toml --out DIR [--seed N] [--set key=value ...] [--strict] [--force] [--allow-long]
     lbsim flows SCENARIO.toml --out FLOWS.csv [--seed N] [--set ...]
     lbsim schemes [--json]
-    lbsim validate SCENARIO.toml [--set ...]
+    lbsim validate SCENARIO.toml [--set ...] [--json] [--allow-long]
     lbsim plot RUN_DIR [RUN_DIR ...] --out DIR [--group scheme]
     lbsim compare SCENARIO.toml --schemes A,B[,...] --out DIR [--seeds N | --until PCT]
     lbsim sweep FILE [--workers N] [--ray ADDRESS] [--quick]
@@ -12,7 +12,12 @@
 
 Bad input (an unreadable or non-UTF-8 file, an unwritable --out, an
 unreachable --ray cluster) fails with one line naming it, exit status 2;
-Ctrl-C exits 130 and SIGTERM 143, after stopping any sweep workers.
+so does work estimated at more than a day of wall time (unless
+--allow-long), and an existing non-empty --out folder that holds no lbsim
+run (no summary.json; unless --force). A run that leaves flows unfinished
+or completes none ends with one warning line on stderr naming the likely
+cause; with --strict it exits with status 3. Ctrl-C exits 130 and SIGTERM
+143, after stopping any sweep workers.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -110,16 +116,40 @@ def _check_out(out: str, folder: bool) -> None:
         _fail(f"--out {out}: cannot write in {d} ({e.strerror or e})")
 
 
+def _check_run_folder(out: str, force: bool) -> Optional[str]:
+    """Refuses an existing non-empty --out that is not an lbsim run folder
+    (no summary.json) unless ``force``; returns a note when an earlier run
+    there will be replaced."""
+    p = Path(out)
+    if not p.is_dir() or not any(p.iterdir()):
+        return None
+    if (p / "summary.json").exists():
+        return f"note: replacing the earlier run in {out}"
+    if not force:
+        _fail(f"--out {out}: exists, is not empty and holds no lbsim run (no summary.json); pass --force to write into it")
+    return None
+
+
 def cmd_run(a: argparse.Namespace) -> None:
     _check_out(a.out, folder=True)
+    note = _check_run_folder(a.out, a.force)
+    if not a.quiet:
+        e = _api.validate(Path(a.scenario), seed=a.seed, set=a.set, allow_long=a.allow_long)
+        for line in _api.explanation_lines(e):
+            print(line)
+        sys.stdout.flush()
     bar = ProgressBar("run", enabled=not a.quiet)
     t0 = time.perf_counter()
     try:
-        res = _api.run(Path(a.scenario), seed=a.seed, set=a.set, progress=bar)
+        res = _api.run(Path(a.scenario), seed=a.seed, set=a.set, progress=bar, allow_long=a.allow_long,
+                       command_line=a.command_line)
     finally:
         bar.close()
+    if note:
+        print(note, file=sys.stderr)
     out = res.write(a.out)
     (out / "scenario.toml").write_text(_api.resolved_scenario(Path(a.scenario), seed=a.seed, set=a.set))
+    written = [*res.written, out / "scenario.toml"]
     s = res.summary
     fl = s["flows"]
     fct = s.get("fct_us") or {}
@@ -150,7 +180,12 @@ def cmd_run(a: argparse.Namespace) -> None:
               f"dropped {c['dropped']} + in flight {c['in_flight']}")
         print(f"simulated {s['sim_time_s'] * 1e3:.2f} ms, {s['events']} events in {s['wall_s']:.2f} s "
               f"({s['events_per_s'] / 1e6:.2f} M events/s; total {time.perf_counter() - t0:.2f} s)")
-        print(f"wrote {out}/flows.parquet, {out}/summary.json")
+        print("wrote " + ", ".join(str(p) for p in written))
+    warning = fl.get("warning")
+    if warning:
+        print(f"lbsim: warning: {warning}", file=sys.stderr)
+        if a.strict:
+            sys.exit(3)
 
 
 def cmd_flows(a: argparse.Namespace) -> None:
@@ -190,15 +225,28 @@ def cmd_plot(a: argparse.Namespace) -> None:
 
 
 def cmd_validate(a: argparse.Namespace) -> None:
-    _api.validate(Path(a.scenario), seed=a.seed, set=a.set)
+    e = _api.validate(Path(a.scenario), seed=a.seed, set=a.set, allow_long=a.allow_long)
+    if a.json:
+        print(json.dumps(e, indent=2))
+        return
+    for line in _api.explanation_lines(e):
+        print(line)
     print(f"{a.scenario}: ok")
+
+
+class _Version(argparse.Action):
+    """``--version``: the package version, the git commit the simulator was
+    built from (and whether the tree had uncommitted changes), the model
+    revision; one line, unwrapped."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"lbsim {getattr(lbsim._lbsim, '__build__', None) or lbsim.__version__}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lbsim", description="Packet-level simulator of datacenter load balancing.")
-    rev = getattr(lbsim._lbsim, "__model_revision__", None)
-    p.add_argument("--version", action="version",
-                   version=f"lbsim {lbsim.__version__}" + (f" (model revision {rev})" if rev else ""))
+    p.add_argument("--version", action=_Version, nargs=0, help="show the version, git commit and model revision, and exit")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     def scenario_args(sp: argparse.ArgumentParser) -> None:
@@ -210,7 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run a scenario; write DIR/flows.parquet and DIR/summary.json")
     scenario_args(r)
     r.add_argument("--out", required=True, help="output folder")
-    r.add_argument("--quiet", action="store_true", help="no progress bar or report")
+    r.add_argument("--quiet", action="store_true", help="no header, progress bar or report")
+    r.add_argument("--strict", action="store_true",
+                   help="exit with status 3 if flows are left unfinished or none completes")
+    r.add_argument("--force", action="store_true",
+                   help="write into an existing non-empty --out folder that holds no lbsim run")
+    r.add_argument("--allow-long", action="store_true", help="run even if the estimate exceeds a day of wall time")
     r.set_defaults(fn=cmd_run)
 
     f = sub.add_parser("flows", help="export the scenario's flow list as CSV (src,dst,size_bytes,start_us)")
@@ -230,8 +283,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "bars with 95 %% t intervals over runs")
     pl.set_defaults(fn=cmd_plot)
 
-    v = sub.add_parser("validate", help="check a scenario file")
+    v = sub.add_parser("validate", help="check a scenario file and explain what it asks for: sizes, per-rack load, "
+                                         "expected time, estimated events, wall time and memory, warnings")
     scenario_args(v)
+    v.add_argument("--json", action="store_true", help="print the explanation as JSON")
+    v.add_argument("--allow-long", action="store_true", help="accept work estimated at more than a day of wall time")
     v.set_defaults(fn=cmd_validate)
 
     from lbsim.compare import add_command
@@ -249,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[list[str]] = None) -> None:
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["lbsim", *(sys.argv[1:] if argv is None else map(str, argv))])
     # SIGTERM stops like Ctrl-C (signal handlers only exist in the main thread)
     main_thread = threading.current_thread() is threading.main_thread()
     old_term = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None

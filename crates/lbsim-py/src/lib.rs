@@ -4,7 +4,7 @@
 //! during a run is the progress callback, a few times per second.
 
 use lbsim_sim::columns::Cells;
-use lbsim_sim::{flow_list, run as run_sim, validate as validate_sim, Progress, Scenario, SimError};
+use lbsim_sim::{flow_list, run_with as run_sim, validate as validate_sim, Progress, RunOptions, Scenario, SimError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -38,6 +38,31 @@ fn validate(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<Path
     }
 }
 
+/// What a scenario asks for (lbsim_sim::explain) as JSON text: sizes,
+/// capacity, per-rack offered load, expected simulated time, estimated
+/// events / wall time / memory, warnings. Validates as `validate` does.
+#[pyfunction]
+#[pyo3(signature = (text, sets=vec![], base_dir=None))]
+fn explain(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>) -> PyResult<String> {
+    let sc = parse(py, text, sets)?;
+    match lbsim_sim::explain(&sc, base_dir.as_deref()) {
+        Ok(v) => Ok(serde_json::to_string(&v).unwrap()),
+        Err(SimError::Scenario(e)) => Err(scenario_err(py, &e)),
+        Err(SimError::Interrupted) => Err(PyKeyboardInterrupt::new_err("validation interrupted")),
+    }
+}
+
+/// The refusal `run` gives a scenario whose estimated wall time exceeds a
+/// day: raises ScenarioError naming the key (explained: `explain`'s JSON).
+#[pyfunction]
+fn check_long(py: Python<'_>, explained: &str) -> PyResult<()> {
+    let v: serde_json::Value = serde_json::from_str(explained).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    match lbsim_sim::too_long(&v) {
+        Some(e) => Err(scenario_err(py, &e)),
+        None => Ok(()),
+    }
+}
+
 /// The flow list a scenario generates, as CSV text (`src,dst,size_bytes,start_us`).
 #[pyfunction]
 #[pyo3(signature = (text, sets=vec![], base_dir=None))]
@@ -48,11 +73,22 @@ fn flows_csv(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<Pat
 }
 
 /// Runs a scenario. Returns a dict of column dicts (`flows`, `links`,
-/// `queues`, `ports`) and the summary as JSON text.
+/// `queues`, `ports`) and the summary as JSON text. Refuses (ScenarioError
+/// naming the key) work estimated at more than a day unless `allow_long`;
+/// `command_line` goes to the summary's provenance.
 #[pyfunction]
-#[pyo3(signature = (text, sets=vec![], base_dir=None, progress=None))]
-fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>, progress: Option<PyObject>) -> PyResult<PyObject> {
+#[pyo3(signature = (text, sets=vec![], base_dir=None, progress=None, allow_long=false, command_line=None))]
+fn run(
+    py: Python<'_>,
+    text: &str,
+    sets: Vec<String>,
+    base_dir: Option<PathBuf>,
+    progress: Option<PyObject>,
+    allow_long: bool,
+    command_line: Option<String>,
+) -> PyResult<PyObject> {
     let sc = parse(py, text, sets)?;
+    let opts = RunOptions { allow_long, command_line };
     let mut cb_err: Option<PyErr> = None;
     let mut cb = |p: &Progress| -> bool {
         if let Err(e) = py.check_signals() {
@@ -82,7 +118,7 @@ fn run(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>,
     };
     // a panic is a bug in lbsim: surface it as an ordinary exception (not
     // PyO3's BaseException-derived PanicException) that names the scenario
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_sim(&sc, base_dir.as_deref(), &mut cb)));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_sim(&sc, base_dir.as_deref(), &opts, &mut cb)));
     let result = match caught {
         Ok(r) => r,
         Err(payload) => {
@@ -252,6 +288,8 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ag_reorder_probability, m)?)?;
     m.add_function(wrap_pyfunction!(validate, m)?)?;
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(explain, m)?)?;
+    m.add_function(wrap_pyfunction!(check_long, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(model_revision, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
@@ -260,5 +298,8 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("__model_revision__", lbsim_sim::MODEL_REVISION)?;
+    m.add("__git_commit__", lbsim_sim::provenance::GIT_COMMIT)?;
+    m.add("__git_dirty__", lbsim_sim::provenance::GIT_DIRTY)?;
+    m.add("__build__", lbsim_sim::provenance::build_line())?;
     Ok(())
 }

@@ -207,6 +207,27 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
                         ),
                     ));
                 }
+                // the arrivals must fit the clock: refuse a span beyond the 1-day limit
+                let span_s = w.flows as f64 / rate;
+                if span_s > SimTime::MAX_INPUT.as_secs_f64() {
+                    let key = if w.rate_per_s.is_some() {
+                        "workload.rate_per_s"
+                    } else if w.size_bytes.is_some() {
+                        "workload.size_bytes"
+                    } else {
+                        "workload.load"
+                    };
+                    return Err(bad(
+                        key,
+                        format!(
+                            "{} flows at {} arrivals/s (mean flow {} bytes) would arrive over {} days of simulated time, beyond the 1-day limit",
+                            w.flows,
+                            lbsim_engine::fmt_num(rate),
+                            lbsim_engine::fmt_num(mean),
+                            lbsim_engine::fmt_num((span_s / 86_400.0 * 10.0).round() / 10.0)
+                        ),
+                    ));
+                }
                 let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
                 let info = json!({
                     "kind": "poisson",
@@ -230,6 +251,17 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
             let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
             let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
             let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
+            if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.start > SimTime::MAX_INPUT) {
+                return Err(bad(
+                    "workload.flow_list",
+                    format!(
+                        "{}: flow {i} starts beyond the 1-day limit on any time input (start_us of {src} -> {dst})",
+                        path.display(),
+                        src = f.src,
+                        dst = f.dst
+                    ),
+                ));
+            }
             let bytes: u64 = flows.iter().map(|f| f.size).sum();
             let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
             (flows, info)
@@ -492,6 +524,7 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         w.flow_rate_window = Some(SimTime::from_us_f64(sc.metrics.flow_rate_window_ms * 1e3));
     }
     let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
+    let first_start = flows.first().map(|f| f.start);
     w.arrivals = flows;
 
     // incast
@@ -599,6 +632,19 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
     };
 
+    if let (Some(s), Some(first)) = (sc.run.stop_ms, first_start) {
+        if hard_stop <= first && sc.udp.is_empty() && wl.kind != "incast" {
+            return Err(bad(
+                "run.stop_ms",
+                format!(
+                    "{} ms is not after the first flow's start ({} ms): the run would stop before any flow starts",
+                    lbsim_engine::fmt_num(s),
+                    lbsim_engine::fmt_num(first.as_secs_f64() * 1e3)
+                ),
+            )
+            .into());
+        }
+    }
     Ok(Built { w, hard_stop, workload_info, rtt, ecn_desc, wall0 })
 }
 

@@ -13,7 +13,9 @@
 
 mod build;
 pub mod columns;
+pub mod explain;
 pub mod metrics;
+pub mod provenance;
 mod run;
 pub mod scenario;
 mod summary;
@@ -35,8 +37,9 @@ pub fn model_revision(scheme: &str) -> String {
 }
 
 pub use build::{flow_list, prepare, random_failures, Prepared};
+pub use explain::{explain, too_long};
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
-pub use run::{run, validate};
+pub use run::{run, run_with, validate, RunOptions};
 pub use scenario::{Scenario, ScenarioError};
 
 use lbsim_engine::SimTime;

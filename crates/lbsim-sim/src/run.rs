@@ -14,12 +14,39 @@ pub fn validate(sc: &Scenario, base_dir: Option<&Path>) -> Result<(), SimError> 
     build(sc, base_dir).map(|_| ())
 }
 
+/// How to run: whether to refuse work estimated at more than a day
+/// ([`crate::explain::too_long`]), and the command line to record in the
+/// summary's provenance.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Run even if the estimate exceeds a day (`--allow-long`).
+    pub allow_long: bool,
+    /// The command that started the run (summary.json `provenance.command_line`).
+    pub command_line: Option<String>,
+}
+
+/// Runs a scenario however long it takes (see [`run_with`]).
 pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = build(sc, base_dir)?;
+    run_with(sc, base_dir, &RunOptions { allow_long: true, command_line: None }, progress)
+}
+
+/// Runs a scenario: refuses it (a [`ScenarioError`](crate::ScenarioError)
+/// naming the key) if its estimated wall time exceeds a day unless
+/// `opts.allow_long`; the summary gains `provenance` and, when flows are left
+/// unfinished or none completes, `flows.warning` naming the likely cause.
+pub fn run_with(sc: &Scenario, base_dir: Option<&Path>, opts: &RunOptions, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
+    let started = crate::provenance::utc_now();
+    let built = build(sc, base_dir)?;
+    if !opts.allow_long {
+        if let Some(e) = crate::explain::too_long(&crate::explain::explain_built(sc, &built)) {
+            return Err(e.into());
+        }
+    }
+    let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = built;
     let wl = &sc.workload;
     // run
     w.start(SimTime::from_us_f64(wl.start_us));
-    let total = if w.incast.is_some() { (wl.incast.requests * wl.incast.fan_in) as usize } else { w.arrivals.len() };
+    let total = if w.incast.is_some() { wl.incast.requests as usize * wl.incast.fan_in as usize } else { w.arrivals.len() };
     let setup_s = wall0.elapsed().as_secs_f64();
     let t_run = std::time::Instant::now();
     let mut last_report = t_run;
@@ -43,5 +70,14 @@ pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Pro
     }
     let run_s = t_run.elapsed().as_secs_f64();
     let events = w.q.events_processed();
-    Ok(finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s }))
+    let end = w.now();
+    // stopped by the stop time with work left (not out of events, not done)
+    let stopped = !w.finished() && w.q.peek_time().is_some_and(|t| t > hard_stop);
+    let mut out = finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s });
+    out.summary["provenance"] = crate::provenance::provenance(&sc.lb.scheme, opts.command_line.as_deref(), &started);
+    if let Some((key, msg)) = crate::explain::unfinished_warning(sc, &out.flows, end, hard_stop, stopped) {
+        out.summary["flows"]["warning"] = msg.into();
+        out.summary["flows"]["warning_key"] = key.into();
+    }
+    Ok(out)
 }

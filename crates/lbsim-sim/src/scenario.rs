@@ -1266,6 +1266,15 @@ impl NetworkCfg {
         }
         if let Some(j) = self.host_jitter_ns {
             SimTime::input(j, 1e3, "ns", false).map_err(|m| bad("network.host_jitter_ns", m))?;
+            if j > 1e9 {
+                return Err(bad(
+                    "network.host_jitter_ns",
+                    format!(
+                        "{} ns is more than a second of jitter per packet: no flow would complete in a sensible time (1000 = 1 us is the default)",
+                        lbsim_engine::fmt_num(j)
+                    ),
+                ));
+            }
         }
         if self.buffer_pkts == Some(0) {
             return Err(bad("network.buffer_pkts", "must be >= 1"));

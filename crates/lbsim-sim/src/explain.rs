@@ -1,0 +1,503 @@
+//! What a scenario asks for, before running it (`lbsim validate`, and the
+//! header `lbsim run` prints): the fabric's size, the capacity the load
+//! refers to, the offered load of every rack against its uplinks and
+//! downlinks, the flows and the simulated time to expect, an estimate of the
+//! events, wall time and peak memory of the run, and warnings for known
+//! traps. [`too_long`] refuses work that would take more than a day.
+//!
+//! # The cost model and its accuracy
+//!
+//! Packet-hops are counted from the flow list: each flow sends
+//! `ceil(size / MSS)` data packets (no more than its sender's line rate
+//! allows before the expected end of the run) over `2 + d` links, `d` the
+//! switch-to-switch distance between the two racks, and the receiver
+//! returns one ACK per `transport.delayed_ack` packets over as many links.
+//! Incast requests and UDP sources add theirs the same way. Then
+//!
+//! ```text
+//! events  ≈ EVENTS_PER_PKT_HOP · packet-hops + EVENTS_PER_FLOW · flows
+//! wall_s  ≈ events / EVENTS_PER_S
+//! peak RSS ≈ RSS_BASE + RSS_PER_FLOW · flows + RSS_PER_PORT · ports
+//! ```
+//!
+//! calibrated (release build of `lbsim-run`, 2-core Xeon VM, see
+//! [`CALIBRATION`]) on examples/b1.toml, examples/small.toml,
+//! bench/scale/k8_ws10000.toml (run.stop_ms = 20) and the bases of
+//! experiments/ag_fig10_11.toml (web search 0.8, data mining 0.3 with
+//! LetFlow), conga_fig9.toml (0.6) and clove_fig4.toml (0.6). On those runs
+//! the event estimate is 0.93-1.05x the measured count (1.5x over on the
+//! fat-tree run cut short at 20 ms, whose congested flows sent less than
+//! line rate allows), the wall time 0.70-1.43x the measured (b1: 14.9 s
+//! estimated, 10.8 s measured) and the peak RSS 0.9-1.25x. Both are
+//! rough (congestion, drops and retransmissions, schemes' probes and timers
+//! are not modelled) and the wall time scales with the machine: take them
+//! as orders of magnitude.
+
+use crate::build::{build, Built};
+use crate::scenario::{bad, Scenario, ScenarioError};
+use crate::SimError;
+use lbsim_engine::{fmt_num, SimTime};
+use lbsim_net::{NodeId, Topology};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::path::Path;
+
+/// Events per packet crossing one link (enqueue, transmit, arrive, plus the
+/// host's sending and receiving work shared out over the hops).
+pub const EVENTS_PER_PKT_HOP: f64 = 1.05;
+/// Events per flow (handshake, timers, completion).
+pub const EVENTS_PER_FLOW: f64 = 20.0;
+/// Events per second of wall time (release build, one core).
+pub const EVENTS_PER_S: f64 = 1.6e6;
+/// Peak resident memory of the simulator (`lbsim-run`; the Python CLI adds
+/// ~150 MB of interpreter and Arrow), bytes: a base, per flow and per port
+/// (the queued packets of a congested port included).
+pub const RSS_BASE: f64 = 5.0e6;
+pub const RSS_PER_FLOW: f64 = 400.0;
+pub const RSS_PER_PORT: f64 = 3000.0;
+/// The runs the model was fitted to and how far off it is on them.
+pub const CALIBRATION: &str = "fitted 2026-11 on 7 runs (b1, small, k8_ws10000 at 20 ms, AG Fig. 10/11 web search 0.8 and data mining 0.3, \
+     Clove Fig. 4 and CONGA Fig. 9 at 0.6; release lbsim-run, 2-core VM, 1.0-2.5 M events/s): events 0.93-1.05x of measured \
+     (1.5x over on a run cut short by run.stop_ms), wall time 0.70-1.43x, peak RSS 0.9-1.25x";
+
+/// Work above this many seconds of estimated wall time is refused unless allowed.
+pub const LONG_S: f64 = 86_400.0;
+
+/// The explanation of a scenario as JSON (see the module docs); validates
+/// it as a run would (errors are the run's errors).
+pub fn explain(sc: &Scenario, base_dir: Option<&Path>) -> Result<Value, SimError> {
+    let b = build(sc, base_dir)?;
+    Ok(explain_built(sc, &b))
+}
+
+/// Per-rack BFS distances (in switch-to-switch links) from one leaf.
+fn bfs(topo: &Topology, from: NodeId) -> Vec<u32> {
+    let mut d = vec![u32::MAX; topo.nodes.len()];
+    let mut q = VecDeque::new();
+    d[from.idx()] = 0;
+    q.push_back(from);
+    while let Some(n) = q.pop_front() {
+        for &p in &topo.nodes[n.idx()].ports {
+            let m = topo.ports[topo.ports[p.idx()].peer.idx()].node;
+            if d[m.idx()] == u32::MAX && !topo.is_host(m) {
+                d[m.idx()] = d[n.idx()] + 1;
+                q.push_back(m);
+            }
+        }
+    }
+    d
+}
+
+/// Links a packet crosses from a host of rack `a` to a host of rack `b`.
+struct Hops<'a> {
+    topo: &'a Topology,
+    rows: std::collections::HashMap<u32, Vec<u32>>,
+}
+
+impl Hops<'_> {
+    fn get(&mut self, a: u32, b: u32) -> f64 {
+        if a == b {
+            return 2.0;
+        }
+        let topo = self.topo;
+        if self.rows.len() > 256 && !self.rows.contains_key(&a) {
+            return 2.0 + if topo.kind == "fat_tree" || topo.kind == "clos3" { 4.0 } else { 2.0 };
+        }
+        let row = self.rows.entry(a).or_insert_with(|| bfs(topo, topo.racks[a as usize]));
+        let d = row[topo.racks[b as usize].idx()];
+        2.0 + if d == u32::MAX { 2.0 } else { d as f64 }
+    }
+}
+
+fn gbps(bps: f64) -> f64 {
+    (bps / 1e9 * 1e6).round() / 1e6
+}
+
+/// [`explain`] on an already built run.
+pub(crate) fn explain_built(sc: &Scenario, b: &Built) -> Value {
+    let w = &b.w;
+    let topo = &w.topo;
+    let flows = &w.arrivals;
+    let t = &sc.transport;
+    let mss = t.mss_bytes as f64;
+    let pkt_bits = 8.0 * (t.mss_bytes + t.header_bytes) as f64;
+    let acks = 1.0 / t.delayed_ack.max(1) as f64;
+    let rtt_s = b.rtt.as_secs_f64();
+    let hosts = topo.num_hosts();
+    let switches = topo.nodes.len() - hosts;
+    let nic_rate = |h: u32| topo.ports[topo.nic(topo.host(h)).idx()].rate.0 as f64;
+    let down_rate = |h: u32| topo.ports[topo.ports[topo.nic(topo.host(h)).idx()].peer.idx()].rate.0 as f64;
+    let line = |s: u32, d: u32| nic_rate(s).min(down_rate(d));
+    let stop_s = b.hard_stop.as_secs_f64();
+    let mut hops = Hops { topo, rows: Default::default() };
+    let mut warnings: Vec<Value> = vec![];
+    let mut warn = |key: &str, msg: String| warnings.push(json!({"key": key, "message": msg}));
+
+    // -------------------------------------------------- open-loop flows
+    let n = flows.len();
+    let first = flows.first().map(|f| f.start.as_secs_f64()).unwrap_or(0.0);
+    let last = flows.last().map(|f| f.start.as_secs_f64()).unwrap_or(0.0);
+    let mut natural_end = first;
+    let mut total_bytes = 0.0;
+    let mut largest = (0u64, 0.0f64); // bytes, seconds at line rate
+    for f in flows {
+        let s = f.start.as_secs_f64() + f.size as f64 * 8.0 * (pkt_bits / 8.0 / mss) / line(f.src, f.dst) + rtt_s;
+        natural_end = natural_end.max(s);
+        total_bytes += f.size as f64;
+        let need = f.size as f64 * 8.0 / line(f.src, f.dst);
+        if need > largest.1 {
+            largest = (f.size, need);
+        }
+    }
+    // incast: requests in sequence, each limited by the client's downlink
+    let incast = sc.workload.kind == "incast";
+    let wl = &sc.workload;
+    let start_s = SimTime::from_us_f64(wl.start_us).as_secs_f64();
+    let (mut inc_req_s, mut inc_hops) = (0.0, 4.0);
+    if let Some(i) = &w.incast {
+        let c = i.client;
+        let rate = down_rate(c);
+        inc_req_s = i.request_bytes as f64 * pkt_bits / mss / rate + 2.0 * rtt_s;
+        let cr = topo.host_rack[c as usize];
+        let k = i.servers.len().clamp(1, 64);
+        inc_hops = i.servers.iter().take(k).map(|&s| hops.get(topo.host_rack[s as usize], cr)).sum::<f64>() / k as f64;
+        natural_end = natural_end.max(start_s + i.requests as f64 * inc_req_s);
+    }
+    // UDP sources run until their stop (or the run's)
+    let udp_until = w.udp_until.as_secs_f64();
+    natural_end = natural_end.max(if w.udp_until > SimTime::ZERO { udp_until } else { 0.0 });
+    let has_work = n > 0 || incast;
+    let sim_end = if has_work || !sc.udp.is_empty() { stop_s.min(natural_end.max(first)) } else { stop_s };
+
+    // packet-hops: by source of work, to name the key that dominates
+    let mut flow_pkt_hops = 0.0;
+    let mut started = 0usize;
+    let mut out_bytes = vec![0.0f64; topo.racks.len()];
+    let mut in_bytes = vec![0.0f64; topo.racks.len()];
+    for f in flows {
+        let st = f.start.as_secs_f64();
+        if st >= sim_end {
+            continue;
+        }
+        started += 1;
+        let (rs, rd) = (topo.host_rack[f.src as usize], topo.host_rack[f.dst as usize]);
+        let pkts = (f.size as f64 / mss).ceil().min((sim_end - st) * line(f.src, f.dst) / pkt_bits).max(1.0);
+        flow_pkt_hops += pkts * (1.0 + acks) * hops.get(rs, rd);
+        if rs != rd {
+            out_bytes[rs as usize] += f.size as f64;
+            in_bytes[rd as usize] += f.size as f64;
+        }
+    }
+    let (mut inc_pkt_hops, mut inc_flows) = (0.0, 0.0);
+    if let Some(i) = &w.incast {
+        let reqs = (i.requests as f64).min(((sim_end - start_s) / inc_req_s.max(1e-12)).max(0.0).ceil());
+        inc_pkt_hops = reqs * (i.request_bytes as f64 / mss).ceil() * (1.0 + acks) * inc_hops;
+        inc_flows = reqs * i.fan_in as f64;
+    }
+    let mut udp_pkt_hops = vec![];
+    for (k, u) in w.udp.iter().enumerate() {
+        let cfg = &sc.udp[k];
+        let from = cfg.start_ms / 1e3;
+        let to = u.stop.as_secs_f64().min(sim_end);
+        let dur = (to - from).max(0.0);
+        let bits = 8.0 * u.size as f64;
+        let sent = dur * u.rate.0 as f64 / bits;
+        let through = dur * (u.rate.0 as f64).min(line(cfg.src, cfg.dst)) / bits;
+        udp_pkt_hops.push(sent + through * hops.get(topo.host_rack[cfg.src as usize], topo.host_rack[cfg.dst as usize]));
+    }
+    let pkt_hops = flow_pkt_hops + inc_pkt_hops + udp_pkt_hops.iter().sum::<f64>();
+    let n_flows = started as f64 + inc_flows;
+    let events = EVENTS_PER_PKT_HOP * pkt_hops + EVENTS_PER_FLOW * n_flows;
+    let wall_s = events / EVENTS_PER_S;
+    let rss = RSS_BASE + RSS_PER_FLOW * (n as f64 + inc_flows.min(1e7)) + RSS_PER_PORT * topo.ports.len() as f64;
+
+    // the key that decides the amount of work
+    let mut heavy: (f64, String) = (flow_pkt_hops, flow_key(sc).to_string());
+    if inc_pkt_hops > heavy.0 {
+        heavy = (inc_pkt_hops, "workload.incast.requests".into());
+    }
+    for (k, &u) in udp_pkt_hops.iter().enumerate() {
+        if u > heavy.0 {
+            let c = &sc.udp[k];
+            let beyond_line = w.udp[k].rate.0 as f64 > line(c.src, c.dst);
+            heavy = (u, format!("udp[{k}].{}", if c.stop_ms.is_some() && !beyond_line { "stop_ms" } else { "rate_gbps" }));
+        }
+    }
+
+    // -------------------------------------------------- per-rack load
+    let arrivals_s = last - first;
+    let mut racks = vec![];
+    let mut overloaded = vec![];
+    for (r, &leaf) in topo.racks.iter().enumerate() {
+        let (mut up, mut down) = (0u64, 0u64);
+        for &p in &topo.nodes[leaf.idx()].ports {
+            if topo.is_uplink(p) {
+                up += topo.ports[p.idx()].rate.0;
+                down += topo.ports[topo.ports[p.idx()].peer.idx()].rate.0;
+            }
+        }
+        let name = topo.nodes[leaf.idx()].name.clone();
+        let hosts_here = topo.host_rack.iter().filter(|&&x| x as usize == r).count();
+        let (o, i) = if arrivals_s > 0.0 { (out_bytes[r] * 8.0 / arrivals_s, in_bytes[r] * 8.0 / arrivals_s) } else { (0.0, 0.0) };
+        let (lu, ld) = (if up > 0 { o / up as f64 } else { 0.0 }, if down > 0 { i / down as f64 } else { 0.0 });
+        if arrivals_s > 0.0 && (lu >= 1.0 || ld >= 1.0) {
+            overloaded.push(format!(
+                "{name} ({}{}{})",
+                if lu >= 1.0 { format!("{:.2}x its uplinks", lu) } else { String::new() },
+                if lu >= 1.0 && ld >= 1.0 { ", " } else { "" },
+                if ld >= 1.0 { format!("{:.2}x its downlinks", ld) } else { String::new() }
+            ));
+        }
+        racks.push(json!({
+            "rack": r, "leaf": name, "hosts": hosts_here,
+            "uplink_gbps": gbps(up as f64), "downlink_gbps": gbps(down as f64),
+            "out_gbps": gbps(o), "in_gbps": gbps(i),
+            "uplink_load": (lu * 1e4).round() / 1e4, "downlink_load": (ld * 1e4).round() / 1e4,
+        }));
+    }
+    if !overloaded.is_empty() {
+        let key = if wl.kind == "poisson" { "workload.load" } else { "workload" };
+        warn(key, format!("offered load exceeds capacity at {}: queues there grow without bound", overloaded.join(", ")));
+    }
+
+    // -------------------------------------------------- known traps
+    if t.delayed_ack > 1 && t.min_rto_ms * 1e3 <= t.delayed_ack_timeout_us {
+        warn(
+            "transport.min_rto_ms",
+            format!(
+                "transport.min_rto_ms ({} ms) is at or below transport.delayed_ack_timeout_us ({} us): a sender waiting for a delayed ACK times out spuriously",
+                fmt_num(t.min_rto_ms),
+                fmt_num(t.delayed_ack_timeout_us)
+            ),
+        );
+    }
+    let cant_finish =
+        flows.iter().filter(|f| f.start.as_secs_f64() < stop_s && f.start.as_secs_f64() + f.size as f64 * 8.0 / line(f.src, f.dst) > stop_s).count();
+    if cant_finish > 0 {
+        let key = stop_key(sc, has_work);
+        warn(
+            if wl.size_bytes.is_some() && largest.1 > stop_s - first { "workload.size_bytes" } else { key },
+            format!(
+                "{cant_finish} of {n} flows cannot finish before the run stops at {} ms even at line rate (the largest, {} bytes, needs {} ms); \
+                 see {key}",
+                fmt_num(stop_s * 1e3),
+                fmt_num(largest.0 as f64),
+                fmt_num(largest.1 * 1e3)
+            ),
+        );
+    }
+    if n > 0 && started == 0 {
+        warn(
+            if wl.kind == "poisson" { "workload.load" } else { stop_key(sc, has_work) },
+            format!("no flow starts before the run stops at {} ms (first start {} ms)", fmt_num(stop_s * 1e3), fmt_num(first * 1e3)),
+        );
+    }
+    let jitter_s = sc.network.host_jitter_ns.unwrap_or(1000.0) * 1e-9;
+    if let Some(i) = &w.incast {
+        let need = i.requests as f64 * inc_req_s;
+        if start_s + need > stop_s {
+            warn(
+                "workload.incast.requests",
+                format!(
+                    "{} requests need ~{} s even at the client's line rate; the run stops at {} s ({}) after ~{}",
+                    i.requests,
+                    fmt_num((need * 10.0).round() / 10.0),
+                    fmt_num(stop_s),
+                    stop_key(sc, has_work),
+                    fmt_num(((stop_s - start_s) / inc_req_s).floor().max(0.0))
+                ),
+            );
+        }
+    }
+    if has_work && stop_s > first && jitter_s >= 0.1 * (stop_s - first) {
+        warn(
+            "network.host_jitter_ns",
+            format!(
+                "host jitter of up to {} ms per packet against {} ms of run: few flows (perhaps none) can complete",
+                fmt_num(jitter_s * 1e3),
+                fmt_num((stop_s - first).max(0.0) * 1e3)
+            ),
+        );
+    }
+
+    let info = &b.workload_info;
+    json!({
+        "scenario": sc.name,
+        "seed": sc.seed,
+        "scheme": sc.lb.scheme,
+        "topology": {
+            "kind": topo.kind, "hosts": hosts, "switches": switches, "links": topo.links.len(), "ports": topo.ports.len(),
+            "racks": topo.racks.len(), "base_rtt_us": b.rtt.as_secs_f64() * 1e6,
+        },
+        "workload": {
+            "kind": wl.kind,
+            "load": info.get("load"), "load_of": info.get("load_of"),
+            "capacity_gbps": info.get("capacity_gbps"), "capacity_definition": info.get("capacity_definition"),
+            "offered_gbps": info.get("offered_gbps"),
+            "flows": n, "bytes": total_bytes,
+            "first_start_ms": first * 1e3, "last_start_ms": last * 1e3,
+            "incast_requests": w.incast.as_ref().map(|i| i.requests), "udp_sources": w.udp.len(),
+        },
+        "racks": racks,
+        "overloaded": overloaded,
+        "sim_time": {
+            "stop_ms": stop_s * 1e3,
+            "stop_by": stop_key(sc, has_work),
+            "expected_ms": sim_end * 1e3,
+        },
+        "estimate": {
+            "packet_hops": pkt_hops.round(),
+            "flows": n_flows,
+            "events": events.round(),
+            "wall_s": wall_s,
+            "peak_rss_mb": (rss / 1e6).round(),
+            "dominated_by": heavy.1,
+            "model": format!("events = {EVENTS_PER_PKT_HOP} x packet-hops + {EVENTS_PER_FLOW} x flows; wall = events / {} M/s", EVENTS_PER_S / 1e6),
+            "calibration": CALIBRATION,
+        },
+        "warnings": warnings,
+    })
+}
+
+/// The key that sets the run's stop time.
+fn stop_key(sc: &Scenario, has_work: bool) -> &'static str {
+    if sc.run.stop_ms.is_some() || !has_work || sc.workload.kind == "incast" {
+        "run.stop_ms"
+    } else {
+        "run.stop_after_last_start_ms"
+    }
+}
+
+/// The key that decides how much open-loop work there is.
+fn flow_key(sc: &Scenario) -> &'static str {
+    let w = &sc.workload;
+    match w.kind.as_str() {
+        "flow_list" => "workload.flow_list",
+        _ if w.size_bytes.is_some() => "workload.size_bytes",
+        _ if sc.run.stop_ms.is_some() => "run.stop_ms",
+        _ => "workload.flows",
+    }
+}
+
+/// The refusal of an explained scenario whose estimated wall time exceeds a
+/// day ([`LONG_S`]), naming the key that decides the work.
+pub fn too_long(explained: &Value) -> Option<ScenarioError> {
+    let e = &explained["estimate"];
+    let wall = e["wall_s"].as_f64()?;
+    if wall <= LONG_S {
+        return None;
+    }
+    Some(bad(
+        e["dominated_by"].as_str().unwrap_or("workload"),
+        format!(
+            "this run would take about {} days (~{:.2e} events at {} M events/s); reduce it, or pass --allow-long (allow_long=True) to run it anyway",
+            fmt_num((wall / 86_400.0 * 10.0).round() / 10.0),
+            e["events"].as_f64().unwrap_or(0.0),
+            EVENTS_PER_S / 1e6
+        ),
+    ))
+}
+
+/// After a run: if flows were left unfinished or none completed, the key
+/// most likely responsible and a one-line message naming it.
+pub(crate) fn unfinished_warning(
+    sc: &Scenario,
+    flows: &[crate::FlowRecord],
+    end: SimTime,
+    hard_stop: SimTime,
+    stopped: bool,
+) -> Option<(&'static str, String)> {
+    let total = flows.len();
+    let done = flows.iter().filter(|f| f.finish.is_some()).count();
+    if total == 0 || done == total {
+        return None;
+    }
+    let never = flows.iter().filter(|f| !f.started).count();
+    let stop = stop_key(sc, true);
+    let ms = |t: SimTime| fmt_num(t.as_secs_f64() * 1e3);
+    let first = flows.iter().map(|f| f.start).min().unwrap_or(SimTime::ZERO);
+    let head = format!("{} of {total} flows did not complete{}", total - done, if done == 0 { " (none did)" } else { "" });
+    let jitter = SimTime::from_us_f64(sc.network.host_jitter_ns.unwrap_or(1000.0) / 1e3);
+    let span = end.saturating_sub(first);
+    let (key, why) = if never == total {
+        let key = match sc.workload.kind.as_str() {
+            "flow_list" => "workload.flow_list",
+            "poisson" if sc.run.stop_ms.is_none() => "workload.load",
+            _ => stop,
+        };
+        (key, format!("no flow started before the run stopped at {} ms (the first starts at {} ms)", ms(end), ms(first)))
+    } else if jitter.as_secs_f64() >= 0.1 * span.as_secs_f64() {
+        ("network.host_jitter_ns", format!("host jitter of up to {} ms per packet against {} ms of run", ms(jitter), ms(span)))
+    } else if stopped || end >= hard_stop {
+        let key = if sc.workload.kind == "flow_list" && never > 0 && sc.run.stop_ms.is_none() { "workload.flow_list" } else { stop };
+        (key, format!("the run stopped at {} ms ({}), {never} flows never started", ms(end), key))
+    } else {
+        ("", format!("the run ran out of events at {} ms before its stop at {} ms (failed links? see the flows table)", ms(end), ms(hard_stop)))
+    };
+    let msg = if key.is_empty() { format!("{head}: {why}") } else { format!("{head}: {why}; see {key}") };
+    Some((key, msg))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Scenario;
+    use std::path::Path;
+
+    fn root() -> &'static Path {
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+    }
+
+    fn explain_file(rel: &str, sets: &[&str]) -> serde_json::Value {
+        let text = std::fs::read_to_string(root().join(rel)).unwrap();
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let sc = Scenario::from_toml(&text, &sets).unwrap();
+        super::explain(&sc, root().join(rel).parent()).unwrap()
+    }
+
+    #[test]
+    fn b1_wall_estimate_is_within_2x_of_the_measured_run() {
+        // measured: release lbsim-run, examples/b1.toml, 25.07 M events in
+        // 10.8 s (2-core VM, 2026-11); the estimate said 14.9 s
+        let e = explain_file("examples/b1.toml", &[]);
+        let wall = e["estimate"]["wall_s"].as_f64().unwrap();
+        assert!((10.8 / 2.0..10.8 * 2.0).contains(&wall), "{wall}");
+        let ev = e["estimate"]["events"].as_f64().unwrap();
+        assert!((25.07e6 / 1.5..25.07e6 * 1.5).contains(&ev), "{ev}");
+        assert!(e["warnings"].as_array().unwrap().is_empty(), "{}", e["warnings"]);
+        assert_eq!(e["topology"]["hosts"], 32);
+        assert_eq!(e["topology"]["switches"], 4);
+    }
+
+    #[test]
+    fn min_rto_at_the_delayed_ack_timeout_is_a_warning() {
+        let e = explain_file("examples/small.toml", &["transport.min_rto_ms=1", "transport.delayed_ack_timeout_us=1000", "workload.flows=50"]);
+        let w = e["warnings"].as_array().unwrap();
+        assert!(w.iter().any(|x| x["key"] == "transport.min_rto_ms"), "{w:?}");
+    }
+
+    #[test]
+    fn a_day_of_work_is_refused_naming_the_key() {
+        let e = explain_file("examples/incast.toml", &["workload.incast.requests=4294967295", "run.stop_ms=8e7"]);
+        let err = super::too_long(&e).expect("refused");
+        assert_eq!(err.field, "workload.incast.requests", "{err}");
+        let e = explain_file("examples/small.toml", &["workload.flows=100"]);
+        assert!(super::too_long(&e).is_none());
+    }
+
+    #[test]
+    fn a_hundred_thousand_explicit_links_validate_and_are_not_refused() {
+        // what happens first: nothing is refused; setup (routes over the
+        // parallel links) takes seconds, the run itself is tiny
+        let mut t = String::from("[topology]\nkind = \"explicit\"\n");
+        for (n, h) in [("h0", true), ("h1", true), ("s0", false), ("s1", false)] {
+            t += &format!("[[topology.nodes]]\nname = \"{n}\"\nhost = {h}\n");
+        }
+        t += "[[topology.links]]\na = \"h0\"\nb = \"s0\"\nrate_gbps = 10\n[[topology.links]]\na = \"h1\"\nb = \"s1\"\nrate_gbps = 10\n";
+        t += "[[topology.links]]\na = \"s0\"\nb = \"s1\"\nrate_gbps = 10\ncount = 99998\n";
+        t += "[workload]\nkind = \"poisson\"\nflows = 10\nload_of = \"host_links\"\nload = 0.5\n";
+        let sc = Scenario::from_toml(&t, &[]).unwrap();
+        let e = super::explain(&sc, None).unwrap();
+        assert_eq!(e["topology"]["links"], 100_000);
+        assert!(super::too_long(&e).is_none());
+    }
+}

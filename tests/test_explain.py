@@ -1,0 +1,136 @@
+"""lbsim validate explains a scenario; provenance; refusals of work that
+cannot finish; the run's console (issue 41 items 3, 4, 5, 7)."""
+
+import json
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+import lbsim
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def cli(*args, check=True):
+    p = subprocess.run([sys.executable, "-m", "lbsim.cli", *map(str, args)], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"lbsim {' '.join(map(str, args))} failed:\n{p.stderr}")
+    return p
+
+
+def ag_base_at(load: float) -> dict:
+    """experiments/ag_fig10_11.toml's [base] at `load`, as its sweep builds it:
+    [keys] load -> workload.load, plus the rule for that load."""
+    d = tomllib.loads((ROOT / "experiments" / "ag_fig10_11.toml").read_text())
+    sc = d["base"]
+    sc["workload"][d["keys"]["load"].split(".")[1]] = load
+    sc["workload"]["cdf"] = "websearch"
+    for r in d["rule"]:
+        if r["match"] == {"load": load}:
+            for k, v in r["set"].items():
+                a, b = k.split(".")
+                sc[a][b] = v
+    return sc
+
+
+def test_summary_carries_provenance_with_commit_and_command_line(tmp_path, small):
+    cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=50", "--quiet")
+    p = json.loads((tmp_path / "o" / "summary.json").read_text())["provenance"]
+    assert p["git_commit"] == "unknown" or re.fullmatch(r"[0-9a-f]{40}", p["git_commit"])
+    assert p["command_line"].startswith("lbsim run ") and "workload.flows=50" in p["command_line"]
+    assert p["package_version"] == lbsim.__version__ and p["model_revision"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", p["started_utc"])
+    assert p["host"] and p["cpu_model"]
+    r = lbsim.run(small, seed=3, set=["workload.flows=20"])
+    assert r.summary["provenance"]["command_line"] == f"lbsim.run({str(small)!r}, seed=3, set=['workload.flows=20'])"
+    v = cli("--version").stdout
+    assert p["git_commit"] in v and "model revision" in v
+
+
+def test_validate_names_the_overloaded_leaf_of_ag_fig10_11_at_load_08(tmp_path):
+    import tomli_w
+
+    f = tmp_path / "ag08.toml"
+    f.write_text(tomli_w.dumps(ag_base_at(0.8)))
+    p = cli("validate", f)
+    assert re.search(r"warning: offered load exceeds capacity at L0 \(1\.\d+x its uplinks", p.stdout), p.stdout
+    e = json.loads(cli("validate", f, "--json").stdout)
+    assert [o.split()[0] for o in e["overloaded"]] == ["L0"]
+    assert e["topology"]["hosts"] == 256 and e["topology"]["switches"] == 16
+    assert e["workload"]["capacity_gbps"] == pytest.approx(64.0)
+    # at 0.3 nothing is overloaded
+    assert lbsim.explain(ag_base_at(0.3))["overloaded"] == []
+
+
+def test_validate_estimates_b1_wall_time_within_2x_of_the_measured_run(examples):
+    # measured 2026-11: release lbsim-run examples/b1.toml, 10.8 s (25.07 M events)
+    e = lbsim.validate(examples / "b1.toml")["estimate"]
+    assert 10.8 / 2 <= e["wall_s"] <= 10.8 * 2
+    p = cli("validate", examples / "b1.toml")
+    assert "estimate:" in p.stdout and "of wall time" in p.stdout and "peak memory" in p.stdout
+
+
+def test_min_rto_at_the_delayed_ack_timeout_is_warned(small):
+    e = lbsim.explain(small, set=["transport.min_rto_ms=1", "workload.flows=20"])
+    assert any(w["key"] == "transport.min_rto_ms" for w in e["warnings"])
+
+
+@pytest.mark.parametrize(
+    "sets,key",
+    [
+        (["workload.size_bytes=1000000000000000"], "workload.size_bytes"),
+        (["workload.kind=none", "udp=[{src=0,dst=20,rate_gbps=1000,stop_ms=8e7}]", "run.stop_ms=8e7"], "udp[0].rate_gbps"),
+        (["network.host_jitter_ns=1e12"], "network.host_jitter_ns"),
+        (["run.stop_ms=1e-9"], "run.stop_ms"),
+    ],
+)
+def test_work_that_cannot_finish_is_refused_in_one_line_naming_the_key(small, sets, key):
+    args = [a for s in sets for a in ("--set", s)]
+    p = cli("validate", small, *args, check=False)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and f"`{key}`" in p.stderr, p.stderr
+    with pytest.raises(lbsim.ScenarioError) as e:
+        lbsim.run(small, set=sets)
+    assert e.value.field == key
+
+
+def test_incast_of_4294967295_requests_is_warned_and_refused_when_long(examples):
+    e = lbsim.explain(examples / "incast.toml", set=["workload.incast.requests=4294967295"])
+    assert any(w["key"] == "workload.incast.requests" for w in e["warnings"])
+    sets = ["workload.incast.requests=4294967295", "run.stop_ms=8e7"]
+    with pytest.raises(lbsim.ScenarioError) as err:
+        lbsim.validate(examples / "incast.toml", set=sets)
+    assert err.value.field == "workload.incast.requests" and "--allow-long" in str(err.value)
+    assert lbsim.validate(examples / "incast.toml", set=sets, allow_long=True)["estimate"]["wall_s"] > 86400
+
+
+def test_a_flow_list_start_beyond_a_day_is_refused(tmp_path, small):
+    (tmp_path / "f.csv").write_text("src,dst,size_bytes,start_us\n0,20,1000,0\n1,21,1000,1e30\n")
+    with pytest.raises(lbsim.ScenarioError) as e:
+        lbsim.validate(small, set=["workload.kind=flow_list", f"workload.flow_list='{tmp_path / 'f.csv'}'"])
+    assert e.value.field == "workload.flow_list"
+
+
+def test_unfinished_flows_warn_in_one_line_and_strict_exits_3(tmp_path, small):
+    args = ["run", small, "--out", tmp_path / "o", "--set", "workload.flows=300", "--set", "run.stop_ms=5", "--quiet"]
+    p = cli(*args)
+    warn = [l for l in p.stderr.splitlines() if "warning" in l]
+    assert len(warn) == 1 and "run.stop_ms" in warn[0], p.stderr
+    assert cli(*args, "--strict", check=False).returncode == 3
+
+
+def test_out_folder_rules_and_the_wrote_line_lists_every_file(tmp_path, small):
+    d = tmp_path / "x"
+    d.mkdir()
+    (d / "notes.txt").write_text("mine")
+    p = cli("run", small, "--out", d, "--set", "workload.flows=100", check=False)
+    assert p.returncode == 2 and "--force" in p.stderr and (d / "notes.txt").exists()
+    p = cli("run", small, "--out", d, "--set", "workload.flows=100", "--force")
+    wrote = [l for l in p.stdout.splitlines() if l.startswith("wrote ")][0]
+    for f in ("flows.parquet", "summary.json", "ports.parquet", "links.parquet", "scenario.toml"):
+        assert f"{d}/{f}" in wrote
+    assert "\r" not in p.stderr  # no progress bar without a terminal
+    p = cli("run", small, "--out", d, "--set", "workload.flows=100")
+    assert "replacing the earlier run" in p.stderr
