@@ -196,8 +196,11 @@ def test_every_generated_flow_is_in_the_flow_table_with_signed_counters():
     assert (~f.started).sum() == fl["not_started"] > 0
     assert fl["completed"] + fl["unfinished"] + fl["not_started"] == 100
     assert f[~f.started].fct_us.isna().all() and (f[~f.started].start_us > 3000).all()
-    for col in ("retransmits", "timeouts", "reorder_events", "duplicate_segments", "fast_recoveries_reordering", "fast_recoveries_loss"):
+    for col in ("retransmits", "timeouts", "out_of_order_segments", "out_of_order_after_loss", "reordered_segments", "duplicate_segments",
+                "fast_recoveries_reordering", "fast_recoveries_loss", "fast_recoveries_other"):
         assert str(f[col].dtype) == "int64", col
+    # not recorded without metrics.path_record: null, not 0
+    assert f.path_changes.isna().all() and f.uplinks_used.isna().all()
     assert (f.retransmits - f.timeouts - 10**6).min() < 0  # no unsigned wrap-around
 
 

@@ -53,6 +53,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from lbsim.stats import nearest_rank as _nearest_rank
+
 # (min_bytes, max_bytes, label): a flow of s bytes is in [min, max)
 DEFAULT_BUCKETS = [(0, 100_000, "<100KB"), (100_000, 10_000_000, "100KB-10MB"), (10_000_000, math.inf, ">10MB")]
 
@@ -85,11 +87,8 @@ def mean_ci95(values) -> tuple[float, float, int]:
 
 
 def nearest_rank(sorted_v: np.ndarray, q: float) -> float:
-    """The q quantile as summary.json computes it: the ceil(q n)-th value."""
-    n = len(sorted_v)
-    if n == 0:
-        return math.nan
-    return float(sorted_v[min(max(math.ceil(q * n), 1), n) - 1])
+    """The q quantile as summary.json computes it (`lbsim.stats.nearest_rank`)."""
+    return _nearest_rank(sorted_v, q, presorted=True)
 
 
 def _human_bytes(b: float) -> str:
@@ -332,9 +331,10 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
             continue
         p = np.linspace(0, 1, 401)[1:]
         qs = np.array([[nearest_rank(v, x) for x in p] for v in vs])
-        med = np.median(qs, axis=0)
+        cols = lambda q: np.array([_nearest_rank(c, q) for c in qs.T])  # noqa: E731
+        med = cols(0.5)
         band = "min-max" if len(vs) < 10 else "10-90 %"
-        lo, hi = (qs.min(axis=0), qs.max(axis=0)) if len(vs) < 10 else np.percentile(qs, [10, 90], axis=0)
+        lo, hi = (qs.min(axis=0), qs.max(axis=0)) if len(vs) < 10 else (cols(0.1), cols(0.9))
         med, lo, hi = (np.where(np.isfinite(x), x, np.nan) for x in (med, lo, hi))
         ax.plot(med, p, color=s.color, ls=s.linestyle, lw=1.3, label=f"{s.label}: median, band {band}{note}")
         # the band where some run got; where another never did, it reaches the longest FCT drawn

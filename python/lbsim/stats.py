@@ -21,6 +21,29 @@ from dataclasses import dataclass
 from typing import Sequence
 
 
+def nearest_rank(values, q: float, *, presorted: bool = False) -> float:
+    """The q-quantile (0 < q <= 1) by the nearest-rank rule, as summary.json
+    computes its percentiles: the value at rank ceil(q n) (1-based) of the
+    n sorted values, q n snapped to an integer within rounding error (so
+    99.9 % of 10,000 is rank 9,990). NaNs are left out; NaN if none remain.
+    ``presorted``: ``values`` is sorted ascending (NaNs last) already.
+
+    NumPy's equivalent is ``np.quantile(v, q, method="inverted_cdf")``;
+    pandas' default ``Series.quantile`` interpolates linearly and differs.
+    """
+    import numpy as np
+
+    v = np.asarray(values, dtype=float)
+    if not presorted:
+        v = np.sort(v)
+    n = len(v) - int(np.isnan(v).sum())  # NaNs sort last
+    if n <= 0:
+        return math.nan
+    x = q * n
+    rank = round(x) if abs(x - round(x)) <= 1e-9 * max(x, 1.0) else math.ceil(x)
+    return float(v[min(max(int(rank), 1), n) - 1])
+
+
 def _betacf(a: float, b: float, x: float) -> float:
     """Continued fraction of the regularised incomplete beta function
     (modified Lentz)."""
@@ -139,8 +162,8 @@ def paired_ratio(base: Sequence[float], arm: Sequence[float], level: float = 0.9
     boots.sort()
     if not boots:
         return Ratio(ratio, nan, nan, n, "bootstrap of the ratio of means")
-    lo = boots[int((1 - level) / 2 * len(boots))]
-    hi = boots[min(len(boots) - 1, int((1 + level) / 2 * len(boots)))]
+    lo = nearest_rank(boots, (1 - level) / 2, presorted=True)
+    hi = nearest_rank(boots, (1 + level) / 2, presorted=True)
     return Ratio(ratio, lo, hi, n, "bootstrap of the ratio of means")
 
 

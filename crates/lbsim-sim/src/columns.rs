@@ -41,20 +41,22 @@ impl Ty {
     }
 }
 
-/// One value of a row.
+/// One value of a row; `Null` where the run did not record it (any type:
+/// the Arrow column is nullable).
 pub enum Cell<'a> {
     I(i64),
     F(f64),
     B(bool),
     S(Cow<'a, str>),
+    Null,
 }
 
-/// One column's values, typed.
+/// One column's values, typed; `None` is a null (a value not recorded).
 pub enum Cells {
-    I64(Vec<i64>),
-    F64(Vec<f64>),
-    Bool(Vec<bool>),
-    Str(Vec<String>),
+    I64(Vec<Option<i64>>),
+    F64(Vec<Option<f64>>),
+    Bool(Vec<Option<bool>>),
+    Str(Vec<Option<String>>),
 }
 
 /// A column of a table whose rows are `R`; `get` reads row `i`.
@@ -89,11 +91,19 @@ fn signed(v: u64) -> i64 {
     v.min(i64::MAX as u64) as i64
 }
 
+/// Whether a run recorded a conditional column (`when` reads its output).
+fn recorded(when: fn(&RunOutput) -> bool, o: &RunOutput) -> bool {
+    when(o)
+}
+
 /// Declares the per-flow counters: each is a field of [`FlowCounters`]
 /// (a connection's running count; a flow's is the growth while it ran)
 /// and an integer column of the flows table.
+///
+/// A counter recorded only when its run asks for it names the condition
+/// after its description: `if |o| o.path_record` (null otherwise).
 macro_rules! flow_counters {
-    ($($field:ident => $col:literal, $unit:literal, $doc:literal;)*) => {
+    ($($field:ident => $col:literal, $unit:literal, $doc:literal $(if $when:expr)?;)*) => {
         /// A connection's cumulative counters; a flow's are the difference
         /// between its connection's at its end and at its start.
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -107,7 +117,16 @@ macro_rules! flow_counters {
             }
         }
         const COUNTER_COLUMNS: &[Column<FlowRecord>] = &[
-            $(Column { name: $col, ty: Ty::I64, unit: $unit, doc: $doc, get: |_, f, _| Cell::I(signed(f.counters.$field)) },)*
+            $(Column {
+                name: $col,
+                ty: Ty::I64,
+                unit: $unit,
+                doc: $doc,
+                get: |_, f, _o| {
+                    $(if !recorded($when, _o) { return Cell::Null; })?
+                    Cell::I(signed(f.counters.$field))
+                },
+            },)*
         ];
     };
 }
@@ -117,18 +136,25 @@ flow_counters! {
         "Data segments the sender sent again (fast retransmit, SACK recovery or timeout), MPTCP subflows summed.";
     timeouts => "timeouts", "events",
         "Retransmission timeouts (RFC 6298) of the flow's connection while the flow ran.";
-    reorder => "reorder_events", "segments",
-        "Data segments that reached the receiver above its next expected byte (a hole: reordering or a loss before them).";
+    out_of_order => "out_of_order_segments", "segments",
+        "Data segments that reached the receiver above its next expected byte, whatever the cause (out_of_order_after_loss + reordered_segments).";
+    ooo_loss => "out_of_order_after_loss", "segments",
+        "Out-of-order arrivals that overtook no segment: every earlier-sent data segment of the connection had arrived or been dropped, so the hole before them was left by a drop (simulator truth).";
+    reordered => "reordered_segments", "segments",
+        "Out-of-order arrivals that overtook an earlier-sent data segment of the connection still in the network: the network reordered (simulator truth).";
     duplicates => "duplicate_segments", "segments",
         "Data segments the receiver already had (spurious retransmissions).";
     fast_recoveries => "fast_recoveries", "episodes",
         "Entries into fast recovery (three duplicate ACKs or SACK loss detection, RFC 5681/6675), whatever set them off.";
     fr_reorder => "fast_recoveries_reordering", "episodes",
-        "Fast recoveries whose first retransmitted segment had not been dropped (simulator truth: set off by reordering).";
+        "Fast recoveries whose first retransmitted segment (at snd.una) had not been dropped and was overtaken by a later-sent segment (simulator truth: set off by reordering).";
     fr_loss => "fast_recoveries_loss", "episodes",
-        "Fast recoveries whose first retransmitted segment had been dropped (simulator truth: set off by a loss).";
+        "Fast recoveries whose first retransmitted segment (at snd.una) had been dropped (simulator truth: set off by a loss).";
+    fr_other => "fast_recoveries_other", "episodes",
+        "Fast recoveries whose first retransmitted segment had neither been dropped nor overtaken (docs/metrics.md, \"Reordering and loss\", names the mechanisms).";
     path_changes => "path_changes", "segments",
-        "Data segments that left the source leaf by another uplink than the connection's previous one (metrics.path_record; 0 without).";
+        "Data segments that left the source leaf by another uplink than the connection's previous one (metrics.path_record; null without)."
+        if |o| o.path_record;
 }
 
 fn opt_us(t: Option<lbsim_engine::SimTime>) -> Cell<'static> {
@@ -185,8 +211,8 @@ const FLOW_TAIL: &[Column<FlowRecord>] = &[
         name: "uplinks_used",
         ty: Ty::I64,
         unit: "uplinks",
-        doc: "Distinct source-leaf uplinks the flow's connection sent data on (metrics.path_record; 0 without).",
-        get: |_, f, _| Cell::I(f.uplinks_used as i64),
+        doc: "Distinct source-leaf uplinks the flow's connection sent data on (metrics.path_record; null without).",
+        get: |_, f, o| if o.path_record { Cell::I(f.uplinks_used as i64) } else { Cell::Null },
     },
     Column {
         name: "incast_request",
@@ -429,10 +455,38 @@ fn cells<'a, R: 'a>(cols: impl Iterator<Item = &'a Column<R>>, rows: &[R], out: 
     cols.map(|c| {
         let vals = rows.iter().enumerate().map(|(i, r)| (c.get)(i, r, out));
         let col = match c.ty {
-            Ty::I64 => Cells::I64(vals.map(|v| if let Cell::I(x) = v { x } else { unreachable!("{}: not an integer", c.name) }).collect()),
-            Ty::F64 => Cells::F64(vals.map(|v| if let Cell::F(x) = v { x } else { unreachable!("{}: not a float", c.name) }).collect()),
-            Ty::Bool => Cells::Bool(vals.map(|v| if let Cell::B(x) = v { x } else { unreachable!("{}: not a bool", c.name) }).collect()),
-            Ty::Str => Cells::Str(vals.map(|v| if let Cell::S(x) = v { x.into_owned() } else { unreachable!("{}: not a string", c.name) }).collect()),
+            Ty::I64 => Cells::I64(
+                vals.map(|v| match v {
+                    Cell::I(x) => Some(x),
+                    Cell::Null => None,
+                    _ => unreachable!("{}: not an integer", c.name),
+                })
+                .collect(),
+            ),
+            Ty::F64 => Cells::F64(
+                vals.map(|v| match v {
+                    Cell::F(x) => Some(x),
+                    Cell::Null => None,
+                    _ => unreachable!("{}: not a float", c.name),
+                })
+                .collect(),
+            ),
+            Ty::Bool => Cells::Bool(
+                vals.map(|v| match v {
+                    Cell::B(x) => Some(x),
+                    Cell::Null => None,
+                    _ => unreachable!("{}: not a bool", c.name),
+                })
+                .collect(),
+            ),
+            Ty::Str => Cells::Str(
+                vals.map(|v| match v {
+                    Cell::S(x) => Some(x.into_owned()),
+                    Cell::Null => None,
+                    _ => unreachable!("{}: not a string", c.name),
+                })
+                .collect(),
+            ),
         };
         (c.name, col)
     })
@@ -470,6 +524,7 @@ pub fn flows_digest(out: &RunOutput) -> u64 {
                 Cell::F(x) => eat(&format!("{x:?}")),
                 Cell::B(x) => eat(if x { "1" } else { "0" }),
                 Cell::S(x) => eat(&x),
+                Cell::Null => eat("null"),
             }
             eat(";");
         }

@@ -63,6 +63,9 @@ pub struct RunOutput {
     pub ports: Vec<PortReport>,
     /// Each size class's name, by index (`workload.classes`; empty without).
     pub class_names: Vec<String>,
+    /// Whether the run recorded paths (`metrics.path_record`): without,
+    /// the flows' path columns are null.
+    pub path_record: bool,
     pub summary: Value,
 }
 

@@ -221,19 +221,23 @@ pub fn describe_with(v: &mut [f64], extra: &[f64]) -> Value {
         json!({"n": n, "mean": mean, "p50": nearest_rank(v, 0.50), "p95": nearest_rank(v, 0.95), "p99": nearest_rank(v, 0.99), "max": v[n - 1]})
     };
     for &q in extra {
-        // rank ceil(q n / 100), multiplied first so that 99.9 % of 10,000 is 9,990
-        // (snapped to an integer within rounding error: 99.9 % of 41,000 is 40,959)
-        let x = (q * v.len() as f64) / 100.0;
-        let rank = if (x - x.round()).abs() <= 1e-9 * x.max(1.0) { x.round() } else { x.ceil() } as usize;
-        out[percentile_key(q)] = if v.is_empty() { Value::Null } else { json!(v[rank.clamp(1, v.len()) - 1]) };
+        // multiplied first so that 99.9 % of 10,000 is 9,990
+        out[percentile_key(q)] = if v.is_empty() { Value::Null } else { json!(at_rank(v, (q * v.len() as f64) / 100.0)) };
     }
     out
 }
 
-/// The nearest-rank `q`-quantile (q in (0, 1]) of sorted, non-empty `v`.
+/// The nearest-rank `q`-quantile (q in (0, 1]) of sorted, non-empty `v`
+/// (the one rule: docs/metrics.md; Python's `lbsim.stats.nearest_rank`).
 fn nearest_rank(v: &[f64], q: f64) -> f64 {
-    let n = v.len();
-    v[((q * n as f64).ceil() as usize).clamp(1, n) - 1]
+    at_rank(v, q * v.len() as f64)
+}
+
+/// The value of sorted, non-empty `v` at rank ceil(x) (1-based), x snapped
+/// to an integer within rounding error (99.9 % of 41,000 is 40,959).
+fn at_rank(v: &[f64], x: f64) -> f64 {
+    let rank = if (x - x.round()).abs() <= 1e-9 * x.max(1.0) { x.round() } else { x.ceil() } as usize;
+    v[rank.clamp(1, v.len()) - 1]
 }
 
 /// "p99_99" for 99.99, "p90" for 90 (no dot: summary keys are addressed

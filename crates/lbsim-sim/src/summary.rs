@@ -112,6 +112,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
             })
             .collect(),
         class_names: sc.workload.classes.iter().map(|c| c.name.clone()).collect(),
+        path_record: w.path_record,
         summary,
     }
 }
@@ -193,6 +194,10 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
             "spurious_retransmits": st.spurious_retransmits,
             "fast_recoveries_by_reordering": w.flows.iter().map(|f| f.counters.fr_reorder).sum::<u64>(),
             "fast_recoveries_by_loss": w.flows.iter().map(|f| f.counters.fr_loss).sum::<u64>(),
+            "fast_recoveries_other": w.flows.iter().map(|f| f.counters.fr_other).sum::<u64>(),
+            "out_of_order_segments": w.flows.iter().map(|f| f.counters.out_of_order).sum::<u64>(),
+            "out_of_order_after_loss": w.flows.iter().map(|f| f.counters.ooo_loss).sum::<u64>(),
+            "reordered_segments": w.flows.iter().map(|f| f.counters.reordered).sum::<u64>(),
             "undos": st.undos,
             "ecn_reductions": st.ecn_reductions,
             "reordering": sc.transport.reordering,

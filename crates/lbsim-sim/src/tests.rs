@@ -694,7 +694,7 @@ fn pruning_the_dropped_segment_lists_changes_nothing() {
     let by_loss = pruned.summary["transport"]["fast_recoveries_by_loss"].as_u64().unwrap();
     assert!(by_loss > 100, "{by_loss}");
     assert_eq!(pruned.summary["events"], kept.summary["events"]);
-    let split = |o: &RunOutput| o.flows.iter().map(|f| (f.counters.fr_loss, f.counters.fr_reorder)).collect::<Vec<_>>();
+    let split = |o: &RunOutput| o.flows.iter().map(|f| (f.counters.fr_loss, f.counters.fr_reorder, f.counters.fr_other)).collect::<Vec<_>>();
     assert_eq!(split(&pruned), split(&kept), "fast recoveries by loss / by reordering, per flow");
     assert!(format!("{:?}", pruned.flows) == format!("{:?}", kept.flows), "per-flow records differ");
 }
@@ -727,7 +727,8 @@ fn a_tie_in_time_goes_by_insertion_order() {
 /// client's port; persistent connections, so a flow's count is its
 /// connection's growth while it ran) the flows' counts add up to the
 /// senders' total in summary.json, and each flow's episodes are those
-/// classed by loss plus those classed by reordering.
+/// classed by loss, by reordering and by neither; the out-of-order arrivals
+/// are those after a loss plus those reordered.
 #[test]
 fn per_flow_fast_recoveries_add_up_to_the_senders_total() {
     let out = run_ok(include_str!("../../../examples/incast.toml"), &[]);
@@ -736,7 +737,8 @@ fn per_flow_fast_recoveries_add_up_to_the_senders_total() {
     assert!(total > 100, "the scenario must recover from losses: {total}");
     assert_eq!(per_flow, total);
     for f in &out.flows {
-        assert_eq!(f.counters.fast_recoveries, f.counters.fr_loss + f.counters.fr_reorder, "{f:?}");
+        assert_eq!(f.counters.fast_recoveries, f.counters.fr_loss + f.counters.fr_reorder + f.counters.fr_other, "{f:?}");
+        assert_eq!(f.counters.out_of_order, f.counters.ooo_loss + f.counters.reordered, "{f:?}");
     }
 }
 
@@ -783,4 +785,101 @@ fn persistent_connections_beyond_memory_are_refused_with_the_key_named() {
     }
     // the default 3 per pair passes
     run_ok(&dumbbell(2), &[&format!("workload.flow_list=\"{file}\""), persistent]);
+}
+
+/// summary.json's keys, flattened: maps keyed by a port, switch, parameter
+/// or the like become `<name>`, array elements `[]`.
+fn summary_keys(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+    // objects whose keys are data (ports, switches, parameters), by path
+    const MAPS: &[(&str, &str)] = &[
+        ("link_samplers.mean_utilisation", "<port>"),
+        ("queue_samplers", "<port>"),
+        ("scheme.params", "<param>"),
+        ("scheme.stats", "<stat>"),
+        ("scheme.resolved", "<param>"),
+        ("scheme.paths_via", "<switch>"),
+        ("scheme.remote_metric_by_uplink", "<port>"),
+        ("scheme.best_hop_by_tor", "<tor>"),
+        ("scheme.best_hop_by_tor.<tor>", "<tor>"),
+        ("scheme.paths_from_host0", "<host>"),
+    ];
+    if v.as_array().is_some_and(|a| a.is_empty()) && ["classes", "buckets", "udp", "flowlets_observed", "network.injected_drops"].contains(&path) {
+        return; // a list of objects with no element: its keys come from another run
+    }
+    if path == "workload" {
+        // the workload's resolved parameters: their keys depend on its kind
+        out.insert("workload.<key>".to_string());
+        return;
+    }
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                let k = MAPS.iter().find(|(p, _)| *p == path).map_or(k.as_str(), |(_, name)| name);
+                summary_keys(x, &if path.is_empty() { k.to_string() } else { format!("{path}.{k}") }, out);
+            }
+        }
+        serde_json::Value::Array(a) if a.iter().any(|x| x.is_object()) => a.iter().for_each(|x| summary_keys(x, &format!("{path}[]"), out)),
+        _ => {
+            out.insert(path.to_string());
+        }
+    }
+}
+
+/// docs/metrics.md's "summary.json" section lists every key summary.json
+/// has, and no key it no longer has: two runs with the optional sections on
+/// (CONGA with a parameter, samplers, UDP background, injected drops,
+/// flowlet gaps, size classes; then the incast workload under Clove-ECN) give
+/// the keys; those of scheme-specific
+/// sections, MPTCP and lbsim-run are listed apart in the test.
+#[test]
+fn docs_metrics_md_lists_every_summary_key() {
+    let small = include_str!("../../../examples/small.toml");
+    let a = run_ok(
+        small,
+        &[
+            "workload.flows=200",
+            "lb.scheme=\"conga\"",
+            "lb.params.flowlet_us=500",
+            "metrics.queue_samplers=[\"L0->S0#0\"]",
+            "metrics.flowlet_gaps_us=[100]",
+            "udp=[{src=0, dst=20, rate_gbps=1, stop_ms=2}]",
+            "drops=[{port=\"L0->S0#0\", at_ms=1, count=2}]",
+            "workload.classes=[{name=\"a\", fraction=0.5, cdf=\"websearch\"}, {name=\"b\", fraction=0.5, cdf=\"datamining\"}]",
+        ],
+    );
+    let b = run_ok(include_str!("../../../examples/incast.toml"), &["lb.scheme=\"clove_ecn\""]);
+    let mut have = std::collections::BTreeSet::new();
+    summary_keys(&a.summary, "", &mut have);
+    summary_keys(&b.summary, "", &mut have);
+    // present only with some schemes, with MPTCP, or in lbsim-run's output
+    const ELSEWHERE: &[&str] = &[
+        "scheme.flowlets_per_flow",
+        "scheme.paths_via.<switch>.flowlets",
+        "scheme.paths_via.<switch>.data_bytes",
+        "scheme.paths_via.<switch>.flowlet_share",
+        "scheme.paths_via.<switch>.byte_share",
+        "scheme.paths_via.<switch>.mean_weight",
+        "scheme.remote_metric_by_uplink.<port>.reports",
+        "scheme.remote_metric_by_uplink.<port>.mean_metric",
+        "scheme.best_hop_by_tor.<tor>.<tor>.hop",
+        "scheme.best_hop_by_tor.<tor>.<tor>.path_utilisation",
+        "scheme.<section>.<row>.<column>",
+        "scheme.path_discovery",
+        "network.ecn_threshold.k_bytes",
+        "transport.mptcp_subflows",
+        "flows_digest",
+    ];
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/metrics.md");
+    let text = std::fs::read_to_string(path).unwrap();
+    let section = text
+        .split("<!-- summary keys: begin -->")
+        .nth(1)
+        .and_then(|s| s.split("<!-- summary keys: end -->").next())
+        .expect("docs/metrics.md has the summary keys markers");
+    let documented: std::collections::BTreeSet<String> =
+        section.lines().filter_map(|l| l.strip_prefix("| `")).filter_map(|l| l.split('`').next()).map(str::to_string).collect();
+    let missing: Vec<_> = have.iter().filter(|k| !documented.contains(*k)).collect();
+    assert!(missing.is_empty(), "summary.json keys not in docs/metrics.md's summary section: {missing:?}");
+    let gone: Vec<_> = documented.iter().filter(|k| !have.contains(*k) && !ELSEWHERE.contains(&k.as_str())).collect();
+    assert!(gone.is_empty(), "docs/metrics.md documents summary keys summary.json no longer has: {gone:?}");
 }

@@ -9,7 +9,9 @@
 //! ACK costs no heap operation.
 
 mod mptcp;
+mod order;
 use mptcp::Mptcp;
+use order::SendOrder;
 
 use crate::metrics::{Counters, FlowCounters, FlowRecord, FlowletObserver, LinkSample, QueueSample};
 use lbsim_engine::{BitsPerSec, Bytes, EventQueue, Rng, SimTime, Slab};
@@ -82,9 +84,17 @@ pub(crate) struct Conn {
     /// The MPTCP connection this is a subflow of (u32::MAX: plain TCP).
     parent: u32,
     sub_idx: u8,
-    /// Fast recoveries triggered by reordering / by loss (simulator truth).
+    /// Fast recoveries set off by reordering / by loss / by neither
+    /// (simulator truth, see `tcp_input`).
     fr_reorder: u64,
     fr_loss: u64,
+    fr_other: u64,
+    /// Out-of-order arrivals at the receiver that found a hole a drop left /
+    /// that overtook an earlier-sent segment (simulator truth).
+    ooo_loss: u64,
+    reordered: u64,
+    /// The data segments in the network in send order (simulator truth).
+    order: SendOrder,
     /// Sequence numbers of this connection's data segments dropped in the
     /// network and not yet cumulatively acknowledged (simulator truth for
     /// the split above; entries below snd.una can never match again and are
@@ -110,10 +120,13 @@ impl Conn {
             retransmits: s.retransmits,
             timeouts: s.timeouts,
             fast_recoveries: s.fast_recoveries,
-            reorder: r.out_of_order,
+            out_of_order: r.out_of_order,
+            ooo_loss: self.ooo_loss,
+            reordered: self.reordered,
             duplicates: r.duplicates,
             fr_reorder: self.fr_reorder,
             fr_loss: self.fr_loss,
+            fr_other: self.fr_other,
             path_changes: self.path_changes,
         }
     }
@@ -672,6 +685,7 @@ impl World {
                         c.lost.retain(|&s| s >= una);
                     }
                     c.lost.push(hdr.seq);
+                    c.order.gone(hdr.seq, p.created);
                 }
             }
         }
@@ -784,6 +798,11 @@ impl World {
 
     fn consume(&mut self, pkt: PktId) {
         let p = self.pkts.remove(pkt.0);
+        if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
+            if let (true, Some(c)) = (hdr.len > 0, self.conns.get_mut(*conn as usize).and_then(|c| c.as_mut())) {
+                c.order.gone(hdr.seq, p.created);
+            }
+        }
         self.c.delivered += 1;
         self.c.delivered_bytes += p.size as u64;
         self.c.consumed_by_lb += 1;
@@ -829,7 +848,7 @@ impl World {
         self.c.delivered += 1;
         self.c.delivered_bytes += p.size as u64;
         match p.payload {
-            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce),
+            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce, p.created),
             Payload::Udp { source } => {
                 let u = &mut self.udp[source as usize];
                 u.recv_pkts += 1;
@@ -842,7 +861,7 @@ impl World {
     // ------------------------------------------------------------ TCP
 
     #[inline(always)]
-    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool) {
+    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool, sent: SimTime) {
         let now = self.now();
         let Some(c) = self.conns[conn as usize].as_mut() else {
             self.c.stale_segments += 1; // the connection finished and was freed
@@ -851,7 +870,20 @@ impl World {
         let mut out = std::mem::take(&mut self.out);
         if to_receiver {
             let rcv0 = c.receiver.rcv_nxt();
+            let ooo0 = c.receiver.stats.out_of_order;
             let got = c.receiver.on_segment(hdr, ce, now, &mut out);
+            if hdr.len > 0 {
+                // simulator truth: did it overtake an earlier-sent segment
+                // still in the network, or find a hole a drop left?
+                let overtook = c.order.delivered(hdr.seq, sent, c.sender.snd_una());
+                if c.receiver.stats.out_of_order > ooo0 {
+                    if overtook {
+                        c.reordered += 1;
+                    } else {
+                        c.ooo_loss += 1;
+                    }
+                }
+            }
             if let (Some(win), true) = (self.flow_rate_window, got > 0) {
                 // receive-side goodput per flow and window: the bytes newly in
                 // order, split at the flows' ends in the connection's stream
@@ -921,12 +953,16 @@ impl World {
             c.sender.on_segment(hdr, now, &mut out);
             let una = c.sender.snd_una();
             if c.sender.stats.fast_recoveries > recoveries {
-                // what triggered it: was the segment it resends dropped?
+                // what set it off: was the segment it resends dropped, or
+                // overtaken by a later-sent one (still in the network behind
+                // it, or arrived after it)? Neither: see fast_recoveries_other.
                 if c.lost.contains(&una) {
                     c.lost.retain(|&s| s != una);
                     c.fr_loss += 1;
-                } else {
+                } else if c.order.overtaken(una) {
                     c.fr_reorder += 1;
+                } else {
+                    c.fr_other += 1;
                 }
             }
             self.emit(conn, true, &mut out);
@@ -1029,6 +1065,9 @@ impl World {
         let hb = self.tcp.header_bytes;
         let nic = self.topo.nic(src);
         for hdr in out.drain(..) {
+            if to_receiver && hdr.len > 0 {
+                self.conns[conn as usize].as_mut().unwrap().order.sent(hdr.seq, now);
+            }
             let size = hb + hdr.len + hdr.sack_option_bytes();
             let mut p = Packet::new(src, dst, sport, dport, Proto::Tcp, size, Payload::Tcp { conn, to_receiver, hdr }, now);
             p.ect = ect && hdr.len > 0; // RFC 3168 §6.1.4: pure ACKs are not ECT
@@ -1130,6 +1169,10 @@ impl World {
             sub_idx: 0,
             fr_reorder: 0,
             fr_loss: 0,
+            fr_other: 0,
+            ooo_loss: 0,
+            reordered: 0,
+            order: SendOrder::default(),
             lost: Vec::new(),
             last_uplink: u32::MAX,
             uplink_mask: 0,

@@ -332,7 +332,7 @@ fn presto_reassembly_hides_reordering_from_tcp_in_a_symmetric_fabric() {
     let p = run_ok(&text, &args("presto"));
     let sp = run_ok(&text, &args("spray"));
     let sum = |o: &RunOutput, f: fn(&lbsim_sim::FlowRecord) -> u64| o.flows.iter().map(f).sum::<u64>();
-    let (p_ooo, s_ooo) = (sum(&p, |f| f.counters.reorder), sum(&sp, |f| f.counters.reorder));
+    let (p_ooo, s_ooo) = (sum(&p, |f| f.counters.out_of_order), sum(&sp, |f| f.counters.out_of_order));
     eprintln!("lossless DCTCP fabric: out-of-order at TCP presto {p_ooo}, spray {s_ooo}; presto retransmits {}", sum(&p, |f| f.counters.retransmits));
     assert_eq!(p.summary["network"]["drops"]["queue"], 0);
     assert!(p.summary["scheme"]["stats"]["flowcells"].as_f64().unwrap() > 10_000.0, "flowcells go over several paths");
@@ -343,7 +343,7 @@ fn presto_reassembly_hides_reordering_from_tcp_in_a_symmetric_fabric() {
     let mut a = args("presto");
     a.push("lb.params.reassembly=false".into());
     let raw = run_ok(&text, &a);
-    let raw_ooo = sum(&raw, |f| f.counters.reorder);
+    let raw_ooo = sum(&raw, |f| f.counters.out_of_order);
     eprintln!("presto without reassembly: out-of-order at TCP {raw_ooo}");
     assert_eq!(raw.summary["scheme"]["stats"]["packets_held"], 0.0);
     assert!(raw_ooo > 10 * p_ooo.max(1), "{raw_ooo} vs {p_ooo}");
@@ -359,7 +359,7 @@ fn edge_schemes_are_deterministic_and_conserve_packets() {
         }
         let a = run_ok(&text, &args);
         let b = run_ok(&text, &args);
-        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.reorder)).collect::<Vec<_>>();
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.out_of_order)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme}");
         assert_eq!(a.summary["flows"]["unfinished"], Value::from(0), "{scheme}");
     }

@@ -50,7 +50,7 @@ fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
         // the ACKs too: one of the destination ToR's uplinks carries them
         let back = ["T2_0->A2_0#0", "T2_0->A2_1#0"].map(|n| tx(&o, n));
         assert!(back.iter().filter(|&&b| b > 50_000).count() == 1 && back.iter().any(|&b| b < 300), "{scheme}: {back:?}");
-        assert_eq!(o.flows[0].counters.reorder, 0);
+        assert_eq!(o.flows[0].counters.out_of_order, 0);
     }
     let o = run_ok(FT4, &sets(&[&f, "lb.scheme=expeditus"]));
     let st = &o.summary["scheme"]["stats"];
@@ -271,7 +271,7 @@ fn expeditus_and_clairvoyant_are_deterministic_and_refuse_explicit_fabrics() {
         v.push(format!("lb.scheme={}", parts[0]));
         v.extend(parts[1..].iter().map(|x| x.to_string()));
         let (a, b) = (run_ok(FT4, &v), run_ok(FT4, &v));
-        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.reorder)).collect::<Vec<_>>();
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.out_of_order)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme} not deterministic");
         assert_eq!(a.summary["flows"]["unfinished"], 0, "{scheme}");
     }

@@ -154,7 +154,7 @@ fn every_in_network_scheme_is_deterministic_and_conserves_packets() {
         v[0] = format!("lb.scheme={}", v[0]);
         v.push("failures=[{link=\"L1-S1#0\"}]".to_string());
         let (a, b) = (run_ok(&small, &v), run_ok(&small, &v));
-        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.reorder)).collect::<Vec<_>>();
+        let key = |o: &RunOutput| o.flows.iter().map(|f| (f.finish, f.counters.retransmits, f.counters.out_of_order)).collect::<Vec<_>>();
         assert_eq!(key(&a), key(&b), "{scheme} not deterministic");
         assert_eq!(a.summary["flows"]["unfinished"], 0, "{scheme}");
     }
@@ -192,7 +192,7 @@ fn spraying_spreads_packets_and_reorders_under_delay_asymmetry() {
         let f = *n as f64 / total as f64;
         assert!((f - 0.25).abs() < 0.02, "{su:?}");
     }
-    let ooo = |o: &RunOutput| o.flows[0].counters.reorder;
+    let ooo = |o: &RunOutput| o.flows[0].counters.out_of_order;
     eprintln!("out-of-order arrivals: ECMP {}, spray {}, LetFlow {}", ooo(&e), ooo(&s), ooo(&l));
     assert_eq!(ooo(&e), 0);
     assert_eq!(ooo(&l), 0);
@@ -436,14 +436,24 @@ fn ag_trains_have_exactly_the_forced_size_and_spread_uniformly() {
 }
 
 #[test]
-fn fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
+fn out_of_order_arrivals_and_fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
     let ws = TESTBED.replace("datamining", "websearch").replace("flows = 4000", "flows = 1000");
     let t = |o: &RunOutput, k: &str| o.summary["transport"][k].as_u64().unwrap();
     // ECMP keeps a flow on one path: every fast recovery follows a loss
     let e = run_ok(&ws, &sets(&["lb.scheme=ecmp", "failures=[{link=\"L1-S1#0\"}]"]));
-    eprintln!("ECMP: fast recoveries by loss {}, by reordering {}", t(&e, "fast_recoveries_by_loss"), t(&e, "fast_recoveries_by_reordering"));
+    eprintln!(
+        "ECMP: fast recoveries by loss {}, by reordering {}, other {}; out-of-order after loss {}, reordered {}",
+        t(&e, "fast_recoveries_by_loss"),
+        t(&e, "fast_recoveries_by_reordering"),
+        t(&e, "fast_recoveries_other"),
+        t(&e, "out_of_order_after_loss"),
+        t(&e, "reordered_segments")
+    );
     assert!(t(&e, "fast_recoveries_by_loss") > 100);
+    assert!(t(&e, "out_of_order_after_loss") > 1000);
     assert_eq!(t(&e, "fast_recoveries_by_reordering"), 0);
+    assert_eq!(t(&e, "reordered_segments"), 0, "one path per flow, FIFO queues: nothing overtakes");
+    assert_eq!(t(&e, "out_of_order_segments"), t(&e, "out_of_order_after_loss"));
     // per-packet spraying over paths 50 us apart reorders without loss
     let flows = common::flow_file("split", &[(0, 2, 20_000_000, 0.0)]);
     let s = run_ok(ONE_FLOW, &sets(&[&flows, "lb.scheme=spray", "transport.reordering=\"fixed\""]));
@@ -453,7 +463,8 @@ fn fast_recoveries_are_split_into_reordering_and_loss_by_the_truth() {
         f.counters.fr_reorder, f.counters.fr_loss, s.summary["network"]["drops"]["total"]
     );
     assert_eq!(s.summary["network"]["drops"]["total"], 0);
-    assert!(f.counters.fr_reorder > 10 && f.counters.fr_loss == 0);
+    assert!(f.counters.fr_reorder > 10 && f.counters.fr_loss == 0 && f.counters.fr_other == 0);
+    assert!(f.counters.reordered > 1000 && f.counters.ooo_loss == 0, "{:?}", f.counters);
     assert_eq!(f.counters.fr_reorder, t(&s, "fast_recoveries_by_reordering"));
 }
 

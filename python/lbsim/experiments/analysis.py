@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from lbsim.experiments.sweep import Point, Sweep, catalog_dir
+from lbsim.stats import nearest_rank
 
 
 # ---------------------------------------------------------------- per-run statistics
@@ -124,7 +125,7 @@ def run_stat(run: Path, name: str) -> float:
         inside = (g.t_us > lo) & (g.t_us <= hi)
         if not inside.any() or inside.all():
             return math.nan
-        return _ratio(float(g[inside].value.median()), float(g[~inside].value.median()))
+        return _ratio(nearest_rank(g[inside].value, 0.5), nearest_rank(g[~inside].value, 0.5))
     if name in ("owd_r2", "owd_mae_us"):
         # AG Fig. 12: the measured path delays against the simulator's truth
         # reported beside them (scheme_samples owd_us / true_owd_us)
@@ -186,7 +187,7 @@ def run_stat(run: Path, name: str) -> float:
             return float(v.mean())
         if kind == "min":
             return float(v.min())
-        return float(np.percentile(v, 75) - np.percentile(v, 25))
+        return nearest_rank(v, 0.75) - nearest_rank(v, 0.25)
     if name == "throughput_mean_gbps":
         f = _flows(run)
         f = f[f.completed]
@@ -199,13 +200,13 @@ def run_stat(run: Path, name: str) -> float:
         if not len(f):
             return math.nan
         r = f.fct_us / f.ideal_fct_us
-        return float(r.mean()) if kind == "mean" else float(np.percentile(r, float(kind[1:])))
+        return float(r.mean()) if kind == "mean" else nearest_rank(r, float(kind[1:]) / 100)
     if name.startswith("imbalance_switch_"):
         kind, pattern = name[len("imbalance_switch_"):].split(":", 1)
         v = imbalance_per_switch(run, pattern)
         if not len(v):
             return math.nan
-        return float({"median": np.median, "mean": np.mean, "max": np.max}.get(kind, lambda a: np.percentile(a, 90))(v))
+        return float({"median": lambda a: nearest_rank(a, 0.5), "mean": np.mean, "max": np.max}.get(kind, lambda a: nearest_rank(a, 0.9))(v))
     if name == "reorder_fr_per_packet":
         s = _summary(run)
         return s["transport"]["fast_recoveries_by_reordering"] / max(s["network"]["packets_sent"], 1)
@@ -221,11 +222,11 @@ def run_stat(run: Path, name: str) -> float:
     if name.startswith("queue_p90"):
         port = name.split(":", 1)[1] if ":" in name else None
         q = queue_samples(run, port)
-        return float(np.percentile(q, 90)) if len(q) else math.nan
+        return nearest_rank(q, 0.9)
     if name.startswith("imbalance_median"):
         prefix = name.split(":", 1)[1] if ":" in name else "L0->S"
         v = imbalance(run, prefix)
-        return float(np.median(v)) if len(v) else math.nan
+        return nearest_rank(v, 0.5)
     if name.startswith("fct_mean["):
         lo, hi = name[len("fct_mean["):-1].split(":")
         f = _flows(run)
@@ -439,7 +440,7 @@ def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
             y = np.arange(1, len(v) + 1) / len(v)
             ax.plot(v, y, label=_label(fig, s))
             for q in (0.5, 0.9, 0.99):
-                rows.append({"series": s, "quantile": q, "value": float(np.quantile(v, q)), "samples": len(v)})
+                rows.append({"series": s, "quantile": q, "value": nearest_rank(v, q, presorted=True), "samples": len(v)})
         ax.set_ylabel("CDF")
         if fig.get("logx"):
             ax.set_xscale("log")
