@@ -27,11 +27,11 @@ struct Entry<E> {
 }
 
 impl<E> Entry<E> {
-    #[inline]
+    #[inline(always)]
     fn new(time: SimTime, seq: u64, ev: E) -> Self {
         Entry { key: (time.0 as u128) << 64 | seq as u128, ev }
     }
-    #[inline]
+    #[inline(always)]
     fn time(&self) -> SimTime {
         SimTime((self.key >> 64) as u64)
     }
@@ -50,7 +50,7 @@ impl<E> PartialOrd for Entry<E> {
 }
 impl<E> Ord for Entry<E> {
     // Reversed: BinaryHeap is a max-heap and we want the earliest first.
-    #[inline]
+    #[inline(always)]
     fn cmp(&self, o: &Self) -> Ordering {
         o.key.cmp(&self.key)
     }
@@ -77,13 +77,13 @@ impl<E> EventQueue<E> {
     }
 
     /// The time of the event most recently popped (the simulation clock).
-    #[inline]
+    #[inline(always)]
     pub fn now(&self) -> SimTime {
         self.now
     }
 
     /// Schedules `ev` at `time`, which must not be in the past.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, time: SimTime, ev: E) {
         debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
         self.heap.push(Entry::new(time, self.seq, ev));
@@ -92,14 +92,14 @@ impl<E> EventQueue<E> {
 
     /// Schedules a sparse / far-future event (a timer). Same ordering
     /// guarantees as [`EventQueue::schedule`].
-    #[inline]
+    #[inline(always)]
     pub fn schedule_later(&mut self, time: SimTime, ev: E) {
         debug_assert!(time >= self.now, "event scheduled in the past: {time} < {}", self.now);
         self.later.push(Entry::new(time, self.seq, ev));
         self.seq += 1;
     }
 
-    #[inline]
+    #[inline(always)]
     fn later_first(&self) -> bool {
         match (self.heap.peek(), self.later.peek()) {
             (Some(a), Some(b)) => b.key < a.key,
@@ -109,7 +109,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Pops the earliest event and advances the clock to its time.
-    #[inline]
+    #[inline(always)]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
         let e = if self.later_first() { self.later.pop()? } else { self.heap.pop()? };
         self.now = e.time();
@@ -122,7 +122,7 @@ impl<E> EventQueue<E> {
     /// place: one sift of the heap instead of a pop and a push, with exactly
     /// the order of `pop` followed by `schedule` (a port's next arrival,
     /// known when its head packet arrives, is the common case).
-    #[inline]
+    #[inline(always)]
     pub fn pop_with(&mut self, next: impl FnOnce(SimTime, &E) -> Option<(SimTime, E)>) -> Option<(SimTime, E)>
     where
         E: Copy,
@@ -157,7 +157,7 @@ impl<E> EventQueue<E> {
     /// as arbitrary, so this relies on its present implicit-tree layout
     /// (the test below checks entry 0); a change would cost speed, never
     /// results.
-    #[inline]
+    #[inline(always)]
     pub fn near_at(&self, i: usize) -> Option<&E> {
         self.heap.as_slice().get(i).map(|e| &e.ev)
     }
