@@ -108,7 +108,7 @@ impl Drill {
         let c = if topo.is_host(next) || rate == 0.0 {
             rate
         } else {
-            let onward: f64 = ctx.routing.next_hops(next, dst).to_vec().into_iter().map(|q| self.port_capacity(ctx, q, dst)).sum();
+            let onward: f64 = ctx.routing.next_hops(next, dst).iter().map(|&q| self.port_capacity(ctx, q, dst)).sum();
             // the ports feeding `next` toward `dst` share what it forwards onward
             let feeding: f64 = topo.nodes[next.idx()]
                 .ports
@@ -130,94 +130,37 @@ impl Drill {
         c
     }
 
-    /// The symmetric components of switch `sw`'s next hops `c` toward host
-    /// `dst`, or none when they all have the same capacity.
-    fn decompose(&mut self, ctx: &Ctx, sw: NodeId, c: &[PortId], dst: u32) -> &[(f64, Vec<PortId>)] {
-        if !self.components.contains_key(&(sw.0, dst)) {
-            let caps: Vec<f64> = c.iter().map(|&p| self.port_capacity(ctx, p, dst)).collect();
-            let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
-            let mut comps: Vec<(f64, Vec<PortId>)> = vec![];
-            for (&p, &w) in c.iter().zip(&caps) {
-                if w <= 0.0 {
-                    continue;
+    /// Computes and caches the symmetric components of switch `sw`'s next
+    /// hops `c` toward host `dst` (none when they all have the same capacity).
+    fn decompose(&mut self, ctx: &Ctx, sw: NodeId, c: &[PortId], dst: u32) {
+        let same = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+        let mut comps: Vec<(f64, Vec<PortId>)> = vec![];
+        for &p in c {
+            let w = self.port_capacity(ctx, p, dst);
+            if w <= 0.0 {
+                continue;
+            }
+            match comps.iter_mut().find(|(cw, ps)| same(*cw / ps.len() as f64, w)) {
+                Some((cw, ps)) => {
+                    *cw += w;
+                    ps.push(p);
                 }
-                match comps.iter_mut().find(|(cw, ps)| same(*cw / ps.len() as f64, w)) {
-                    Some((cw, ps)) => {
-                        *cw += w;
-                        ps.push(p);
-                    }
-                    None => comps.push((w, vec![p])),
-                }
-            }
-            if comps.len() < 2 {
-                comps.clear();
-            } else {
-                // cumulative capacities, for the weighted choice
-                let mut acc = 0.0;
-                for comp in comps.iter_mut() {
-                    acc += comp.0;
-                    comp.0 = acc;
-                }
-            }
-            self.components.insert((sw.0, dst), comps);
-        }
-        &self.components[&(sw.0, dst)]
-    }
-}
-
-/// Identifies a candidate group (an order-sensitive mix of its ports).
-fn group_key(c: &[PortId]) -> u64 {
-    c.iter().fold(c.len() as u64, |h, p| lbsim_engine::mix64(h ^ p.0 as u64))
-}
-
-impl LoadBalancer for Drill {
-    /// Switch-side only: no host hooks.
-    fn wants_host_hooks(&self) -> bool {
-        false
-    }
-    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, pkt: PktId, c: &[PortId]) -> Forward {
-        if c.len() == 1 {
-            return Forward::Port(c[0]);
-        }
-        self.decisions += 1;
-        let p = ctx.pkt(pkt);
-        let (hash, dst) = (p.hash, if ctx.topo.is_host(p.dst) { Some(ctx.topo.host_index(p.dst)) } else { None });
-        let mut part = std::mem::take(&mut self.part);
-        part.clear();
-        if let Some(d) = dst {
-            let comps = self.decompose(ctx, sw, c, d);
-            if !comps.is_empty() {
-                // the flow's component, in proportion to capacity
-                let total = comps.last().unwrap().0;
-                let u = (lbsim_engine::mix64(hash ^ ctx.salts[sw.idx()] ^ 0xd811_c0a1) >> 11) as f64 / (1u64 << 53) as f64 * total;
-                part.extend_from_slice(&comps.iter().find(|(acc, _)| u < *acc).unwrap_or(comps.last().unwrap()).1);
+                None => comps.push((w, vec![p])),
             }
         }
-        if !part.is_empty() {
-            self.asymmetric_decisions += 1;
-            if part.len() == 1 {
-                let only = part[0];
-                self.part = part;
-                return Forward::Port(only);
+        if comps.len() < 2 {
+            comps.clear();
+        } else {
+            // cumulative capacities, for the weighted choice
+            let mut acc = 0.0;
+            for comp in comps.iter_mut() {
+                acc += comp.0;
+                comp.0 = acc;
             }
         }
-        let fwd = self.choose(ctx, sw, if part.is_empty() { c } else { &part });
-        self.part = part;
-        fwd
+        self.components.insert((sw.0, dst), comps);
     }
 
-    fn on_link_change(&mut self, _ctx: &mut Ctx, _link: lbsim_net::LinkId, _up: bool) {
-        // capacities and components follow the live fabric
-        self.components.clear();
-        self.capacity.clear();
-    }
-
-    fn stats(&self) -> Vec<(&'static str, f64)> {
-        vec![("decisions", self.decisions as f64), ("chose_remembered", self.chose_memory as f64), ("asymmetric_decisions", self.asymmetric_decisions as f64)]
-    }
-}
-
-impl Drill {
     /// DRILL(d, m) among the candidates `c` (one symmetric component).
     fn choose(&mut self, ctx: &mut Ctx, sw: NodeId, c: &[PortId]) -> Forward {
         let load = |p: PortId| {
@@ -268,6 +211,65 @@ impl Drill {
         mem.clear();
         mem.extend(self.seen.iter().take(self.m).map(|s| s.1));
         Forward::Port(best)
+    }
+}
+
+/// Identifies a candidate group (an order-sensitive mix of its ports).
+fn group_key(c: &[PortId]) -> u64 {
+    c.iter().fold(c.len() as u64, |h, p| lbsim_engine::mix64(h ^ p.0 as u64))
+}
+
+impl LoadBalancer for Drill {
+    /// Switch-side only: no host hooks.
+    fn wants_host_hooks(&self) -> bool {
+        false
+    }
+    fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in: PortId, pkt: PktId, c: &[PortId]) -> Forward {
+        if c.len() == 1 {
+            return Forward::Port(c[0]);
+        }
+        self.decisions += 1;
+        let p = ctx.pkt(pkt);
+        let (hash, dst) = (p.hash, if ctx.topo.is_host(p.dst) { Some(ctx.topo.host_index(p.dst)) } else { None });
+        let mut part = std::mem::take(&mut self.part);
+        part.clear();
+        if let Some(d) = dst {
+            // one lookup per packet; the components are computed on a miss
+            let comps = match self.components.get(&(sw.0, d)) {
+                Some(v) => v,
+                None => {
+                    self.decompose(ctx, sw, c, d);
+                    &self.components[&(sw.0, d)]
+                }
+            };
+            if !comps.is_empty() {
+                // the flow's component, in proportion to capacity
+                let total = comps.last().unwrap().0;
+                let u = (lbsim_engine::mix64(hash ^ ctx.salts[sw.idx()] ^ 0xd811_c0a1) >> 11) as f64 / (1u64 << 53) as f64 * total;
+                part.extend_from_slice(&comps.iter().find(|(acc, _)| u < *acc).unwrap_or(comps.last().unwrap()).1);
+            }
+        }
+        if !part.is_empty() {
+            self.asymmetric_decisions += 1;
+            if part.len() == 1 {
+                let only = part[0];
+                self.part = part;
+                return Forward::Port(only);
+            }
+        }
+        let fwd = self.choose(ctx, sw, if part.is_empty() { c } else { &part });
+        self.part = part;
+        fwd
+    }
+
+    fn on_link_change(&mut self, _ctx: &mut Ctx, _link: lbsim_net::LinkId, _up: bool) {
+        // capacities and components follow the live fabric
+        self.components.clear();
+        self.capacity.clear();
+    }
+
+    fn stats(&self) -> Vec<(&'static str, f64)> {
+        vec![("decisions", self.decisions as f64), ("chose_remembered", self.chose_memory as f64), ("asymmetric_decisions", self.asymmetric_decisions as f64)]
     }
 }
 

@@ -1188,15 +1188,11 @@ impl World {
     /// `open(k)` on first use; the least loaded by `outstanding` wins, ties
     /// to the lowest index.
     fn pooled(&mut self, src: u32, dst: u32, n: u32, mut open: impl FnMut(&mut World, u16) -> u32, outstanding: impl Fn(&World, u32) -> u64) -> u32 {
-        let pool = match self.pools.get(&(src, dst)) {
-            Some(p) => p.clone(),
-            None => {
-                let p: Vec<u32> = (0..n).map(|k| open(self, k as u16)).collect();
-                self.pools.insert((src, dst), p.clone());
-                p
-            }
-        };
-        *pool.iter().min_by_key(|&&c| outstanding(self, c)).unwrap()
+        if !self.pools.contains_key(&(src, dst)) {
+            let p: Vec<u32> = (0..n).map(|k| open(self, k as u16)).collect();
+            self.pools.insert((src, dst), p);
+        }
+        *self.pools[&(src, dst)].iter().min_by_key(|&&c| outstanding(self, c)).unwrap()
     }
 
     /// Starts a flow: a new connection with a handshake, or the least-loaded
