@@ -52,7 +52,7 @@ def test_hula_beats_ecmp_with_a_failed_link_and_an_a_a_split_does_not(shared):
                   set=["workload.flows=2000", FAILED], metrics=["fct_mean"], out=tmp_path, workers=2, quiet=True,
                   figures=False)
     hula = res[res.scheme == "hula"].iloc[0]
-    assert hula.ci_high < 1.0, hula.verdict  # the case: the interval excludes 1
+    assert hula.ci_high < 1.0, hula.verdict  # with a failed link, HULA's interval excludes 1
     assert hula.verdict.startswith("hula is") and "faster than ecmp" in hula.verdict
     aa = res[res.scheme.str.startswith("ecmp+")].iloc[0]
     assert aa.ci_low < 1.0 < aa.ci_high, aa.verdict  # 1 ns more host jitter cannot matter on average

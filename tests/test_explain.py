@@ -1,5 +1,5 @@
 """lbsim validate explains a scenario; provenance; refusals of work that
-cannot finish; the run's console (issue 41 items 3, 4, 5, 7)."""
+cannot finish; the run's console."""
 
 import json
 import re

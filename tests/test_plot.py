@@ -9,7 +9,8 @@ import sys
 import pandas as pd
 import pytest
 
-from lbsim.plot import mean_ci95, nearest_rank, plot_runs, t975
+from lbsim.plot import mean_ci95, plot_runs
+from lbsim.stats import nearest_rank, t_quantile
 
 SCHEMES = ("ecmp", "spray", "letflow")
 FAILURE = 'failures=[{link="L0-S0#0",at_ms=2.0,restore_ms=6.0}]'
@@ -107,7 +108,7 @@ def test_plot_groups_the_seeds_of_a_scheme(runs, tmp_path):
         assert g.n_runs == 2 and g.runs_with_data == len(v)
         if len(v) == 2:
             assert g["mean"] == pytest.approx(v.mean())
-            assert g.ci95_half == pytest.approx(12.706 * v.std(ddof=1) / math.sqrt(2))
+            assert g.ci95_half == pytest.approx(t_quantile(0.975, 1) * v.std(ddof=1) / math.sqrt(2))
         s = groups[(groups.group == "spray") & (groups.bucket == bucket) & (groups.stat == "fct_mean_ms")].iloc[0]
         assert s.n_runs == 1 and math.isnan(s.ci95_half)  # no interval from one run
     cdf = pd.read_csv(figs / "fct_cdf_groups.csv")
@@ -116,19 +117,10 @@ def test_plot_groups_the_seeds_of_a_scheme(runs, tmp_path):
     assert (figs / "fct_cdf.png").stat().st_size > 20_000
 
 
-def test_t_quantiles_and_nearest_rank():
-    assert t975(1) == 12.706 and t975(4) == 2.776 and t975(30) == 2.042 and t975(31) == 1.96
+def test_group_intervals_and_nearest_rank():
     m, h, n = mean_ci95([1.0, 2.0, 3.0, float("nan")])
-    assert (m, n) == (2.0, 3) and h == pytest.approx(4.303 / math.sqrt(3))
+    assert (m, n) == (2.0, 3) and h == pytest.approx(t_quantile(0.975, 2) / math.sqrt(3))
     assert math.isnan(mean_ci95([5.0])[1]) and mean_ci95([])[2] == 0
     v = list(range(1, 101))
     assert nearest_rank(v, 0.99) == 99 and nearest_rank(v, 0.5) == 50 and nearest_rank(v, 1.0) == 100
     assert math.isnan(nearest_rank([], 0.5))
-
-
-def test_plot_without_matplotlib_fails_in_one_line(runs, tmp_path):
-    code = ("import sys; sys.modules['matplotlib'] = None\n"
-            "from lbsim.cli import main\n"
-            f"main(['plot', {str(runs[0])!r}, '--out', {str(tmp_path / 'x')!r}])")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert p.returncode == 2 and "needs matplotlib" in p.stderr and "Traceback" not in p.stderr

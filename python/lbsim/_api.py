@@ -75,6 +75,19 @@ def load_scenario(scenario: ScenarioLike) -> LoadedScenario:
     return LoadedScenario(s, None)
 
 
+def override_value(value: str) -> Any:
+    """A ``--set key=value`` value as the scenario parser reads it: TOML
+    value syntax, and a bare word is a string."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    try:
+        return tomllib.loads(f"v = {value}")["v"]
+    except tomllib.TOMLDecodeError:
+        return value.strip()
+
+
 def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
     """The scenario as a run sees it: the file with every ``--set`` override
     and the seed applied, as TOML (written beside results as scenario.toml;
@@ -87,10 +100,7 @@ def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set
     d = tomllib.loads(sc.text)
     for kv in _sets(seed, set):
         key, _, value = kv.partition("=")
-        try:
-            v = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:  # a bare word is a string, as the Rust side reads it
-            v = value.strip()
+        v = override_value(value)
         t = d
         parts = key.strip().split(".")
         for part in parts[:-1]:

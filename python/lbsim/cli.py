@@ -214,10 +214,6 @@ def cmd_schemes(a: argparse.Namespace) -> None:
 
 
 def cmd_plot(a: argparse.Namespace) -> None:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        _fail("lbsim plot needs matplotlib, which did not import (pip install 'matplotlib>=3.7')")
     from lbsim.plot import plot_runs
 
     for path in plot_runs([Path(r) for r in a.runs], Path(a.out), group=a.group):

@@ -105,20 +105,18 @@ def verdict(metric: str, arm: str, baseline: str, r: Ratio) -> str:
 
 
 def _parse_arm(item: str) -> tuple[str, str, dict[str, Any]]:
-    """``scheme[+key=value...]`` -> (label, scheme, overrides)."""
-    parts = item.strip().split("+")
+    """``scheme[+key=value...]`` -> (label, scheme, overrides); a ``+``
+    starts an override only where a ``key=`` follows it."""
+    import re
+
+    parts = re.split(r"\+(?=[A-Za-z_][\w.\[\]]*=)", item.strip())
     scheme = parts[0].strip()
-    if not scheme:
-        raise CompareError(f"--schemes: empty scheme name in {item!r}")
+    if not scheme or "=" in scheme:
+        raise CompareError(f"--schemes: {item!r} must start with a scheme name")
     sets: dict[str, Any] = {}
     for kv in parts[1:]:
-        key, eq, value = kv.partition("=")
-        if not eq or not key.strip():
-            raise CompareError(f"--schemes: {item!r}: an override must read key=value, got {kv!r}")
-        try:
-            sets[key.strip()] = tomllib.loads(f"v = {value}")["v"]
-        except tomllib.TOMLDecodeError:
-            sets[key.strip()] = value.strip()
+        key, _, value = kv.partition("=")
+        sets[key.strip()] = _api.override_value(value)
     return item.strip(), scheme, sets
 
 
@@ -169,11 +167,7 @@ def _ratios(df, arms: list[str], baseline: str, metrics: list[str]) -> list[dict
         other = df[df.arm == arm].set_index("seed")
         seeds = sorted(set(base.index) & set(other.index))
         for m in metrics:
-            if m not in base.columns:
-                continue
-            a = [base.at[s, m] for s in seeds]
-            b = [other.at[s, m] if m in other.columns else None for s in seeds]
-            r = paired_ratio([float("nan") if x is None else x for x in a], [float("nan") if x is None else x for x in b])
+            r = paired_ratio(base.loc[seeds, m].astype(float).tolist(), other.loc[seeds, m].astype(float).tolist())
             out.append({"baseline": baseline, "scheme": arm, "metric": m, "seeds": r.seeds, "ratio": r.ratio,
                         "ci_low": r.ci_low, "ci_high": r.ci_high, "method": r.method, "verdict": verdict(m, arm, baseline, r),
                         "_r": r})

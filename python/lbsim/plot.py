@@ -53,42 +53,20 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from lbsim.stats import nearest_rank as _nearest_rank
+from lbsim.stats import mean_interval, nearest_rank
 
 # (min_bytes, max_bytes, label): a flow of s bytes is in [min, max)
 DEFAULT_BUCKETS = [(0, 100_000, "<100KB"), (100_000, 10_000_000, "100KB-10MB"), (10_000_000, math.inf, ">10MB")]
-
-# two-sided 95 % Student-t quantiles t(0.975, df) for df = 1..30; 1.96 beyond
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
 
 TOP_FLOWS = 5
 MAX_PORT_LINES = 10
 
 
-def t975(df: int) -> float:
-    """The 97.5 % quantile of Student's t with ``df`` degrees of freedom."""
-    if df < 1:
-        return math.nan
-    return _T975[df - 1] if df <= len(_T975) else 1.96
-
-
 def mean_ci95(values) -> tuple[float, float, int]:
     """(mean, half width of the 95 % t interval, n) over the finite values;
     the half width is NaN below two values."""
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-    n = len(v)
-    if n == 0:
-        return math.nan, math.nan, 0
-    if n == 1:
-        return float(v[0]), math.nan, 1
-    return float(v.mean()), t975(n - 1) * float(v.std(ddof=1)) / math.sqrt(n), n
-
-
-def nearest_rank(sorted_v: np.ndarray, q: float) -> float:
-    """The q quantile as summary.json computes it (`lbsim.stats.nearest_rank`)."""
-    return _nearest_rank(sorted_v, q, presorted=True)
+    r = mean_interval([float(x) for x in values if x is not None])
+    return r.ratio, r.ci_high - r.ratio, r.seeds
 
 
 def _human_bytes(b: float) -> str:
@@ -309,7 +287,7 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
     for s in series:
         for r in s.runs:
             v, a = completed[id(r)], all_flows(r)
-            rows += [{**r.ids(), "quantile": q, "fct_ms": nearest_rank(v, q), "fct_ms_all_flows": nearest_rank(a, q),
+            rows += [{**r.ids(), "quantile": q, "fct_ms": nearest_rank(v, q, presorted=True), "fct_ms_all_flows": nearest_rank(a, q, presorted=True),
                       "completed": len(v), "flows": len(r.flows)} for q in cdf_q]
         unfinished = sum(int((~r.flows.completed).sum()) for r in s.runs)
         total = sum(len(r.flows) for r in s.runs)
@@ -318,8 +296,8 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
             r = s.runs[0]
             v = completed[id(r)]
             if grouped:
-                grows += [{**_group_ids(s), "quantile": q, "fct_ms_median": nearest_rank(all_flows(r), q),
-                           "fct_ms_lo": nearest_rank(all_flows(r), q), "fct_ms_hi": nearest_rank(all_flows(r), q),
+                grows += [{**_group_ids(s), "quantile": q, "fct_ms_median": nearest_rank(all_flows(r), q, presorted=True),
+                           "fct_ms_lo": nearest_rank(all_flows(r), q, presorted=True), "fct_ms_hi": nearest_rank(all_flows(r), q, presorted=True),
                            "band": "one run"} for q in cdf_q]
             if len(v):
                 y = np.arange(0, len(v) + 1) / len(r.flows)
@@ -330,8 +308,8 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
         if not any(np.isfinite(v).any() for v in vs):
             continue
         p = np.linspace(0, 1, 401)[1:]
-        qs = np.array([[nearest_rank(v, x) for x in p] for v in vs])
-        cols = lambda q: np.array([_nearest_rank(c, q) for c in qs.T])  # noqa: E731
+        qs = np.array([[nearest_rank(v, x, presorted=True) for x in p] for v in vs])
+        cols = lambda q: np.array([nearest_rank(c, q) for c in qs.T])  # noqa: E731
         med = cols(0.5)
         band = "min-max" if len(vs) < 10 else "10-90 %"
         lo, hi = (qs.min(axis=0), qs.max(axis=0)) if len(vs) < 10 else (cols(0.1), cols(0.9))
@@ -368,8 +346,8 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
             sd = sd[np.isfinite(sd)]
             per_run.append({**r.ids(), "bucket": name, "min_bytes": lo_b, "max_bytes": None if math.isinf(hi_b) else hi_b,
                             "flows": len(g), "completed": len(d),
-                            "fct_mean_ms": float(fct.mean()) if len(fct) else math.nan, "fct_p99_ms": nearest_rank(fct, 0.99),
-                            "slowdown_mean": float(sd.mean()) if len(sd) else math.nan, "slowdown_p99": nearest_rank(sd, 0.99)})
+                            "fct_mean_ms": float(fct.mean()) if len(fct) else math.nan, "fct_p99_ms": nearest_rank(fct, 0.99, presorted=True),
+                            "slowdown_mean": float(sd.mean()) if len(sd) else math.nan, "slowdown_p99": nearest_rank(sd, 0.99, presorted=True)})
     per_run = pd.DataFrame(per_run)
     for fig_name, stats in (("fct_by_size", [("fct_mean_ms", "mean FCT (ms)"), ("fct_p99_ms", "p99 FCT (ms)")]),
                             ("slowdown_by_size", [("slowdown_mean", "mean slowdown (FCT / ideal)"),

@@ -131,7 +131,6 @@ def paired_ratio(base: Sequence[float], arm: Sequence[float], level: float = 0.9
     module's doc for the two methods)."""
     if len(base) != len(arm):
         raise ValueError("paired samples must have the same length")
-    n = len(base)
     nan = float("nan")
     pairs = [(a, b) for a, b in zip(base, arm) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
     n = len(pairs)

@@ -637,8 +637,7 @@ def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> 
 
     Where the paper reports no effect (its value within 5 % of the pivot),
     an interval containing the pivot is *no effect detectable, as the paper
-    reports*. Model claims have no seeds and
-    are judged on the number alone.
+    reports*. Model claims have no seeds and are judged on the number alone.
     """
     from lbsim.stats import mean_interval, paired_ratio
 
@@ -647,8 +646,8 @@ def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> 
     expect = claim.get("expect")
     pivot = claim.get("pivot", pivot_default)
     lo = hi = math.nan
-    if per_seed:
-        vals = [x for x in per_seed if x is not None and math.isfinite(x)]
+    vals = [x for x in per_seed if x is not None and math.isfinite(x)]
+    if vals:
         if kind in ("ratio", "ratio2") and pivot == 1.0 and all(x > 0 for x in vals):
             r = paired_ratio([1.0] * len(vals), vals)
         else:
@@ -658,7 +657,7 @@ def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> 
     verdict = "n/a"
     if math.isnan(ours):
         pass
-    elif judged_by_interval and len(per_seed) < 2:
+    elif judged_by_interval and len(vals) < 2:
         verdict = "one seed: not judged"
         if paper is None and expect in ("greater", "less"):
             paper = f"{'>' if expect == 'greater' else '<'} {pivot:g}"

@@ -117,7 +117,6 @@ simulator.
 """
 
 
-_OLD_HEAD = "| figure | paper's claim | paper | ours (mean of seeds) | per seed | verdict |"
 _NEW_HEAD = "| figure | paper's claim | paper | ours (mean of seeds) | 95 % interval | per seed | verdict |"
 
 
@@ -140,16 +139,12 @@ def rejudge(sw: Sweep, text: str) -> tuple[str, list[tuple[str, str, str, str]]]
     lines = text.split("\n")
     changes = []
     for i, line in enumerate(lines):
-        if line.strip() not in (_OLD_HEAD, _NEW_HEAD):
+        if line.strip() != _NEW_HEAD:
             continue
-        new_format = line.strip() == _NEW_HEAD
-        lines[i] = _NEW_HEAD
-        lines[i + 1] = "|---|---|---|---|---|---|---|"
         for k, c in enumerate(claims):
             j = i + 2 + k
             cells = lines[j].split(" | ")
-            if new_format:
-                cells = cells[:4] + cells[5:]
+            cells = cells[:4] + cells[5:]  # the interval is recomputed
             fig, quote, paper, ours, seeds, old = cells[0], cells[1], cells[2], cells[3], cells[4], cells[5].rstrip(" |")
             per_seed = [] if seeds.strip() == "–" else [_num(x) for x in seeds.split(",")]
             kind = c.get("kind", "ratio")
