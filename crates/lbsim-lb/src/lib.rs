@@ -133,7 +133,12 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // 1: flow state expires after state_idle_ms (persistent connections
     // idle longer come back single-channel); 2: when only rVMS's state
     // expired, it signals SIN so both ends are single-channel
-    ("vms", 2),
+    // 3: the resequencer starts at the SYN's sequence (it started at the
+    // first data segment to arrive, passed earlier ones up out of order,
+    // and the guest's duplicate ACKs Reset flows that lost nothing)
+    ("vms", 3),
+    // 1: with resequence = true, the same resequencer start
+    ("spray", 1),
 ];
 
 pub const SCHEMES: &[SchemeInfo] = &[

@@ -4,7 +4,7 @@
 //! reorder buffers" baseline (`spray` with `resequence = true`).
 //!
 //! Per (receiving host, connection): `expected` is the next byte to pass up
-//! (set by the first data segment). A segment at or below it goes up at
+//! (set by the SYN, or without one by the first data segment). A segment at or below it goes up at
 //! once (retransmissions included), followed by every held segment that is
 //! now in order; one above it is held. Held segments are flushed in order
 //! when no segment was passed up for `timeout` since the later of the last
@@ -57,6 +57,19 @@ impl Reseq {
             held_total: 0,
             timeouts: 0,
             overflows: 0,
+        }
+    }
+
+    /// A SYN of connection `conn` arriving at host index `h`: its data
+    /// starts at `seq` (lbsim's SYN takes no sequence space), so the
+    /// first data segment to arrive is held if earlier ones are still on
+    /// their way. Without a SYN (a connection opened before the run), the
+    /// first data segment to arrive sets the start.
+    pub fn on_syn(&mut self, h: u32, conn: u32, seq: u64) {
+        let f = self.flows[h as usize].entry(conn).or_default();
+        if !f.started {
+            f.started = true;
+            f.expected = seq;
         }
     }
 
@@ -220,6 +233,23 @@ mod tests {
         // the hole (4000) is TCP's now: a retransmission passes at once
         let p4 = seg(&mut env, 4000);
         assert_eq!(r.on_data(&mut env.ctx(t(7100)), host, 16, 7, p4, 4000, 1000, 1500), HostRx::Deliver);
+    }
+
+    #[test]
+    fn after_a_syn_the_first_arrival_waits_for_the_segments_before_it() {
+        let mut env = Env::testbed();
+        let host = env.topo.host(16);
+        let mut r = Reseq::new(SimTime::from_us(2000), 1 << 20, 32);
+        r.on_syn(16, 7, 0);
+        let p1 = seg(&mut env, 1000);
+        assert_eq!(r.on_data(&mut env.ctx(SimTime::ZERO), host, 16, 7, p1, 1000, 1000, 1500), HostRx::Held);
+        let p0 = seg(&mut env, 0);
+        assert_eq!(r.on_data(&mut env.ctx(SimTime::ZERO), host, 16, 7, p0, 0, 1000, 1500), HostRx::Held);
+        assert_eq!(delivered(&mut env), vec![0, 1000]);
+        // without the SYN the first arrival sets the start: 0 would pass up late
+        let mut q = Reseq::new(SimTime::from_us(2000), 1 << 20, 32);
+        let p1 = seg(&mut env, 1000);
+        assert_eq!(q.on_data(&mut env.ctx(SimTime::ZERO), host, 16, 8, p1, 1000, 1000, 1500), HostRx::Deliver);
     }
 
     #[test]

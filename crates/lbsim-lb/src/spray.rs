@@ -76,6 +76,10 @@ impl LoadBalancer for Spray {
                 let h = ctx.topo.host_index(host);
                 r.on_data(ctx, host, h, conn, pkt, hdr.seq, hdr.len, size)
             }
+            Payload::Tcp { conn, to_receiver: true, hdr } if hdr.flags & lbsim_tcp::header::SYN != 0 => {
+                r.on_syn(ctx.topo.host_index(host), conn, hdr.seq);
+                HostRx::Deliver
+            }
             _ => HostRx::Deliver,
         }
     }

@@ -219,6 +219,11 @@ pub struct Vms {
     receivers: Vec<IdMap<u32, Receiver>>,
     pub reseq: Reseq,
     pub resets: u64,
+    /// What made each flow fall back (at the end that noticed): sVMS saw a
+    /// retransmission, rVMS saw a duplicate ACK, rVMS's state was recreated.
+    pub resets_retransmission: u64,
+    pub resets_dup_ack: u64,
+    pub resets_state_expired: u64,
     pub feedback_options: u64,
     /// Data bytes sent per channel index.
     pub channel_bytes: [u64; 8],
@@ -262,6 +267,9 @@ impl Vms {
             receivers: (0..hosts).map(|_| IdMap::default()).collect(),
             reseq: Reseq::new(p.duration("reseq_timeout_us", false)?, p.count("reseq_buffer_bytes", 1 << 40)?, hosts),
             resets: 0,
+            resets_retransmission: 0,
+            resets_dup_ack: 0,
+            resets_state_expired: 0,
             feedback_options: 0,
             channel_bytes: [0; 8],
         })
@@ -320,6 +328,7 @@ impl LoadBalancer for Vms {
                 let end = hdr.seq + hdr.len as u64;
                 if end <= s.next_seq && s.reset() {
                     self.resets += 1; // a retransmission: a loss (§III-G)
+                    self.resets_retransmission += 1;
                 }
                 s.next_seq = s.next_seq.max(end);
                 channel = s.pick(hdr.len as u64);
@@ -335,8 +344,9 @@ impl LoadBalancer for Vms {
             let Some(r) = self.receivers[me as usize].get_mut(&conn) else { return };
             r.last = ctx.now;
             if hdr.flags & SYN == 0 {
-                if r.last_ack == Some(hdr.ack) && hdr.len == 0 {
+                if r.last_ack == Some(hdr.ack) && hdr.len == 0 && !r.reset {
                     r.reset = true; // a duplicate ACK: a loss (§III-G)
+                    self.resets_dup_ack += 1;
                 }
                 r.last_ack = Some(hdr.ack);
             }
@@ -387,6 +397,9 @@ impl LoadBalancer for Vms {
             // so with SIN, so an sVMS whose own state survived (its idle gap
             // is an RTT shorter) does not go on scattering against
             // restarted feedback counters
+            if recreated && !r.reset {
+                self.resets_state_expired += 1;
+            }
             r.reset |= sin || recreated;
             let c = (channel & 7) as usize;
             if hdr.len > 0 {
@@ -394,6 +407,9 @@ impl LoadBalancer for Vms {
                 r.recv_count[c] += hdr.len as u64;
                 r.rce[c] |= p.ce;
                 return self.reseq.on_data(ctx, host, me, conn, pkt, hdr.seq, hdr.len, p.size);
+            }
+            if hdr.flags & SYN != 0 {
+                self.reseq.on_syn(me, conn, hdr.seq);
             }
             return HostRx::Deliver;
         }
@@ -429,6 +445,9 @@ impl LoadBalancer for Vms {
     fn stats(&self) -> Vec<(&'static str, f64)> {
         let mut v = vec![
             ("resets", self.resets as f64),
+            ("resets_retransmission", self.resets_retransmission as f64),
+            ("resets_dup_ack", self.resets_dup_ack as f64),
+            ("resets_state_expired", self.resets_state_expired as f64),
             ("feedback_options", self.feedback_options as f64),
             ("packets_held", self.reseq.held_total as f64),
             ("reseq_timeouts", self.reseq.timeouts as f64),
