@@ -86,6 +86,8 @@ pub struct SchemeEnv<'a> {
     pub topo: &'a Topology,
     /// Routes at time 0 (with the links failed at t = 0 down).
     pub routing: &'a Routing,
+    /// Switch port buffer, bytes (a packet limit counts full-sized packets).
+    pub switch_buffer_bytes: u64,
     /// TCP maximum segment size, bytes.
     pub mss: u32,
     /// Bytes of TCP/IP header on the wire per segment.
@@ -136,7 +138,9 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // 3: the resequencer starts at the SYN's sequence (it started at the
     // first data segment to arrive, passed earlier ones up out of order,
     // and the guest's duplicate ACKs Reset flows that lost nothing)
-    ("vms", 3),
+    // 4: T and S default to eq. 3's T'/2 and eq. 4's C'T for the fabric
+    // (were 2 ms and 2.5 MB)
+    ("vms", 4),
     // 1: with resequence = true, the same resequencer start
     ("spray", 1),
 ];
@@ -330,6 +334,7 @@ impl Scheme {
             Scheme::EdgeFlowlet(s) => s.resolved.clone(),
             Scheme::Clove(s) => s.resolved.clone(),
             Scheme::Hermes(s) => s.resolved.clone(),
+            Scheme::Vms(s) => s.resolved.clone(),
             _ => vec![],
         }
     }

@@ -24,7 +24,8 @@
 //! - §III-G Reset: a retransmission seen by sVMS or a duplicate ACK seen by
 //!   rVMS (signalled with the sticky SIN flag); then channel 0 only, D = 1,
 //!   ΣW = W_0 (Q14).
-//! - §III-C resequencing: `reseq.rs` (T = 2 ms, S = 2.5 MB per host).
+//! - §III-C resequencing: `reseq.rs`; unless set, T = T'/2 with T' = kB/C
+//!   of eq. 3 for the scenario's fabric ([`eq3_bound`]) and S = C'T (eq. 4).
 //! - Q1: sVMS sets ECT, rVMS clears CE: the guests never see underlay ECN.
 //! - §III-I state lifetime: a flow's state at either end is dropped after
 //!   `state_idle_ms` without a packet (lbsim has no FIN); state recreated by
@@ -47,8 +48,9 @@ use lbsim_tcp::header::SYN;
 pub const PARAMS: &[ParamDef] = &[
     num("channels", "channels", 8.0, "N: channels per flow, 1 to 8 (§III-B: 8 unless stated)"),
     num("g", "", 1.0 / 16.0, "alpha gain (§V-B: 1/16)"),
-    num("reseq_timeout_us", "us", 2000.0, "T: resequencing timeout (§III-C: 2 ms)"),
-    num("reseq_buffer_bytes", "bytes", 2_500_000.0, "S: resequencing buffer per host, all flows (§III-C: 2.5 MB)"),
+    num("reseq_timeout_us", "us", 0.0, "T: resequencing timeout; 0 = T'/2 with T' = kB/C of eq. 3 for this fabric: the longest drain of full switch buffers (B each, at the port's rate C) on any routed path, not counting the destination ToR's port to the host, which every path of a pair shares (§III-C; 0.83 ms for the 10G benchmark with 690-packet buffers). Printed in the summary (scheme.resolved)"),
+    num("reseq_buffer_bytes", "bytes", 0.0, "S: resequencing buffer per host, all flows; 0 = C'T (eq. 4, C' the receiving host's link rate)"),
+    ParamDef { name: "guest_sees_ce", unit: "", default: DefaultValue::Bool(false), help: "false: rVMS clears CE, the guests never see underlay ECN (Q1, AC/DC-style; §III-A, §III-F, §V-A); true: CE reaches the receiving guest (the other reading, for comparison)" },
     num("init_window_pkts", "packets", 10.0, "initial sum of the channel windows, in MSS (our choice, Q2: a normal TCP's initial window, split over the channels)"),
     ParamDef { name: "cut", unit: "", default: DefaultValue::Str("every_rtt"), help: "\"every_rtt\": Algorithm 2 literally (every channel that carried data is cut by alpha/2 each RTT); \"on_ce\": only in RTTs with CE (DCTCP's rule; Q6)" },
     num("state_idle_ms", "ms", 1000.0, "a flow's state at each end is dropped, when the flow next sends, if it has been idle this long (each end times its own packets; nothing is swept); recreated by a non-SYN packet as one channel (§III-I: \"e.g. 1 second\")"),
@@ -202,6 +204,52 @@ struct Receiver {
     last: SimTime,
 }
 
+/// Eq. 3's T' = kB/C for the fabric: the longest time, over the routed
+/// paths between any two hosts, that full switch buffers of `buffer_bytes`
+/// take to drain at their ports' rates. The destination ToR's port to the
+/// host is left out: every path of a host pair ends in it, so it delays
+/// all of a flow's packets alike and cannot reorder them (with it the
+/// paper's k would be 5, not 4, in its 3-tier example). The host's own
+/// NIC is left out for the same reason.
+pub fn eq3_bound(topo: &lbsim_net::Topology, routing: &lbsim_net::Routing, buffer_bytes: u64) -> SimTime {
+    let n = topo.nodes.len();
+    let mut worst = SimTime::ZERO;
+    // one destination per rack: switches route to a rack's hosts alike up
+    // to the last hop, which is not counted
+    for rack in 0..topo.racks.len() as u32 {
+        let Some(d) = topo.rack_hosts(rack).next() else { continue };
+        let mut memo: Vec<Option<SimTime>> = vec![None; n];
+        fn drain(
+            node: NodeId,
+            d: u32,
+            topo: &lbsim_net::Topology,
+            routing: &lbsim_net::Routing,
+            b: u64,
+            memo: &mut Vec<Option<SimTime>>,
+        ) -> SimTime {
+            if let Some(t) = memo[node.idx()] {
+                return t;
+            }
+            let mut best = SimTime::ZERO;
+            for &p in routing.next_hops(node, d) {
+                let port = topo.port(p);
+                let next = topo.port(port.peer).node;
+                if topo.is_host(next) {
+                    continue; // the shared last hop (or the NIC's wire)
+                }
+                let t = port.rate.tx_time(lbsim_engine::Bytes(b)) + drain(next, d, topo, routing, b, memo);
+                best = best.max(t);
+            }
+            memo[node.idx()] = Some(best);
+            best
+        }
+        for &tor in &topo.racks {
+            worst = worst.max(drain(tor, d, topo, routing, buffer_bytes, &mut memo));
+        }
+    }
+    worst
+}
+
 pub struct Vms {
     n: usize,
     g: f64,
@@ -218,6 +266,9 @@ pub struct Vms {
     /// rVMS state per (receiving host) → connection.
     receivers: Vec<IdMap<u32, Receiver>>,
     pub reseq: Reseq,
+    guest_sees_ce: bool,
+    /// T', T and S as used (µs, µs, bytes), for the summary.
+    pub resolved: Vec<(&'static str, f64)>,
     pub resets: u64,
     /// What made each flow fall back (at the end that noticed): sVMS saw a
     /// retransmission, rVMS saw a duplicate ACK, rVMS's state was recreated.
@@ -253,6 +304,18 @@ impl Vms {
             enabled = vec![true; hosts];
         }
         let mss = env.mss as f64;
+        // §III-C: T <= T' = kB/C (eq. 3), T = T'/2 recommended; S = C'T (eq. 4)
+        let bound = eq3_bound(env.topo, env.routing, env.switch_buffer_bytes);
+        let timeout = match p.duration("reseq_timeout_us", true)? {
+            SimTime::ZERO => SimTime(bound.0 / 2),
+            t => t,
+        };
+        if timeout == SimTime::ZERO {
+            return Err(ParamError { key: "reseq_timeout_us".into(), msg: "is 0 and eq. 3 gives no bound for this fabric (no switch hop between racks); set it".into() });
+        }
+        let host_rate = (0..hosts as u32).map(|h| env.topo.port(env.topo.nic(env.topo.host(h))).rate).min().unwrap_or(lbsim_engine::BitsPerSec(0));
+        let buffer = if p.num("reseq_buffer_bytes")? == 0.0 { host_rate.bytes_in(timeout).max(1) } else { p.count("reseq_buffer_bytes", 1 << 40)? };
+        let resolved = vec![("eq3_bound_us", bound.as_us_f64()), ("reseq_timeout_us", timeout.as_us_f64()), ("reseq_buffer_bytes", buffer as f64)];
         Ok(Vms {
             n,
             g,
@@ -265,7 +328,9 @@ impl Vms {
             one_channel: list("one_channel_hosts")?,
             senders: (0..hosts).map(|_| IdMap::default()).collect(),
             receivers: (0..hosts).map(|_| IdMap::default()).collect(),
-            reseq: Reseq::new(p.duration("reseq_timeout_us", false)?, p.count("reseq_buffer_bytes", 1 << 40)?, hosts),
+            reseq: Reseq::new(timeout, buffer, hosts),
+            guest_sees_ce: p.boolean("guest_sees_ce")?,
+            resolved,
             resets: 0,
             resets_retransmission: 0,
             resets_dup_ack: 0,
@@ -380,7 +445,9 @@ impl LoadBalancer for Vms {
         let me = ctx.topo.host_index(host);
         let pm = ctx.pkt_mut(pkt);
         pm.lb = LbHeader::None;
-        pm.ce = false; // the guests never see underlay ECN (Q1)
+        if !self.guest_sees_ce {
+            pm.ce = false; // the guests never see underlay ECN (Q1)
+        }
         if to_receiver {
             // rVMS: inbound data (or SYN) — restore the port, count, resequence
             pm.set_sport(original_port(p.sport, channel));
@@ -481,6 +548,42 @@ mod tests {
             block.sort();
             assert_eq!(block, ((p & !7)..=(p & !7) + 7).collect::<Vec<_>>(), "p {p}");
         }
+    }
+
+    #[test]
+    fn eq3_counts_the_buffers_where_paths_differ() {
+        use lbsim_engine::BitsPerSec;
+        use lbsim_net::topology::{fat_tree, leaf_spine, LeafSpine, LinkSpec};
+        let l = |g| LinkSpec { rate: BitsPerSec::gbps(g), delay: SimTime::from_us(1) };
+        let b = 690 * 1500; // the benchmark's 1 MB buffers: 827.9 us at 10G
+        let drain = BitsPerSec::gbps(10).tx_time(lbsim_engine::Bytes(b));
+        // the 2-tier benchmark (Fig. 5): ToR uplink and spine downlink, k = 2
+        let bench = leaf_spine(&LeafSpine { leaves: 2, spines: 4, links_per_pair: 1, hosts_per_leaf: vec![4, 4], host_link: l(10), fabric_link: l(10) }).unwrap();
+        let mut env = crate::testutil::Env::from_topology(bench);
+        assert_eq!(eq3_bound(&env.topo, &env.routing, b), SimTime(2 * drain.0));
+        // a 3-tier fat-tree: k = 4 as in the paper's example
+        let ft = crate::testutil::Env::from_topology(fat_tree(4, l(10), l(10)).unwrap());
+        assert_eq!(eq3_bound(&ft.topo, &ft.routing, b), SimTime(4 * drain.0));
+        // Fig. 8's link L at 5 Gb/s: a path through it drains its buffer twice as slowly
+        for i in 0..env.topo.ports.len() {
+            if env.topo.ports[i].name == "L0->S0#0" {
+                env.topo.ports[i].rate = BitsPerSec::gbps(5);
+            }
+        }
+        assert_eq!(eq3_bound(&env.topo, &env.routing, b), SimTime(3 * drain.0));
+        // the default T is half the bound, S = C'T; a set T wins
+        let given = std::collections::BTreeMap::new();
+        let v = Vms::new(&Params::new(&given, PARAMS, "vms").unwrap(), &env.scheme_env()).unwrap();
+        let env250 = eq3_bound(&env.topo, &env.routing, 250 * 1500);
+        assert_eq!(v.reseq.timeout, SimTime(env250.0 / 2));
+        assert_eq!(v.reseq.limit_bytes, BitsPerSec::gbps(10).bytes_in(v.reseq.timeout));
+        let mut given = std::collections::BTreeMap::new();
+        given.insert("reseq_timeout_us".to_string(), crate::params::Value::Num(2000.0));
+        let v = Vms::new(&Params::new(&given, PARAMS, "vms").unwrap(), &env.scheme_env()).unwrap();
+        assert_eq!((v.reseq.timeout, v.reseq.limit_bytes), (SimTime::from_us(2000), 2_500_000));
+        given.insert("reseq_timeout_us".to_string(), crate::params::Value::Num(-1.0));
+        let e = Vms::new(&Params::new(&given, PARAMS, "vms").unwrap(), &env.scheme_env()).err().unwrap();
+        assert_eq!(e.key, "reseq_timeout_us");
     }
 
     #[test]

@@ -483,7 +483,11 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
     let params = sc.lb_params()?;
     let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
     let scheme_rtt = sc.lb.rtt_us.map(SimTime::from_us_f64).unwrap_or(rtt);
-    let env = SchemeEnv { topo: &topo, routing: &routing0, mss: tcp.mss, header_bytes: tcp.header_bytes, base_rtt: scheme_rtt };
+    let switch_buffer_bytes = match sw_limit {
+        Threshold::Bytes(b) => b,
+        Threshold::Packets(p) => p as u64 * (tcp.mss + tcp.header_bytes) as u64,
+    };
+    let env = SchemeEnv { topo: &topo, routing: &routing0, switch_buffer_bytes, mss: tcp.mss, header_bytes: tcp.header_bytes, base_rtt: scheme_rtt };
     let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
         if e.key == "scheme" {
             bad("lb.scheme", e.msg)
