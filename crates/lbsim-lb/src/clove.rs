@@ -6,20 +6,26 @@
 //! outer header; switches mark CE above the ECN threshold (the paper's 20
 //! packets is this scheme's default for `network.ecn_k_pkts`). The
 //! receiving edge takes the CE mark off (the VMs never see underlay ECN,
-//! §4) and relays (outer source port, CE) in the encapsulation of reverse
-//! packets, at most once per relay interval per path (default RTT/2); only
-//! congested reports are relayed. The source keeps per-destination weights
-//! over its ports: an ECN report cuts that path's weight by `weight_cut`
-//! (1/3) and spreads the cut equally over the paths not currently
-//! congested; new flowlets follow a weighted round robin. The source edge
+//! §4) and relays (outer source port, ecnSet) in the encapsulation of
+//! reverse packets, at most once per relay interval per path (default
+//! RTT/2); the ecnSet bit says whether the path's packets since its last
+//! report were marked, so a report is relayed for every path that carries
+//! traffic, congested or not (§4). The source keeps per-destination weights
+//! over its ports: a report with ecnSet cuts that path's weight by
+//! `weight_cut` (1/3), marks it congested and spreads the cut equally over
+//! the paths not currently congested; a report without ecnSet marks the
+//! path uncongested (weights change only on ECN, §3.2); new flowlets follow
+//! a weighted round robin. The source edge
 //! relays ECN to its VM (ECE on the ACKs it passes up) only while every
 //! path to that destination is congested — before discovery has found the
 //! paths, while the one hashed path in use is.
 //! Weights change only as §3.2 says: a report cuts one path and spreads
 //! the cut over the others, so a starved path regains weight when the
-//! others are cut in turn. *Our choices where the paper is silent:* a path
-//! counts as congested for `congested_hold_rtts` after an ECN report; a
-//! remapped path set (after re-discovery) restarts at equal weights; an
+//! others are cut in turn. *Our choices where the paper is silent:* within
+//! one relay interval, a path's report has ecnSet if any of its packets was
+//! marked; a congested mark that no report renews or clears expires after
+//! `congested_expiry_rtts` (a path the source stopped using gets no
+//! reports); a remapped path set (after re-discovery) restarts at equal weights; an
 //! optional relaxation of the weights back toward equal
 //! (`weight_recovery_us` > 0) is off by default — with it at 1 ms, as we
 //! first had, the weights forgot a degraded path within a millisecond and
@@ -76,7 +82,7 @@ macro_rules! clove_params {
 
 pub const ECN_PARAMS: &[ParamDef] = clove_params!(
     num("weight_cut", "fraction", 1.0 / 3.0, "share of a path's weight removed on an ECN report (§3.2: a third)"),
-    num("congested_hold_rtts", "RTT", 1.0, "a path counts as congested this long after an ECN report (our choice)"),
+    num("congested_expiry_rtts", "RTT", 5.0, "a path is congested from a report with ecnSet until one without it (§4); a mark no report renews or clears expires after this long (our choice: the relay's 10 intervals of RTT/2, after which it drops an unsent report as stale)"),
     num("weight_recovery_us", "us", 0.0, "0 (default, §3.2): weights change only on ECN reports; > 0: they also relax back to equal with this time constant (an option of ours, not in the paper)")
 );
 
@@ -117,6 +123,8 @@ pub struct Clove {
     util_age: SimTime,
     util_q: u8,
     pub ecn_reports: u64,
+    /// Reports without ecnSet (the path is not congested).
+    pub clear_reports: u64,
     pub ece_masked: u64,
     pub ece_relayed: u64,
     /// The timers as resolved (µs), for the summary.
@@ -136,7 +144,7 @@ impl Clove {
             if cut >= 1.0 {
                 return Err(ParamError { key: "weight_cut".into(), msg: format!("must be below 1, got {cut}") });
             }
-            (cut, in_rtts("congested_hold_rtts")?, p.duration("weight_recovery_us", true)?, 160.0, SimTime::ZERO)
+            (cut, in_rtts("congested_expiry_rtts")?, p.duration("weight_recovery_us", true)?, 160.0, SimTime::ZERO)
         };
         let period = (util_tau / 32.0).max(0.1);
         let (gap, relay) = (edge_params::flowlet_gap(p, rtt)?, in_rtts("relay_interval_rtts")?);
@@ -150,7 +158,7 @@ impl Clove {
                 ("rtt_us", rtt.as_us_f64()),
                 ("flowlet_gap_us", gap.as_us_f64()),
                 ("relay_interval_us", relay.as_us_f64()),
-                ("congested_hold_us", hold.as_us_f64()),
+                ("congested_expiry_us", hold.as_us_f64()),
             ],
             dests: (0..hosts).map(|_| IdMap::default()).collect(),
             cut,
@@ -164,6 +172,7 @@ impl Clove {
             util_age,
             util_q: if int { p.count("util_q_bits", 16)? as u8 } else { 3 },
             ecn_reports: 0,
+            clear_reports: 0,
             ece_masked: 0,
             ece_relayed: 0,
         })
@@ -211,8 +220,12 @@ impl Clove {
         let known = self.disc.get(src, dst).and_then(|set| set.ports.iter().position(|&p| p == port).map(|i| (i, set.ports.len(), set.epoch)));
         let Some((i, n, epoch)) = known else {
             // a report about the hashed pre-discovery path (or a remapped port)
-            if ce && !self.int {
-                self.pre_congested[src as usize].insert(dst, now + self.hold);
+            if !self.int {
+                if ce {
+                    self.pre_congested[src as usize].insert(dst, now + self.hold);
+                } else {
+                    self.pre_congested[src as usize].remove(&dst);
+                }
             }
             return;
         };
@@ -226,6 +239,10 @@ impl Clove {
             self.recover(&mut d, now);
             apply_ecn_cut(&mut d.weights, &d.congested_until, i, cut, now);
             d.congested_until[i] = now + hold;
+        } else {
+            // the relay says the path is not congested (§4's ecnSet = 0)
+            self.clear_reports += 1;
+            d.congested_until[i] = SimTime::ZERO;
         }
         *self.dests[src as usize].get_mut(&dst).unwrap() = d;
     }
@@ -405,8 +422,9 @@ impl LoadBalancer for Clove {
         if let Some(port) = p.outer_sport {
             if self.int {
                 self.relay.observe(me, peer, port, false, int_util, now);
-            } else if p.ce {
-                self.relay.observe(me, peer, port, true, 0, now);
+            } else {
+                // every packet: its path's ecnSet, set or not (§4)
+                self.relay.observe(me, peer, port, p.ce, 0, now);
             }
         }
         let pm = ctx.pkt_mut(pkt);
@@ -439,6 +457,7 @@ impl LoadBalancer for Clove {
         let mut v = vec![
             ("flowlets", self.flowlets.count as f64),
             ("ecn_reports", self.ecn_reports as f64),
+            ("clear_reports", self.clear_reports as f64),
             ("ece_masked", self.ece_masked as f64),
             ("ece_relayed", self.ece_relayed as f64),
         ];
@@ -506,9 +525,23 @@ mod tests {
         let a = ack(&mut env, 20, 0, false, None);
         c.on_host_receive(&mut env.ctx(now), host0, a);
         assert!(has_ece(&env, a), "all paths congested: the edge relays ECN to the VM");
-        // once the congestion hold (1 RTT = 20 us) has passed, masking resumes
+        // the relay says path 2 is no longer congested: masking resumes at
+        // once, and the weights do not move (only ECN changes them)
+        let w = c.weights(0, 20).unwrap();
+        let a = ack(&mut env, 20, 0, true, Some((ports[2], false, 0)));
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(1)), host0, a);
+        assert!(!has_ece(&env, a), "one path clear: ECE masked");
+        assert_eq!(c.weights(0, 20).unwrap(), w);
+        assert_eq!(c.clear_reports, 1);
+        // with every path congested again, a mark no report renews expires
+        // after 5 RTTs (100 us)
+        let a = ack(&mut env, 20, 0, false, Some((ports[2], true, 0)));
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(2)), host0, a);
         let a = ack(&mut env, 20, 0, true, None);
-        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(25)), host0, a);
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(50)), host0, a);
+        assert!(has_ece(&env, a), "still within the expiry");
+        let a = ack(&mut env, 20, 0, true, None);
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(103)), host0, a);
         assert!(!has_ece(&env, a));
     }
 
@@ -527,9 +560,9 @@ mod tests {
         let a = ack(&mut env, 20, 0, false, Some((4242, true, 0)));
         c.on_host_receive(&mut env.ctx(now), host0, a);
         assert!(has_ece(&env, a), "the only path in use is congested: relayed");
-        let b = ack(&mut env, 20, 0, false, None);
-        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(30)), host0, b);
-        assert!(!has_ece(&env, b), "no longer congested");
+        let b = ack(&mut env, 20, 0, false, Some((4242, false, 0)));
+        c.on_host_receive(&mut env.ctx(now + SimTime::from_us(1)), host0, b);
+        assert!(!has_ece(&env, b), "the relay cleared it");
     }
 
     #[test]
@@ -646,6 +679,18 @@ mod tests {
         let r2 = env.packet(20, 0, 52);
         c.on_host_send(&mut env.ctx(now), h20, r2);
         assert!(matches!(env.pkts.get(r2.0).lb, LbHeader::Clove { fb_valid: false, .. }));
+        // an unmarked packet a relay interval later: relayed too, with ecnSet clear
+        let later = now + SimTime::from_us_f64(c.resolved.iter().find(|r| r.0 == "relay_interval_us").unwrap().1);
+        let d3 = env.same_flow(d);
+        {
+            let p = env.pkts.get_mut(d3.0);
+            set_clove_header(p, None);
+            p.ce = false;
+        }
+        c.on_host_receive(&mut env.ctx(later), h20, d3);
+        let r3 = env.packet(20, 0, 52);
+        c.on_host_send(&mut env.ctx(later), h20, r3);
+        assert!(matches!(env.pkts.get(r3.0).lb, LbHeader::Clove { fb_valid: true, fb_port: 4242, fb_ce: false, .. }));
         let _ = h0;
     }
 

@@ -117,6 +117,10 @@ pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
     // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
     // 2: a flowlet moving off its path counts its own rate on the new one
     ("clove_int", 2),
+    // 1: the relay reports every path with ecnSet set or clear (§4); a
+    // path is congested from a marked report to an unmarked one (was: for
+    // a fixed hold of 1 RTT after a mark)
+    ("clove_ecn", 1),
     // 1: asymmetric fabrics split into symmetric components (DRILL §3.3);
     // results on symmetric fabrics unchanged
     ("drill", 1),
@@ -225,7 +229,7 @@ pub const SCHEMES: &[SchemeInfo] = &[
     },
     SchemeInfo {
         name: "clove_ecn",
-        summary: "Clove-ECN: flowlets by weighted round robin over discovered paths; ECN relayed by the receiver cuts a path's weight by 1/3",
+        summary: "Clove-ECN: flowlets by weighted round robin over discovered paths; the receiver relays each path's ecnSet bit (set or clear); a marked report cuts the path's weight by 1/3 and marks it congested until an unmarked one",
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.1-3.2, §4",
         acts_at: "host edge (hypervisor); switches mark ECN",
         params: clove::ECN_PARAMS,

@@ -298,6 +298,31 @@ fn clove_ecn_relays_ece_to_the_guest_when_every_path_is_congested_and_the_guest_
 }
 
 #[test]
+fn clove_ecn_relay_reports_clear_paths_and_unrenewed_marks_expire() {
+    // three long flows from host 0 over the four 10G paths above: the
+    // relay reports every path it sees traffic on, ecnSet set or clear
+    // (§4), so the edge tells the guest about congestion (ECE) only in the
+    // moments when the latest report of every path was marked. A path the
+    // flowlets have left gets no report; its last mark lasts until
+    // congested_expiry_rtts. With that expiry raised 200-fold, a path left
+    // while marked stays "congested" and the guest is told on most ACKs
+    let flows = flow_file("ecn-clear", &[(0, 1, 30_000_000, 0.0), (0, 1, 30_000_000, 0.0), (0, 1, 30_000_000, 0.0)]);
+    let go = |expiry: &str| {
+        run_ok(
+            FOUR_PATHS,
+            &s(&[&flows, "lb.scheme=clove_ecn", "network.ecn_ports=\"fabric\"", "lb.rtt_us=50", &format!("lb.params.congested_expiry_rtts={expiry}")]),
+        )
+    };
+    let (short, long) = (go("5"), go("1000"));
+    let st = |o: &RunOutput, k: &str| o.summary["scheme"]["stats"][k].as_f64().unwrap();
+    eprintln!("expiry 5 RTT: {}; 1000 RTT: {}", short.summary["scheme"]["stats"], long.summary["scheme"]["stats"]);
+    assert!(st(&short, "ecn_reports") > 100.0);
+    assert!(st(&short, "clear_reports") > 100.0, "unmarked paths are reported too");
+    assert_eq!(st(&short, "clear_reports"), st(&long, "clear_reports"), "the expiry changes no report");
+    assert!(st(&short, "ece_relayed") * 10.0 < st(&long, "ece_relayed"), "a mark nothing renews must expire");
+}
+
+#[test]
 fn one_mptcp_connection_aggregates_four_disjoint_paths() {
     let flows = flow_file("mp", &[(0, 1, 200_000_000, 0.0)]);
     let tcp = run_ok(FOUR_PATHS, &s(&[&flows]));
