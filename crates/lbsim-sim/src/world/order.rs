@@ -35,7 +35,7 @@ pub(crate) struct SendOrder {
 impl SendOrder {
     /// A data segment starting at byte `seq` enters the network; returns
     /// the serial it carries.
-    #[inline]
+    #[inline(always)]
     pub fn sent(&mut self, seq: u64) -> u32 {
         if (self.next - self.front) as usize == self.ring.len() {
             self.grow();
@@ -57,13 +57,14 @@ impl SendOrder {
     /// The segment reached the receiver: true if it overtook an earlier-sent
     /// segment still in the network (true reordering). `una` is the sender's
     /// snd.una, for pruning.
-    #[inline]
+    #[inline(always)]
     pub fn delivered(&mut self, seq: u64, serial: u32, una: u64) -> bool {
         let Some(s) = self.find(seq, serial) else { return false };
         if s < self.delivered {
             self.late(seq, una);
+        } else {
+            self.delivered = s + 1;
         }
-        self.delivered = self.delivered.max(s + 1);
         let overtook = s > self.front;
         self.remove(s);
         overtook
@@ -92,13 +93,13 @@ impl SendOrder {
 
     /// The serial of the segment at `seq` with serial `serial` (its low 32
     /// bits), if it is still in the network.
-    #[inline]
+    #[inline(always)]
     fn find(&self, seq: u64, serial: u32) -> Option<u64> {
         let s = self.front + serial.wrapping_sub(self.front as u32) as u64;
         (s < self.next && self.ring[self.slot(s)] == seq).then_some(s)
     }
 
-    #[inline]
+    #[inline(always)]
     fn remove(&mut self, s: u64) {
         let i = self.slot(s);
         self.ring[i] = GONE;
@@ -110,7 +111,7 @@ impl SendOrder {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&self, s: u64) -> usize {
         s as usize & (self.ring.len() - 1)
     }
