@@ -101,13 +101,14 @@ impl SendOrder {
 
     #[inline(always)]
     fn remove(&mut self, s: u64) {
-        let i = self.slot(s);
-        self.ring[i] = GONE;
         if s == self.front {
             self.front += 1;
             while self.front < self.next && self.ring[self.slot(self.front)] == GONE {
                 self.front += 1;
             }
+        } else {
+            let i = self.slot(s);
+            self.ring[i] = GONE;
         }
     }
 
