@@ -296,10 +296,11 @@ const PREFETCH_MIN_PORTS: usize = 1024;
 thread_local! {
     /// Tests force prefetching on or off to show it changes nothing.
     pub(crate) static FORCE_PREFETCH: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
-    /// Tests force the scheme's host hooks to run, and read what the
-    /// scheme declared, to show that skipping them changes nothing.
-    pub(crate) static FORCE_HOST_HOOKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    pub(crate) static DECLARED_HOST_HOOKS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// Tests force the scheme's host and switch hooks to run, and read
+    /// what the scheme declared (host hooks, switch hook), to show that
+    /// skipping them changes nothing.
+    pub(crate) static FORCE_HOOKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub(crate) static DECLARED_HOOKS: std::cell::Cell<Option<(bool, bool)>> = const { std::cell::Cell::new(None) };
     /// Prunes of the dropped-segment lists so far; `None` turns pruning off
     /// (tests show it changes nothing).
     pub(crate) static LOST_PRUNES: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(Some(0)) };
@@ -337,6 +338,9 @@ pub(crate) struct World {
     lb_wants_enqueue: bool,
     /// The scheme's host hooks do something (else they are skipped).
     lb_host_hooks: bool,
+    /// The scheme's switch hook does more than ECMP (else the World picks
+    /// by ECMP itself).
+    lb_switch_hook: bool,
     pub lb_rng: Rng,
     actions: Vec<Action>,
     out: Vec<TcpHeader>,
@@ -422,11 +426,12 @@ impl World {
     ) -> World {
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
-        let (lb_wants_enqueue, lb_host_hooks) = (lb.wants_enqueue(), lb.wants_host_hooks());
+        let (lb_wants_enqueue, lb_host_hooks, lb_switch_hook) = (lb.wants_enqueue(), lb.wants_host_hooks(), lb.wants_switch_hook());
         #[cfg(test)]
-        let lb_host_hooks = {
-            DECLARED_HOST_HOOKS.with(|d| d.set(Some(lb_host_hooks)));
-            lb_host_hooks || FORCE_HOST_HOOKS.with(|f| f.get())
+        let (lb_host_hooks, lb_switch_hook) = {
+            DECLARED_HOOKS.with(|d| d.set(Some((lb_host_hooks, lb_switch_hook))));
+            let force = FORCE_HOOKS.with(|f| f.get());
+            (lb_host_hooks || force, lb_switch_hook || force)
         };
         World {
             q: EventQueue::new(),
@@ -439,6 +444,7 @@ impl World {
             lb,
             lb_wants_enqueue,
             lb_host_hooks,
+            lb_switch_hook,
             lb_rng,
             actions: Vec::new(),
             out: Vec::new(),
@@ -753,8 +759,13 @@ impl World {
                 }
             }
         }
-        let f = self.lb.on_switch(&mut ctx!(self), node, in_port, pkt, cands);
-        self.run_actions();
+        let f = if self.lb_switch_hook {
+            let f = self.lb.on_switch(&mut ctx!(self), node, in_port, pkt, cands);
+            self.run_actions();
+            f
+        } else {
+            Forward::Port(lbsim_net::ecmp_pick(self.salts[node.idx()], p.hash, cands))
+        };
         match f {
             Forward::Port(p) => self.enqueue(p, pkt),
             Forward::Consume => self.consume(pkt),

@@ -180,4 +180,3 @@ mod tests {
         assert!(o.front == o.next && o.front == u32::MAX as u64 + 2);
     }
 }
-
