@@ -322,49 +322,26 @@ fn one_mptcp_connection_aggregates_four_disjoint_paths() {
     panic!("no seed spread 8 subflows over 4 paths");
 }
 
-/// Clove's testbed as its Fig. 4 runs it (persistent connections, Linux
-/// reordering, TSO), with MPTCP's 4 subflows, 300 web-search flows at 40 %.
-const FIG4_MPTCP: &str = r#"
-[topology]
-kind = "leaf_spine"
-leaves = 2
-spines = 2
-links_per_pair = 2
-hosts_per_leaf = 16
-host_rate_gbps = 10
-fabric_rate_gbps = 40
-link_delay_us = 1
-spine_pinning = true
-[network]
-buffer_pkts = 250
-[transport]
-min_rto_ms = 10
-tso_bytes = 65536
-reordering = "linux"
-restart_after_idle = true
-connections = "persistent"
-connections_per_pair = 3
-[workload]
-kind = "poisson"
-cdf = "websearch"
-src_racks = [0]
-dst_racks = [1]
-load_of = "leaf_uplinks"
-flows = 300
-load = 0.4
-[lb]
-scheme = "mptcp"
-[lb.params]
-subflows = 4
-"#;
-
 #[test]
 fn mptcp_subflows_retransmit_about_once_per_drop() {
     // Subflows pinned to lanes cannot reorder, so nearly every
     // retransmission should repair a drop. SACK recovery that resent
     // in-flight data above the highest SACK (NextSeg rule 3 unbounded) made
     // 7.5 retransmissions per drop here, most of them spurious.
-    let o = run_ok(FIG4_MPTCP, &[]);
+    // Clove's testbed as its Fig. 4 runs it (4 disjoint pinned paths,
+    // persistent connections, Linux reordering, TSO), 300 flows at 40 %
+    let fig4 = [
+        "topology.spine_pinning=true",
+        "transport.min_rto_ms=10",
+        "transport.reordering=\"linux\"",
+        "transport.restart_after_idle=true",
+        "transport.connections=\"persistent\"",
+        "transport.connections_per_pair=3",
+        "workload.load_of=\"leaf_uplinks\"",
+        "lb.scheme=\"mptcp\"",
+        "lb.params.subflows=4",
+    ];
+    let o = run_ok(&web_search(0.4, 300), &s(&fig4));
     let t = &o.summary["transport"];
     let retx = t["retransmits"].as_u64().unwrap() as f64;
     let spurious = t["spurious_retransmits"].as_u64().unwrap() as f64;
