@@ -350,6 +350,9 @@ mod tests {
             started: true,
             uplinks_used: 0,
             class: 0,
+            job: u32::MAX,
+            job_iteration: u32::MAX,
+            job_step: u32::MAX,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
         let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000], &[99.99]);

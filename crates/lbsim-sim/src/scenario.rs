@@ -945,7 +945,8 @@ pub struct MetricsCfg {
     pub pcap_max_packets: u64,
     /// Record per flow the source-leaf uplinks its data took (uplinks_used,
     /// path_changes in flows.parquet); off by default (it costs ~2 % of the
-    /// run time of B1).
+    /// run time of B1), always on when there are `[[jobs]]` (steps.parquet
+    /// names the uplink of each step's slowest flow).
     pub path_record: bool,
     /// Window of the link samplers' utilisation and imbalance.
     pub utilization_window_ms: f64,

@@ -311,3 +311,152 @@ impl World {
         self.job_pools[&(j, src, dst)][ch as usize]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::run_ok;
+    use crate::{Scenario, SimError};
+
+    /// `leaves` leaves of `per_leaf` hosts at 10G under `spines` spines at
+    /// 10G, 2 us links; no background traffic.
+    fn fabric(leaves: u32, spines: u32, per_leaf: u32) -> String {
+        format!(
+            "[topology]\nkind = \"leaf_spine\"\nleaves = {leaves}\nspines = {spines}\nhosts_per_leaf = {per_leaf}\nhost_rate_gbps = 10\nfabric_rate_gbps = 10\nlink_delay_us = 2\n[network]\nbuffer_pkts = 250\n[workload]\nkind = \"collective\"\n"
+        )
+    }
+
+    #[test]
+    fn two_rank_all_reduce_on_one_idle_path_takes_the_analytic_time() {
+        // H0 under L0, H1 under L1, one spine: each of the 2 steps sends
+        // 8 MB each way at 10G; the ideal is 2 x (store-and-forward of one
+        // packet over 4 hops + the rest at 10G)
+        let size: u64 = 16_000_000;
+        let out = run_ok(&fabric(2, 1, 1), &[&format!("jobs=[{{ranks=[0, 1], size_bytes={size}, iterations=2, gap_us=50}}]")]);
+        assert_eq!(out.jobs.len(), 2);
+        let (mss, hb) = (1448u64, 52u64); // the transport defaults
+        let chunk = size / 2;
+        let pkt = mss + hb;
+        let wire = chunk + chunk.div_ceil(mss) * hb;
+        let tx = |b: u64| b as f64 * 8.0 / 10e9 * 1e6; // µs at 10G
+        let step = 4.0 * (2.0 + tx(pkt)) + tx(wire - pkt);
+        for j in &out.jobs {
+            assert!((j.ideal.as_us_f64() - 2.0 * step).abs() < 0.01, "ideal {} vs analytic {}", j.ideal.as_us_f64(), 2.0 * step);
+            let t = j.time().unwrap().as_us_f64();
+            let ratio = t / (2.0 * step);
+            assert!((1.0..1.04).contains(&ratio), "iteration {} took {t} us, {ratio}x the analytic {}", j.iteration, 2.0 * step);
+        }
+        // the second iteration starts the gap after the first ended
+        assert_eq!(out.jobs[1].start, out.jobs[0].end.unwrap() + lbsim_engine::SimTime::from_us(50));
+        // busbw = size / t x 2(n-1)/n = size / t for 2 ranks
+        let s = &out.summary["jobs"][0];
+        assert_eq!(s["iterations_completed"], 2);
+        let busbw = s["busbw_gbps"]["mean"].as_f64().unwrap();
+        let t_mean = s["iteration_us"]["mean"].as_f64().unwrap();
+        assert!((busbw - size as f64 * 8.0 / t_mean / 1e3).abs() < 1.0);
+    }
+
+    /// Per flow of the job: (iteration, step, src, dst, start, finish).
+    fn job_flows(out: &crate::RunOutput) -> Vec<(u32, u32, u32, u32, u64, u64)> {
+        out.flows.iter().filter(|f| f.job == 0).map(|f| (f.job_iteration, f.job_step, f.src, f.dst, f.start.0, f.finish.unwrap().0)).collect()
+    }
+
+    #[test]
+    fn a_step_starts_exactly_when_its_dependencies_have_arrived() {
+        // 8 ranks packed on 2 leaves sharing 2 spines with ECMP and 2
+        // channels: unequal paths, so ranks reach their steps at different times
+        for op in ["all_reduce", "all_reduce_hd", "all_gather"] {
+            let out = run_ok(&fabric(2, 2, 4), &[&format!("jobs=[{{ranks=8, placement=\"spread\", op=\"{op}\", size_bytes=4000000, channels=2, iterations=2}}]")]);
+            let fl = job_flows(&out);
+            let steps = out.steps.iter().filter(|s| s.iteration == 0).count() as u32;
+            let mut distinct_starts = std::collections::BTreeSet::new();
+            for &(it, s, src, _, start, _) in &fl {
+                // everything sent to `src` in this iteration's earlier steps
+                let dep = fl.iter().filter(|g| g.0 == it && g.1 < s && g.3 == src).map(|g| g.5).max();
+                let it_start = out.jobs[it as usize].start.0;
+                match dep {
+                    Some(d) => assert_eq!(start, d, "{op}: iteration {it} step {s} of host {src} started at {start}, its data arrived at {d}"),
+                    None => assert_eq!((s, start), (0, it_start), "{op}: only step 0 starts with the iteration"),
+                }
+                distinct_starts.insert(start);
+            }
+            assert!(distinct_starts.len() as u32 > steps * 2, "{op}: ranks reached their steps at different times");
+            // every flow of a step counted, iterations end with their last flow
+            for j in &out.jobs {
+                let last = fl.iter().filter(|g| g.0 == j.iteration).map(|g| g.5).max().unwrap();
+                assert_eq!(j.end.unwrap().0, last);
+            }
+            let sum_step_bytes: u64 = out.steps.iter().filter(|s| s.iteration == 0).map(|s| s.bytes).sum();
+            let sum_flow_bytes: u64 = out.flows.iter().filter(|f| f.job == 0 && f.job_iteration == 0).map(|f| f.size).sum();
+            assert_eq!(sum_step_bytes, sum_flow_bytes);
+        }
+    }
+
+    #[test]
+    fn ring_all_reduce_bytes_per_rank_match_the_formula_end_to_end() {
+        let (n, size) = (4u64, 4_000_000u64);
+        let out = run_ok(&fabric(2, 2, 2), &[&format!("jobs=[{{ranks={n}, size_bytes={size}, channels=3}}]")]);
+        let steps = out.steps.len() as u64;
+        assert_eq!(steps, 2 * (n - 1));
+        for h in 0..n as u32 {
+            let tx: u64 = out.flows.iter().filter(|f| f.job == 0 && f.src == h).map(|f| f.size).sum();
+            let rx: u64 = out.flows.iter().filter(|f| f.job == 0 && f.dst == h).map(|f| f.size).sum();
+            assert_eq!((tx, rx), (2 * (n - 1) * size / n, 2 * (n - 1) * size / n), "host {h}");
+        }
+        assert!(out.steps.iter().all(|s| s.flows == 3 * n as u32 && s.flows_done == s.flows && s.bytes == size));
+    }
+
+    #[test]
+    fn same_seed_same_jobs_and_steps_tables() {
+        let sets = ["jobs=[{ranks=6, placement=\"random\", size_bytes=3000000, channels=2, iterations=2}, {ranks=4, placement=\"random\", op=\"all_to_all\", size_bytes=2000000}]", "workload.kind=\"poisson\"", "workload.flows=100", "workload.load=0.3", "lb.scheme=\"drill\""];
+        let text = fabric(2, 2, 8);
+        let a = run_ok(&text, &sets);
+        let b = run_ok(&text, &sets);
+        assert_eq!(format!("{:?}{:?}", a.jobs, a.steps), format!("{:?}{:?}", b.jobs, b.steps));
+        assert_eq!(crate::columns::flows_digest(&a), crate::columns::flows_digest(&b));
+        assert_eq!(a.jobs.len(), 3);
+        assert!(a.jobs.iter().all(|j| j.end.is_some()));
+        // another seed places the ranks elsewhere
+        let mut sets2 = sets.to_vec();
+        sets2.push("seed=2");
+        let c = run_ok(&text, &sets2);
+        let hosts = |o: &crate::RunOutput| o.flows.iter().filter(|f| f.job != u32::MAX).map(|f| f.src).collect::<std::collections::BTreeSet<_>>();
+        assert_ne!(hosts(&a), hosts(&c));
+    }
+
+    #[test]
+    fn bad_job_specs_fail_with_one_line_naming_the_key() {
+        let cases: &[(&str, &str, &str)] = &[
+            ("jobs=[{ranks=[0, 300], size_bytes=1000}]", "jobs[0].ranks", "host 300 does not exist (the fabric has 16 hosts)"),
+            ("jobs=[{ranks=1, size_bytes=1000}]", "jobs[0].ranks", "at least 2 ranks"),
+            ("jobs=[{ranks=[3], size_bytes=1000}]", "jobs[0].ranks", "at least 2 ranks"),
+            ("jobs=[{ranks=4, size_bytes=0}]", "jobs[0].size_bytes", "must be >= 1"),
+            ("jobs=[{ranks=4, size_bytes=7, channels=2}]", "jobs[0].size_bytes", "some flows would be empty"),
+            ("jobs=[{ranks=17, placement=\"spread\", size_bytes=1000}]", "jobs[0].ranks", "17 ranks do not fit"),
+            ("jobs=[{ranks=10, size_bytes=1000}, {ranks=7, size_bytes=1000}]", "jobs[1].ranks", "10 taken by earlier jobs"),
+            ("jobs=[{ranks=[1, 2, 1], size_bytes=1000}]", "jobs[0].ranks", "appears twice"),
+            ("jobs=[{ranks=6, op=\"all_reduce_hd\", size_bytes=1000}]", "jobs[0].ranks", "power-of-two"),
+            ("jobs=[{ranks=4, op=\"allreduce\", size_bytes=1000}]", "jobs[0].op", "must be one of"),
+            ("jobs=[{ranks=4, placement=\"tight\", size_bytes=1000}]", "jobs[0].placement", "must be one of"),
+            ("jobs=[{ranks=4, size_bytes=1000, channels=0}]", "jobs[0].channels", "1 to 64"),
+            ("jobs=[{ranks=4, size_bytes=1000, iterations=0}]", "jobs[0].iterations", ">= 1"),
+            ("jobs=[{ranks=4, size_bytes=1000, gap_us=-1}]", "jobs[0].gap_us", ""),
+            ("jobs=[{ranks=4, size_bytes=1000, start_us=1e30}]", "jobs[0].start_us", ""),
+            ("jobs=[{ranks=4, size_bytes=1000, speed=2}]", "jobs[0]", "speed"),
+            ("jobs=[]", "workload.kind", "at least one [[jobs]]"),
+        ];
+        let text = fabric(2, 2, 8);
+        for (set, key, msg) in cases {
+            let sets = vec![set.to_string()];
+            let err = match Scenario::from_toml(&text, &sets) {
+                Err(e) => e,
+                Ok(sc) => match crate::validate(&sc, None) {
+                    Err(SimError::Scenario(e)) => e,
+                    other => panic!("{set}: accepted ({:?})", other.err().map(|e| e.to_string())),
+                },
+            };
+            let line = err.to_string();
+            assert!(err.field.starts_with(key), "{set}: field {:?}, want {key}", err.field);
+            assert!(line.contains(msg) && !line.contains('\n'), "{set}: {line}");
+        }
+    }
+}
