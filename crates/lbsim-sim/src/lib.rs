@@ -24,7 +24,7 @@ mod world;
 /// Bumped whenever a change alters simulation results for an unchanged
 /// scenario; results catalogs key their runs on it (with the scenario), so
 /// stale results are never reused.
-pub const MODEL_REVISION: &str = "2026-11-23.1";
+pub const MODEL_REVISION: &str = "2026-11-26.1";
 
 /// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
 /// plus the scheme's own revision when it has one

@@ -706,7 +706,7 @@ impl World {
                         c.lost.retain(|&s| s >= una);
                     }
                     c.lost.push(hdr.seq);
-                    c.order.gone(hdr.seq, p.created);
+                    c.order.gone(hdr.seq, p.serial);
                 }
             }
         }
@@ -821,7 +821,7 @@ impl World {
         let p = self.pkts.remove(pkt.0);
         if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
             if let (true, Some(c)) = (hdr.len > 0, self.conns.get_mut(*conn as usize).and_then(|c| c.as_mut())) {
-                c.order.gone(hdr.seq, p.created);
+                c.order.gone(hdr.seq, p.serial);
             }
         }
         self.c.delivered += 1;
@@ -869,7 +869,7 @@ impl World {
         self.c.delivered += 1;
         self.c.delivered_bytes += p.size as u64;
         match p.payload {
-            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce, p.created),
+            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce, p.serial),
             Payload::Udp { source } => {
                 let u = &mut self.udp[source as usize];
                 u.recv_pkts += 1;
@@ -882,7 +882,7 @@ impl World {
     // ------------------------------------------------------------ TCP
 
     #[inline(always)]
-    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool, sent: SimTime) {
+    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool, serial: u32) {
         let now = self.now();
         let Some(c) = self.conns[conn as usize].as_mut() else {
             self.c.stale_segments += 1; // the connection finished and was freed
@@ -896,7 +896,7 @@ impl World {
             if hdr.len > 0 {
                 // simulator truth: did it overtake an earlier-sent segment
                 // still in the network, or find a hole a drop left?
-                let overtook = c.order.delivered(hdr.seq, sent, c.sender.snd_una());
+                let overtook = c.order.delivered(hdr.seq, serial, c.sender.snd_una());
                 if c.receiver.stats.out_of_order > ooo0 {
                     if overtook {
                         c.reordered += 1;
@@ -1094,12 +1094,12 @@ impl World {
         let hb = self.tcp.header_bytes;
         let nic = self.topo.nic(src);
         for hdr in out.drain(..) {
-            if to_receiver && hdr.len > 0 {
-                self.conns[conn as usize].as_mut().unwrap().order.sent(hdr.seq, now);
-            }
             let size = hb + hdr.len + hdr.sack_option_bytes();
             let mut p = Packet::new(src, dst, sport, dport, Proto::Tcp, size, Payload::Tcp { conn, to_receiver, hdr }, now);
             p.ect = ect && hdr.len > 0; // RFC 3168 §6.1.4: pure ACKs are not ECT
+            if to_receiver && hdr.len > 0 {
+                p.serial = self.conns[conn as usize].as_mut().unwrap().order.sent(hdr.seq);
+            }
             let id = PktId(self.pkts.insert(p));
             self.host_send_hook(src, id);
             self.inject(id, nic);
