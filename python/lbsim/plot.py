@@ -32,7 +32,8 @@ one colour across figures.
   Student-t interval and every completed iteration, the ideal dashed), and
   the bus bandwidth against message size (per run its mean over iterations;
   per series and size the mean and 95 % interval over runs; the ideal
-  dashed).
+  dashed; with one message size, the series side by side against the
+  ideal and 90 % of it, each labelled busbw / ideal).
 - Link failures and restores (``[[failures]]`` ``at_ms`` / ``restore_ms`` and
   ``[[random_failures]]`` from the run folder's resolved scenario.toml) are
   dashed red (down) and dotted green (restored) vertical lines on every time
@@ -537,9 +538,22 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
                 rows.append({"series": lab, "size_bytes": size, "runs": n, "busbw_gbps_mean": m, "ci95_gbps": h, "ideal_busbw_gbps": float(g.ideal.iloc[0])})
             ax.errorbar(xs, ms, yerr=hs, marker="o", ms=4, capsize=3, label=lab, color=matplotlib.colormaps["tab10"].colors[i % 10])
         ideal = per_run.groupby("size_bytes").ideal.first()
-        ax.plot(ideal.index, ideal.to_numpy(), "k--", lw=1, label="ideal (idle non-blocking fabric)")
-        ax.set_xscale("log")
-        ax.set_xlabel("message size (bytes)")
+        if len(ideal) == 1:
+            # one message size: the series side by side, the ideal a line
+            ax.clear()
+            for i, r in enumerate(rows):
+                ax.errorbar(i, r["busbw_gbps_mean"], yerr=0.0 if math.isnan(r["ci95_gbps"]) else r["ci95_gbps"], marker="o", ms=5,
+                            capsize=4, color=matplotlib.colormaps["tab10"].colors[i % 10])
+                ax.annotate(f"{r['busbw_gbps_mean'] / r['ideal_busbw_gbps']:.2f}", (i, r["busbw_gbps_mean"]), xytext=(6, -3),
+                            textcoords="offset points", fontsize=6)
+            ax.axhline(ideal.iloc[0], color="k", ls="--", lw=1, label=f"ideal {ideal.iloc[0]:.1f} Gb/s (idle non-blocking fabric)")
+            ax.axhline(0.9 * ideal.iloc[0], color="gray", ls=":", lw=1, label="90 % of ideal")
+            ax.set_xticks(range(len(rows)), [f"{r['series']}" for r in rows], rotation=30, ha="right", fontsize=7)
+            ax.set_xlabel(f"message size {ideal.index[0]:,} bytes; labels: busbw / ideal")
+        else:
+            ax.plot(ideal.index, ideal.to_numpy(), "k--", lw=1, label="ideal (idle non-blocking fabric)")
+            ax.set_xscale("log")
+            ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("bus bandwidth (Gb/s)")
         ax.set_ylim(bottom=0)
         ax.set_title("Collective bus bandwidth (mean and 95 % CI over runs)", fontsize=9)
