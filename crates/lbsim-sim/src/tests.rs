@@ -839,7 +839,8 @@ fn summary_keys(v: &serde_json::Value, path: &str, out: &mut std::collections::B
 /// docs/metrics.md's "summary.json" section lists every key summary.json
 /// has, and no key it no longer has: two runs with the optional sections on
 /// (CONGA with a parameter, samplers, UDP background, injected drops,
-/// flowlet gaps, size classes; then the incast workload under Clove-ECN) give
+/// flowlet gaps, size classes; then the incast workload under Clove-ECN;
+/// then a collective job) give
 /// the keys; those of scheme-specific
 /// sections, MPTCP and lbsim-run are listed apart in the test.
 #[test]
@@ -859,9 +860,11 @@ fn docs_metrics_md_lists_every_summary_key() {
         ],
     );
     let b = run_ok(include_str!("../../../examples/incast.toml"), &["lb.scheme=\"clove_ecn\""]);
+    let c = run_ok(include_str!("../../../examples/allreduce_leafspine.toml"), &["jobs=[{ranks=4, size_bytes=400000}]"]);
     let mut have = std::collections::BTreeSet::new();
     summary_keys(&a.summary, "", &mut have);
     summary_keys(&b.summary, "", &mut have);
+    summary_keys(&c.summary, "", &mut have);
     // present only with some schemes, with MPTCP, or in lbsim-run's output
     const ELSEWHERE: &[&str] = &[
         "scheme.flowlets_per_flow",

@@ -8,8 +8,10 @@
 //! (its deadline moved later) just re-arms, so restarting the RTO on every
 //! ACK costs no heap operation.
 
+mod collective;
 mod mptcp;
 mod order;
+pub(crate) use collective::JobRun;
 use mptcp::Mptcp;
 use order::SendOrder;
 
@@ -63,6 +65,10 @@ pub(crate) enum Ev {
     /// Host `host`'s NIC queue has drained: wake senders waiting for it.
     NicReady {
         host: u32,
+    },
+    /// Collective job `job` starts its next iteration.
+    Job {
+        job: u32,
     },
 }
 
@@ -407,6 +413,12 @@ pub(crate) struct World {
     pub udp_until: SimTime,
     /// Flowlet sizes at the senders' NICs (`metrics.flowlet_gaps_us`).
     pub flowlet_obs: Option<FlowletObserver>,
+    /// Collective jobs (`[[jobs]]`), the connections of each job's rank
+    /// pairs ((job, src, dst) -> one per channel), and the job flows just
+    /// completed: (flow, uplink index its connection last used).
+    pub(crate) jobs: Vec<JobRun>,
+    job_pools: BTreeMap<(u32, u32, u32), Vec<u32>>,
+    done_coll: Vec<(u32, u32)>,
 }
 
 impl World {
@@ -493,6 +505,9 @@ impl World {
             jitter_rng: Rng::stream(0, "jitter"),
             udp_until: SimTime::ZERO,
             flowlet_obs: None,
+            jobs: Vec::new(),
+            job_pools: BTreeMap::new(),
+            done_coll: Vec::new(),
             topo,
         }
     }
@@ -526,6 +541,7 @@ impl World {
         if let Some(dt) = self.cwnd_interval {
             self.q.schedule(dt, Ev::SampleCwnd);
         }
+        self.start_jobs();
         self.lb.start(&mut ctx!(self));
         self.run_actions();
     }
@@ -538,7 +554,11 @@ impl World {
     pub fn finished(&self) -> bool {
         let open_loop_done = self.next_arrival == self.arrivals.len() && self.done == self.flows.len();
         let incast_done = self.incast.as_ref().is_none_or(|i| i.issued == i.requests && i.outstanding == 0);
-        open_loop_done && incast_done && (!self.flows.is_empty() || self.incast.is_some()) && self.now() >= self.udp_until
+        open_loop_done
+            && incast_done
+            && self.jobs_done()
+            && (!self.flows.is_empty() || self.incast.is_some() || !self.jobs.is_empty())
+            && self.now() >= self.udp_until
     }
 
     /// What event `ev` does; `arrived` is the packet an arrival popped
@@ -585,6 +605,7 @@ impl World {
                 }
             }
             Ev::NicReady { host } => self.nic_ready(host),
+            Ev::Job { job } => self.job_iteration(job),
         }
     }
 
@@ -945,12 +966,20 @@ impl World {
                     if fr.incast_request.is_some() {
                         self.done_incast.push(f);
                     }
+                    if fr.job != u32::MAX {
+                        self.done_coll.push((f, c.last_uplink));
+                    }
                 }
             }
             self.emit(conn, false, &mut out);
             self.rearm(conn, 1);
             while let Some(f) = self.done_incast.pop() {
                 self.incast_flow_done(self.flows[f as usize].incast_request.unwrap());
+            }
+            if !self.done_coll.is_empty() {
+                self.out = out;
+                self.job_flows_done();
+                return;
             }
         } else {
             let (src, parent) = (c.src, c.parent);
@@ -1209,21 +1238,29 @@ impl World {
     /// Starts a flow: a new connection with a handshake, or the least-loaded
     /// persistent connection of the pair.
     pub fn start_flow(&mut self, f: FlowSpec, incast_request: Option<u32>) {
+        self.start_flow_on(f, incast_request, None);
+    }
+
+    /// [`World::start_flow`]; a collective job's flow (`job` = (job,
+    /// channel)) goes on its channel's established connection.
+    fn start_flow_on(&mut self, f: FlowSpec, incast_request: Option<u32>, job: Option<(u32, u32)>) {
         let now = self.now();
         let fid = self.flows.len() as u32;
-        let handshake = self.persistent.is_none();
+        let handshake = self.persistent.is_none() && job.is_none();
         let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
         if self.mptcp_n.is_some() {
             let start = f.start.max(now);
             self.flows.push(FlowRecord::new(&f, start, ideal, FlowCounters::default(), incast_request));
             // counters are read as differences at completion
-            let base = self.start_mptcp_flow(f, fid);
+            let mp = job.map(|(j, ch)| self.job_conn(j, f.src, f.dst, ch, true));
+            let base = self.start_mptcp_flow(f, fid, mp);
             self.flows[fid as usize] = FlowRecord::new(&f, start, ideal, base, incast_request);
             return;
         }
-        let conn = match self.persistent {
-            None => self.new_conn(f.src, f.dst, false, true, 80),
-            Some(n) => self.pooled(
+        let conn = match (job, self.persistent) {
+            (Some((j, ch)), _) => self.job_conn(j, f.src, f.dst, ch, false),
+            (None, None) => self.new_conn(f.src, f.dst, false, true, 80),
+            (None, Some(n)) => self.pooled(
                 f.src,
                 f.dst,
                 n,
