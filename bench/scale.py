@@ -44,6 +44,9 @@ SCENARIOS = {
     "k16": ("bench/scale/k16_1mb.toml", [], "k=16 fat-tree (1,024 hosts), 2,000 x 1 MB, letflow"),
     "k16x10": ("bench/scale/k16_1mb.toml", ["workload.flows=20000"], "k=16 fat-tree, 20,000 x 1 MB, letflow"),
     "k24": ("bench/scale/k24_1mb.toml", [], "k=24 fat-tree (3,456 hosts), 2,000 x 1 MB, letflow"),
+    "k8ar": ("bench/scale/k8_allreduce.toml", [], "k=8 fat-tree, 64-rank ring all-reduce, 10 x 256 MB (long; compare its events/s with k8)"),
+    "k8ar_small": ("bench/scale/k8_allreduce.toml", ["jobs=[{ranks=64, placement=\"spread\", size_bytes=8388608, iterations=2}]"],
+                   "k=8 fat-tree, 64-rank ring all-reduce, 2 x 8 MB"),
     "small1m": ("examples/small.toml", ["workload.flows=1000000"], "32 hosts, 10^6 web-search flows (long)"),
 }
 DEFAULT = ["b1", "k8", "k16", "k24"]

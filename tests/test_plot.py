@@ -124,3 +124,29 @@ def test_group_intervals_and_nearest_rank():
     v = list(range(1, 101))
     assert nearest_rank(v, 0.99) == 99 and nearest_rank(v, 0.5) == 50 and nearest_rank(v, 1.0) == 100
     assert math.isnan(nearest_rank([], 0.5))
+
+
+def test_busbw_of_one_message_size_is_drawn_per_series_with_t_intervals(tmp_path):
+    """One message size: job_busbw.csv has one row per series whose mean and
+    interval are those of its runs' mean busbw over iterations, and the
+    ideal of the jobs table."""
+    job = "jobs=[{ranks=4, placement=\"spread\", size_bytes=2000000, iterations=2}]"
+    dirs = {}
+    for scheme in ("ecmp", "drill"):
+        for seed in (1, 2):
+            d = tmp_path / f"{scheme}{seed}"
+            subprocess.run([sys.executable, "-m", "lbsim.cli", "run", "examples/allreduce_leafspine.toml", "--out", str(d), "--quiet",
+                            "--set", job, "--set", f'lb.scheme="{scheme}"', "--set", f"seed={seed}"], check=True)
+            dirs[d] = scheme
+    figs = tmp_path / "figs"
+    plot_runs(list(dirs), figs, groups=dirs)
+    assert (figs / "job_busbw.png").exists()
+    got = pd.read_csv(figs / "job_busbw.csv")
+    assert len(got) == 2
+    for scheme in ("ecmp", "drill"):
+        per_run = [pd.read_parquet(d / "jobs.parquet") for d, s in dirs.items() if s == scheme]
+        m, h, n = mean_ci95([j.busbw_gbps.mean() for j in per_run])
+        row = got[got.series.str.startswith(scheme)].iloc[0]
+        assert (row.runs, row.size_bytes) == (2, 2000000)
+        assert row.busbw_gbps_mean == pytest.approx(m) and row.ci95_gbps == pytest.approx(h)
+        assert row.ideal_busbw_gbps == pytest.approx(per_run[0].ideal_busbw_gbps.iloc[0])

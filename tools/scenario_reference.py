@@ -40,6 +40,7 @@ SECTIONS = [
     ("`[[link_overrides]]`", "LinkOverrideCfg", "[[link_overrides]]", ""),
     ("`[[drops]]`", "DropCfg", "[[drops]]", ""),
     ("`[[udp]]`", "UdpCfg", "[[udp]]", ""),
+    ("`[[jobs]]`", "JobCfg", "[[jobs]]", "Collective jobs (training traffic), beside any workload or alone with `workload.kind = \"collective\"`: each rank starts a step's flows when it has received the earlier steps' data (not on a clock); jobs.parquet and steps.parquet report each iteration and step (docs/metrics.md)."),
     ("`[metrics]`", "MetricsCfg", "[metrics]", ""),
     ("`[run]`", "RunCfg", "[run]", ""),
 ]
@@ -76,6 +77,7 @@ def rust_type(t: str) -> tuple[str, bool]:
         "u8": "integer", "u16": "integer", "u32": "integer", "u64": "integer", "usize": "integer",
         "f64": "number", "bool": "boolean", "String": "string", "toml::Table": "table",
         "HostsPerLeaf": "integer or list of integers",
+        "Ranks": "integer or list of integers",
     }.get(t, "table"), False
 
 

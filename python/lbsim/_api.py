@@ -137,7 +137,7 @@ def _table_property(name: str) -> property:
 class Result:
     """One run: per-flow records, samples and the summary.
 
-    ``flows``, ``links``, ``queues``, ``ports`` are pandas DataFrames (the
+    ``flows``, ``links``, ``queues``, ``ports``, ``jobs``, ``steps`` are pandas DataFrames (the
     Arrow tables are in ``tables``); ``summary`` is a dict (also written as
     summary.json).
     """
@@ -160,10 +160,13 @@ class Result:
     scheme_samples = _table_property("scheme_samples")
     cwnd = _table_property("cwnd")
     ports = _table_property("ports")
+    jobs = _table_property("jobs")
+    steps = _table_property("steps")
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
         """Writes flows.parquet, summary.json and (if sampled) links.parquet,
-        queues.parquet, flow_rates.parquet, cwnd.parquet (removing an earlier run's when
+        queues.parquet, flow_rates.parquet, cwnd.parquet, and (with
+        ``[[jobs]]``) jobs.parquet and steps.parquet (removing an earlier run's when
         this one has none), plus ports.parquet. Same scenario and seed give
         byte-identical flows.parquet. The files written are in ``self.written``."""
         d = Path(out_dir)
@@ -180,7 +183,7 @@ class Result:
 
                     written += write_pcaps(t.to_pandas(), d)
                 continue
-            if name in ("links", "queues", "flow_rates", "scheme_samples", "cwnd") and t.num_rows == 0:
+            if name in ("links", "queues", "flow_rates", "scheme_samples", "cwnd", "jobs", "steps") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
                 continue
             tmp = d / f".{name}.parquet.tmp"

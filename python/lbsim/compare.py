@@ -56,9 +56,12 @@ class CompareError(ValueError):
 
 def _dig(d: Any, dotted: str) -> Optional[float]:
     for k in dotted.split("."):
-        if not isinstance(d, dict) or k not in d:
+        if isinstance(d, list) and k.isdigit() and int(k) < len(d):
+            d = d[int(k)]  # a list element by index: jobs.0.iteration_us.mean
+        elif not isinstance(d, dict) or k not in d:
             return None
-        d = d[k]
+        else:
+            d = d[k]
     return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 

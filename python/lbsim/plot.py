@@ -27,6 +27,13 @@ one colour across figures.
   (``metrics.flow_rate_window_ms``): the aggregate receive-side goodput of all
   flows (left) and the goodput of the 5 largest flows, labelled by id and
   size (right); windows without delivered bytes count as 0 (stalls show).
+- ``job_iteration_time.png`` and ``job_busbw.png``, for runs with
+  collective jobs (jobs.parquet): the iteration time per series (mean, 95 %
+  Student-t interval and every completed iteration, the ideal dashed), and
+  the bus bandwidth against message size (per run its mean over iterations;
+  per series and size the mean and 95 % interval over runs; the ideal
+  dashed; with one message size, the series side by side against the
+  ideal and 90 % of it, each labelled busbw / ideal).
 - Link failures and restores (``[[failures]]`` ``at_ms`` / ``restore_ms`` and
   ``[[random_failures]]`` from the run folder's resolved scenario.toml) are
   dashed red (down) and dotted green (restored) vertical lines on every time
@@ -491,6 +498,68 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
         if handles:
             rect = legend_below(fig, list(handles.values()), list(handles.keys()), ncol=2)
         save(fig, "flow_goodput", pd.concat(rows, ignore_index=True), rect=rect)
+
+    # --- collective jobs: iteration time per series, busbw vs message size --
+    with_jobs = [(s, r, pd.read_parquet(r.path / "jobs.parquet")) for s in series for r in s.runs if (r.path / "jobs.parquet").exists()]
+    if with_jobs:
+        table = pd.concat([j.assign(**r.ids(), series=s.label) for s, r, j in with_jobs], ignore_index=True)
+        done = table[table.completed]
+        # iteration time: every completed iteration of every run of a series
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        labels = list(dict.fromkeys(done.series))
+        rows = []
+        for i, lab in enumerate(labels):
+            v = done[done.series == lab].time_us.to_numpy(dtype=float) / 1e3
+            m, h, n = mean_ci95(v)
+            rows.append({"series": lab, "iterations": n, "mean_ms": m, "ci95_ms": h, "p99_ms": nearest_rank(np.sort(v), 0.99, presorted=True)})
+            ax.bar(i, m, yerr=None if math.isnan(h) else h, capsize=3, color=matplotlib.colormaps["tab10"].colors[i % 10])
+            ax.plot(np.full(len(v), i), v, "k.", ms=3, alpha=0.5)
+        ideal = done.ideal_us.min() / 1e3
+        ax.axhline(ideal, color="gray", ls="--", lw=1, label=f"ideal ({ideal:.3g} ms)" if done.ideal_us.nunique() == 1 else "ideal (smallest)")
+        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("iteration time (ms): mean, 95 % CI, each iteration")
+        ax.set_title("Collective iteration time", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, lw=0.5, axis="y")
+        save(fig, "job_iteration_time", pd.DataFrame(rows))
+        # busbw against message size: per run its mean over iterations, then
+        # mean and 95 % t interval over a series' runs
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        per_run = done.groupby(["series", "run", "size_bytes"], sort=False).agg(busbw=("busbw_gbps", "mean"), ideal=("ideal_busbw_gbps", "first")).reset_index()
+        rows = []
+        for i, lab in enumerate(dict.fromkeys(per_run.series)):
+            d = per_run[per_run.series == lab]
+            xs, ms, hs = [], [], []
+            for size, g in d.groupby("size_bytes"):
+                m, h, n = mean_ci95(g.busbw)
+                xs.append(size)
+                ms.append(m)
+                hs.append(0.0 if math.isnan(h) else h)
+                rows.append({"series": lab, "size_bytes": size, "runs": n, "busbw_gbps_mean": m, "ci95_gbps": h, "ideal_busbw_gbps": float(g.ideal.iloc[0])})
+            ax.errorbar(xs, ms, yerr=hs, marker="o", ms=4, capsize=3, label=lab, color=matplotlib.colormaps["tab10"].colors[i % 10])
+        ideal = per_run.groupby("size_bytes").ideal.first()
+        if len(ideal) == 1:
+            # one message size: the series side by side, the ideal a line
+            ax.clear()
+            for i, r in enumerate(rows):
+                ax.errorbar(i, r["busbw_gbps_mean"], yerr=0.0 if math.isnan(r["ci95_gbps"]) else r["ci95_gbps"], marker="o", ms=5,
+                            capsize=4, color=matplotlib.colormaps["tab10"].colors[i % 10])
+                ax.annotate(f"{r['busbw_gbps_mean'] / r['ideal_busbw_gbps']:.2f}", (i, r["busbw_gbps_mean"]), xytext=(6, -3),
+                            textcoords="offset points", fontsize=6)
+            ax.axhline(ideal.iloc[0], color="k", ls="--", lw=1, label=f"ideal {ideal.iloc[0]:.1f} Gb/s (idle non-blocking fabric)")
+            ax.axhline(0.9 * ideal.iloc[0], color="gray", ls=":", lw=1, label="90 % of ideal")
+            ax.set_xticks(range(len(rows)), [f"{r['series']}" for r in rows], rotation=30, ha="right", fontsize=7)
+            ax.set_xlabel(f"message size {ideal.index[0]:,} bytes; labels: busbw / ideal")
+        else:
+            ax.plot(ideal.index, ideal.to_numpy(), "k--", lw=1, label="ideal (idle non-blocking fabric)")
+            ax.set_xscale("log")
+            ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("bus bandwidth (Gb/s)")
+        ax.set_ylim(bottom=0)
+        ax.set_title("Collective bus bandwidth (mean and 95 % CI over runs)", fontsize=9)
+        ax.grid(alpha=0.3, lw=0.5)
+        ax.legend(fontsize=6)
+        save(fig, "job_busbw", pd.DataFrame(rows))
 
     # --- failures ---------------------------------------------------------
     rows = []

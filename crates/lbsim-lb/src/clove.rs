@@ -312,6 +312,10 @@ pub fn apply_ecn_cut(w: &mut [f64], congested_until: &[SimTime], i: usize, cut: 
 }
 
 impl LoadBalancer for Clove {
+    /// Host-side only: switches forward by plain ECMP.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
     fn on_host_send(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) {
         let p = *ctx.pkt(pkt);
         if matches!(p.payload, Payload::Control { .. }) {

@@ -17,4 +17,8 @@ impl LoadBalancer for Ecmp {
     fn wants_host_hooks(&self) -> bool {
         false
     }
+    /// The default switch hook is ECMP: the simulator picks by it directly.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
 }

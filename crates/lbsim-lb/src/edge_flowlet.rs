@@ -52,6 +52,10 @@ impl EdgeFlowlet {
 }
 
 impl LoadBalancer for EdgeFlowlet {
+    /// Host-side only: switches forward by plain ECMP.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
     fn on_host_send(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) {
         let p = *ctx.pkt(pkt);
         if matches!(p.payload, Payload::Control { .. }) {

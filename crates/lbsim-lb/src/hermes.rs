@@ -425,6 +425,10 @@ impl Hermes {
 }
 
 impl LoadBalancer for Hermes {
+    /// Host-side only: switches forward by plain ECMP.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
     fn start(&mut self, ctx: &mut Ctx) {
         ctx.schedule(self.probe_every, TOKEN_PROBE_TICK);
     }

@@ -466,6 +466,9 @@ impl LoadBalancer for Scheme {
     fn wants_host_hooks(&self) -> bool {
         dispatch!(self, s => s.wants_host_hooks())
     }
+    fn wants_switch_hook(&self) -> bool {
+        dispatch!(self, s => s.wants_switch_hook())
+    }
     #[inline]
     fn on_enqueue(&mut self, ctx: &mut Ctx, port: PortId, pkt: PktId) {
         dispatch!(self, s => s.on_enqueue(ctx, port, pkt))
@@ -491,7 +494,7 @@ mod tests {
     /// and the packet, the actions and the receive decision stay as if the
     /// hooks were skipped (which the simulator then does). State a hook
     /// might keep is checked end to end in lbsim-sim
-    /// (`skipping_the_host_hooks_of_schemes_without_them_changes_nothing`).
+    /// (`skipping_the_hooks_of_schemes_without_them_changes_nothing`).
     #[test]
     fn schemes_without_host_hooks_do_nothing_in_them() {
         let mut env = Env::testbed();
@@ -520,6 +523,46 @@ mod tests {
             assert!(with.contains(&name), "{name}: {with:?}");
         }
         assert!(without >= 10, "{without}");
+    }
+
+    /// A scheme that says it has no switch hook must choose as ECMP does
+    /// (the simulator then picks by ECMP itself): 200 packets of different
+    /// flows at every switch with a route to their destination get the
+    /// ECMP port, no action, and leave the packet as it was. End to end:
+    /// `skipping_the_hooks_of_schemes_without_them_changes_nothing`.
+    #[test]
+    fn schemes_without_a_switch_hook_choose_as_ecmp() {
+        let mut env = Env::testbed();
+        let mut without = vec![];
+        for info in SCHEMES {
+            let mut s = Scheme::new(info.name, &BTreeMap::new(), &env.scheme_env()).unwrap();
+            if s.wants_switch_hook() {
+                continue;
+            }
+            without.push(info.name);
+            let mut hops = 0;
+            for i in 0..200u32 {
+                let (src, dst) = (i % 16, 16 + (i * 7) % 16);
+                let pkt = env.packet(src, dst, 1500);
+                let before = format!("{:?}", env.pkts.get(pkt.0));
+                for n in 0..env.topo.nodes.len() as u32 {
+                    let sw = NodeId(n);
+                    if env.topo.is_host(sw) || env.routing.next_hops(sw, dst).is_empty() {
+                        continue;
+                    }
+                    let c = env.routing.next_hops(sw, dst).to_vec();
+                    let want = env.ctx(SimTime::ZERO).ecmp(sw, pkt, &c);
+                    assert_eq!(s.on_switch(&mut env.ctx(SimTime::ZERO), sw, c[0], pkt, &c), Forward::Port(want), "{}", info.name);
+                    assert!(env.actions.is_empty(), "{}", info.name);
+                    assert_eq!(format!("{:?}", env.pkts.get(pkt.0)), before, "{}", info.name);
+                    hops += 1;
+                }
+            }
+            assert!(hops >= 200 * 3, "{}: {hops}", info.name);
+        }
+        for name in ["ecmp", "clove_ecn", "presto", "hermes", "vms", "mptcp"] {
+            assert!(without.contains(&name), "{name}: {without:?}");
+        }
     }
 
     /// Each scheme reports its own counters through the trait: a fresh

@@ -32,4 +32,8 @@ impl LoadBalancer for Mptcp {
     fn wants_host_hooks(&self) -> bool {
         false
     }
+    /// Subflows are spread by ECMP on their source ports.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
 }

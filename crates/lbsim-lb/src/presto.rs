@@ -196,6 +196,10 @@ impl Presto {
 }
 
 impl LoadBalancer for Presto {
+    /// Host-side only: switches forward by plain ECMP.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
     fn on_host_send(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) {
         let p = *ctx.pkt(pkt);
         let len = match p.payload {

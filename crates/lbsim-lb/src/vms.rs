@@ -367,6 +367,10 @@ impl Vms {
 }
 
 impl LoadBalancer for Vms {
+    /// Host-side only: switches forward by plain ECMP.
+    fn wants_switch_hook(&self) -> bool {
+        false
+    }
     fn on_host_send(&mut self, ctx: &mut Ctx, host: NodeId, pkt: PktId) {
         let p = *ctx.pkt(pkt);
         let Payload::Tcp { conn, to_receiver, hdr } = p.payload else { return };

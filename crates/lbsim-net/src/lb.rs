@@ -179,6 +179,14 @@ pub trait LoadBalancer {
         true
     }
 
+    /// Whether [`LoadBalancer::on_switch`] does anything beyond the default
+    /// ECMP choice. A scheme that keeps the default says false, and the
+    /// simulator then picks by ECMP itself, without building a [`Ctx`] for
+    /// every switch hop; the default, true, is always correct.
+    fn wants_switch_hook(&self) -> bool {
+        true
+    }
+
     /// A packet at switch `sw`, arrived on `in_port`, bound for a host that
     /// `candidates` (the equal-cost next hops, never empty) lead to.
     fn on_switch(&mut self, ctx: &mut Ctx, sw: NodeId, _in_port: PortId, pkt: PktId, candidates: &[PortId]) -> Forward {

@@ -106,6 +106,10 @@ pub struct Packet {
     pub created: SimTime,
     /// Switch hops taken so far.
     pub hops: u8,
+    /// A TCP data segment's send serial (the low 32 bits of its connection's
+    /// count of data segments sent before it; simulator truth for telling
+    /// reordering from loss, not on the wire). 0 otherwise.
+    pub serial: u32,
 }
 
 /// Hash of a 5-tuple (the ECMP key before a switch's salt is mixed in).
@@ -153,6 +157,7 @@ impl Packet {
             lb: LbHeader::None,
             created: now,
             hops: 0,
+            serial: 0,
         }
     }
 

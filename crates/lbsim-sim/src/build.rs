@@ -372,6 +372,76 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
     Ok(out)
 }
 
+/// The hosts of each `[[jobs]]` entry, rank by rank: an explicit list as
+/// given, or a count placed (`packed`, `spread`, `random`) on the hosts no
+/// earlier job took.
+pub fn place_jobs(sc: &Scenario, topo: &Topology) -> Result<Vec<Vec<u32>>, ScenarioError> {
+    let nh = topo.num_hosts() as u32;
+    let mut taken = vec![false; nh as usize];
+    let mut rng = Rng::stream(sc.seed, "jobs");
+    let mut out = vec![];
+    for (i, j) in sc.jobs.iter().enumerate() {
+        let key = format!("jobs[{i}].ranks");
+        let hosts: Vec<u32> = match &j.ranks {
+            scenario::Ranks::Hosts(h) => {
+                if let Some(&x) = h.iter().find(|&&x| x >= nh) {
+                    return Err(bad(key, format!("host {x} does not exist (the fabric has {nh} hosts)")));
+                }
+                h.clone()
+            }
+            scenario::Ranks::Count(n) => {
+                let free: Vec<u32> = (0..nh).filter(|&h| !taken[h as usize]).collect();
+                if *n as usize > free.len() {
+                    let others = nh as usize - free.len();
+                    return Err(bad(
+                        key,
+                        format!(
+                            "{n} ranks do not fit: the fabric has {nh} hosts{}",
+                            if others > 0 { format!(", {others} taken by earlier jobs") } else { String::new() }
+                        ),
+                    ));
+                }
+                match j.placement.as_str() {
+                    "packed" => free[..*n as usize].to_vec(),
+                    "spread" => {
+                        // round robin over the racks, each rack's free hosts in order
+                        let mut by_rack: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); topo.racks.len()];
+                        for &h in &free {
+                            by_rack[topo.host_rack[h as usize] as usize].push_back(h);
+                        }
+                        let mut v = vec![];
+                        while v.len() < *n as usize {
+                            for q in by_rack.iter_mut() {
+                                if v.len() < *n as usize {
+                                    if let Some(h) = q.pop_front() {
+                                        v.push(h);
+                                    }
+                                }
+                            }
+                        }
+                        v
+                    }
+                    _ => {
+                        // random: a partial Fisher-Yates over the free hosts
+                        let mut pool = free;
+                        for k in 0..*n as usize {
+                            let r = k + rng.below((pool.len() - k) as u64) as usize;
+                            pool.swap(k, r);
+                        }
+                        pool.truncate(*n as usize);
+                        pool
+                    }
+                }
+            }
+        };
+        for &h in &hosts {
+            taken[h as usize] = true;
+        }
+        out.push(hosts);
+    }
+    Ok(out)
+}
+
 /// Runs a scenario. `progress` is called about every 0.25 s of wall time;
 /// returning false stops the run with [`SimError::Interrupted`].
 /// Everything a run does before its first event: topology, routes,
@@ -593,6 +663,13 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         w.schedule_udp(k as u32, SimTime::from_us_f64(u.start_ms * 1e3));
     }
 
+    // collective jobs
+    for (i, (j, hosts)) in sc.jobs.iter().zip(place_jobs(sc, &w.topo)?).enumerate() {
+        let op = lbsim_workload::CollOp::from_name(&j.op).expect("validated");
+        let name = j.name.clone().unwrap_or_else(|| format!("job{i}"));
+        w.add_job(name, op, hosts, j.size_bytes, j.iterations, SimTime::from_us_f64(j.gap_us), j.channels, SimTime::from_us_f64(j.start_us));
+    }
+
     // samplers
     let m = &sc.metrics;
     for (i, pat) in m.link_samplers.iter().enumerate() {
@@ -622,7 +699,8 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         }
     }
     w.pcap_left = m.pcap_max_packets;
-    w.path_record = m.path_record;
+    // the steps table names the uplink of each step's slowest flow
+    w.path_record = m.path_record || !sc.jobs.is_empty();
     w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
     w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
     if !m.flowlet_gaps_us.is_empty() {
@@ -633,6 +711,8 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
         (None, "poisson" | "per_sender" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
         (None, "incast") => SimTime::from_ms(3_600_000),
+        // the jobs end the run when they are done
+        (None, "collective" | "none") if !sc.jobs.is_empty() => SimTime::from_ms(3_600_000),
         (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
     };
 

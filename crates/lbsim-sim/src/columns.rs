@@ -228,6 +228,136 @@ const FLOW_TAIL: &[Column<FlowRecord>] = &[
         doc: "The flow's size class (workload.classes); \"all\" without classes.",
         get: |_, f, o| Cell::S(Cow::Borrowed(o.class_names.get(f.class as usize).map_or("all", |n| n.as_str()))),
     },
+    Column { name: "job", ty: Ty::I64, unit: "", doc: "The collective job ([[jobs]] index) the flow belongs to; -1 if none.", get: |_, f, _| Cell::I(host(f.job)) },
+    Column { name: "job_iteration", ty: Ty::I64, unit: "", doc: "The job's iteration the flow belongs to; -1 if none.", get: |_, f, _| Cell::I(host(f.job_iteration)) },
+    Column {
+        name: "job_step",
+        ty: Ty::I64,
+        unit: "",
+        doc: "The step of the iteration the flow belongs to (its sender started it once it had received everything of the earlier steps); -1 if none.",
+        get: |_, f, _| Cell::I(host(f.job_step)),
+    },
+];
+
+fn secs_or_nan(t: Option<lbsim_engine::SimTime>) -> f64 {
+    t.map_or(f64::NAN, |t| t.as_secs_f64())
+}
+
+const JOBS: &[Column<crate::metrics::JobRecord>] = &[
+    Column { name: "job", ty: Ty::I64, unit: "", doc: "The job's index in [[jobs]].", get: |_, r, _| Cell::I(r.job as i64) },
+    Column { name: "name", ty: Ty::Str, unit: "", doc: "jobs[].name (\"job<i>\" without).", get: |_, r, _| Cell::S(Cow::Borrowed(&r.name)) },
+    Column { name: "op", ty: Ty::Str, unit: "", doc: "The collective operation (jobs[].op).", get: |_, r, _| Cell::S(Cow::Borrowed(r.op)) },
+    Column { name: "ranks", ty: Ty::I64, unit: "ranks", doc: "Ranks in the job.", get: |_, r, _| Cell::I(r.ranks as i64) },
+    Column { name: "size_bytes", ty: Ty::I64, unit: "bytes", doc: "The message size (jobs[].size_bytes).", get: |_, r, _| Cell::I(signed(r.size)) },
+    Column { name: "channels", ty: Ty::I64, unit: "connections", doc: "Connections per rank pair.", get: |_, r, _| Cell::I(r.channels as i64) },
+    Column { name: "iteration", ty: Ty::I64, unit: "", doc: "The iteration, from 0.", get: |_, r, _| Cell::I(r.iteration as i64) },
+    Column { name: "start_us", ty: Ty::F64, unit: "µs", doc: "When the iteration started every rank's first step.", get: |_, r, _| Cell::F(r.start.as_us_f64()) },
+    Column { name: "end_us", ty: Ty::F64, unit: "µs", doc: "When its last flow finished; NaN if unfinished.", get: |_, r, _| opt_us(r.end) },
+    Column { name: "time_us", ty: Ty::F64, unit: "µs", doc: "Iteration (collective completion) time, end_us - start_us; NaN if unfinished.", get: |_, r, _| opt_us(r.time()) },
+    Column {
+        name: "ideal_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "The iteration on an idle non-blocking fabric: the sum of its steps' ideal_us (steps.parquet).",
+        get: |_, r, _| Cell::F(r.ideal.as_us_f64()),
+    },
+    Column {
+        name: "slowdown",
+        ty: Ty::F64,
+        unit: "",
+        doc: "time_us / ideal_us; NaN if unfinished.",
+        get: |_, r, _| Cell::F(secs_or_nan(r.time()) / r.ideal.as_secs_f64()),
+    },
+    Column {
+        name: "algbw_gbps",
+        ty: Ty::F64,
+        unit: "Gb/s",
+        doc: "Algorithm bandwidth, size_bytes x 8 / time; NaN if unfinished.",
+        get: |_, r, _| Cell::F(r.time().map_or(f64::NAN, |t| r.algbw_gbps(t))),
+    },
+    Column {
+        name: "busbw_gbps",
+        ty: Ty::F64,
+        unit: "Gb/s",
+        doc: "Bus bandwidth, algbw_gbps x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather, reduce-scatter and all-to-all (n ranks), as the collective benchmarks report; NaN if unfinished.",
+        get: |_, r, _| Cell::F(r.time().map_or(f64::NAN, |t| r.algbw_gbps(t) * r.bus_factor)),
+    },
+    Column {
+        name: "ideal_busbw_gbps",
+        ty: Ty::F64,
+        unit: "Gb/s",
+        doc: "busbw_gbps at ideal_us.",
+        get: |_, r, _| Cell::F(r.algbw_gbps(r.ideal) * r.bus_factor),
+    },
+    Column { name: "completed", ty: Ty::Bool, unit: "", doc: "Whether the iteration finished before the run stopped.", get: |_, r, _| Cell::B(r.end.is_some()) },
+];
+
+const STEPS: &[Column<crate::metrics::StepRecord>] = &[
+    Column { name: "job", ty: Ty::I64, unit: "", doc: "The job's index in [[jobs]].", get: |_, r, _| Cell::I(r.job as i64) },
+    Column { name: "iteration", ty: Ty::I64, unit: "", doc: "The iteration, from 0.", get: |_, r, _| Cell::I(r.iteration as i64) },
+    Column { name: "step", ty: Ty::I64, unit: "", doc: "The step, from 0 (ring all-reduce: 2(n-1) steps).", get: |_, r, _| Cell::I(r.step as i64) },
+    Column {
+        name: "start_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "The first start of the step's flows (ranks start a step when they have received the earlier steps); NaN if none started.",
+        get: |_, r, _| opt_us(r.start),
+    },
+    Column { name: "end_us", ty: Ty::F64, unit: "µs", doc: "The last finish of the step's flows; NaN if any is unfinished.", get: |_, r, _| opt_us(r.end) },
+    Column {
+        name: "time_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "end_us - start_us; NaN if unfinished.",
+        get: |_, r, _| opt_us(r.start.zip(r.end).map(|(a, b)| b - a)),
+    },
+    Column {
+        name: "ideal_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "The step on the idle non-blocking fabric: the first full packet's store-and-forward latency over the slowest of the step's best routes, plus the busiest host's other wire bytes (payload and one header per segment, all channels) at its link rate, sending or receiving; no slow start (docs/metrics.md, \"Collective jobs\").",
+        get: |_, r, _| Cell::F(r.ideal.as_us_f64()),
+    },
+    Column {
+        name: "slowdown",
+        ty: Ty::F64,
+        unit: "",
+        doc: "time_us / ideal_us; NaN if unfinished.",
+        get: |_, r, _| Cell::F(secs_or_nan(r.start.zip(r.end).map(|(a, b)| b - a)) / r.ideal.as_secs_f64()),
+    },
+    Column { name: "flows", ty: Ty::I64, unit: "flows", doc: "The step's flows (sends x channels).", get: |_, r, _| Cell::I(r.flows as i64) },
+    Column { name: "flows_done", ty: Ty::I64, unit: "flows", doc: "Those finished.", get: |_, r, _| Cell::I(r.flows_done as i64) },
+    Column { name: "bytes", ty: Ty::I64, unit: "bytes", doc: "Application bytes the step moves, all ranks.", get: |_, r, _| Cell::I(signed(r.bytes)) },
+    Column {
+        name: "slowest_flow_id",
+        ty: Ty::I64,
+        unit: "",
+        doc: "The finished flow of the step with the longest FCT (flows.parquet's flow_id); -1 if none finished.",
+        get: |_, r, _| Cell::I(r.slowest.map_or(-1, |f| f as i64)),
+    },
+    Column {
+        name: "slowest_fct_us",
+        ty: Ty::F64,
+        unit: "µs",
+        doc: "Its FCT; NaN if none finished.",
+        get: |_, r, _| opt_us(r.slowest.map(|_| r.slowest_fct)),
+    },
+    Column { name: "slowest_src", ty: Ty::I64, unit: "host", doc: "Its sending host; -1 if none.", get: |_, r, _| Cell::I(host(r.slowest_src)) },
+    Column { name: "slowest_dst", ty: Ty::I64, unit: "host", doc: "Its receiving host; -1 if none.", get: |_, r, _| Cell::I(host(r.slowest_dst)) },
+    Column {
+        name: "slowest_uplink",
+        ty: Ty::Str,
+        unit: "",
+        doc: "The source-leaf uplink its connection last sent data on (path recording is on whenever there are jobs); null if none or under MPTCP (several subflows).",
+        get: |_, r, _| r.slowest_uplink.as_deref().map_or(Cell::Null, |s| Cell::S(Cow::Borrowed(s))),
+    },
+    Column {
+        name: "slowest_uplinks_used",
+        ty: Ty::I64,
+        unit: "uplinks",
+        doc: "Distinct source-leaf uplinks its connection used while it ran (1: one path, as under ECMP; more: the scheme split it).",
+        get: |_, r, _| Cell::I(r.slowest_uplinks_used as i64),
+    },
 ];
 
 fn port_name(o: &RunOutput, port: u32) -> Cell<'_> {
@@ -442,6 +572,8 @@ pub fn tables() -> Vec<TableInfo> {
     vec![
         info("flows", "one row per flow, unfinished and never-started ones included", flow_columns()),
         info("ports", "one row per egress port: totals at the end of the run", PORTS.iter()),
+        info("jobs", "one row per collective job and iteration started ([[jobs]])", JOBS.iter()),
+        info("steps", "one row per collective job, iteration started and step", STEPS.iter()),
         info("links", "one row per sampled port and window (metrics.link_samplers)", LINKS.iter()),
         info("queues", "one row per sampled port and sample (metrics.queue_samplers)", QUEUES.iter()),
         info("cwnd", "one row per busy connection and sample (metrics.cwnd_sample_interval_us)", CWND.iter()),
@@ -498,6 +630,8 @@ pub fn table_cells(out: &RunOutput) -> Vec<(&'static str, Vec<(&'static str, Cel
     vec![
         ("flows", cells(flow_columns(), &out.flows, out)),
         ("ports", cells(PORTS.iter(), &out.ports, out)),
+        ("jobs", cells(JOBS.iter(), &out.jobs, out)),
+        ("steps", cells(STEPS.iter(), &out.steps, out)),
         ("links", cells(LINKS.iter(), &out.link_samples, out)),
         ("queues", cells(QUEUES.iter(), &out.queue_samples, out)),
         ("cwnd", cells(CWND.iter(), &out.cwnd_samples, out)),

@@ -24,7 +24,7 @@ mod world;
 /// Bumped whenever a change alters simulation results for an unchanged
 /// scenario; results catalogs key their runs on it (with the scenario), so
 /// stale results are never reused.
-pub const MODEL_REVISION: &str = "2026-11-23.1";
+pub const MODEL_REVISION: &str = "2026-11-26.1";
 
 /// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
 /// plus the scheme's own revision when it has one
@@ -36,7 +36,7 @@ pub fn model_revision(scheme: &str) -> String {
     }
 }
 
-pub use build::{flow_list, prepare, random_failures, Prepared};
+pub use build::{flow_list, place_jobs, prepare, random_failures, Prepared};
 pub use explain::{explain, too_long};
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use run::{run, run_with, validate, RunOptions};
@@ -48,6 +48,10 @@ use serde_json::Value;
 /// What a run produces.
 pub struct RunOutput {
     pub flows: Vec<FlowRecord>,
+    /// Collective jobs: one record per job and iteration started, and per
+    /// job, iteration and step.
+    pub jobs: Vec<metrics::JobRecord>,
+    pub steps: Vec<metrics::StepRecord>,
     pub link_samples: Vec<LinkSample>,
     pub queue_samples: Vec<QueueSample>,
     pub flow_rates: Vec<FlowRate>,

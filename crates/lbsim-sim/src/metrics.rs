@@ -34,6 +34,11 @@ pub struct FlowRecord {
     pub uplinks_used: u32,
     /// Index of the flow's size class (`workload.classes`; 0 without).
     pub class: u8,
+    /// The collective job, iteration and step the flow belongs to
+    /// (`u32::MAX`: none).
+    pub job: u32,
+    pub job_iteration: u32,
+    pub job_step: u32,
 }
 
 impl std::ops::Add for FlowCounters {
@@ -59,6 +64,9 @@ impl FlowRecord {
             started: true,
             uplinks_used: 0,
             class: spec.class,
+            job: u32::MAX,
+            job_iteration: u32::MAX,
+            job_step: u32::MAX,
         }
     }
 
@@ -342,6 +350,9 @@ mod tests {
             started: true,
             uplinks_used: 0,
             class: 0,
+            job: u32::MAX,
+            job_iteration: u32::MAX,
+            job_step: u32::MAX,
         };
         let flows = vec![f(10, Some(5)), f(100_000, Some(50)), f(20_000_000, None)];
         let (all, _, b) = fct_summary(&flows, &[100_000, 10_000_000], &[99.99]);
@@ -482,4 +493,59 @@ pub struct CapturedPacket {
     pub n_sack: u8,
     /// The run's TCP uses SACK (`transport.sack`): SYNs offer SACK-permitted.
     pub sack_ok: bool,
+}
+
+/// One iteration of a collective job: what jobs.parquet holds (its columns
+/// are declared in [`crate::columns`]).
+#[derive(Clone, Debug)]
+pub struct JobRecord {
+    pub job: u32,
+    pub name: String,
+    pub op: &'static str,
+    pub ranks: u32,
+    pub size: u64,
+    pub channels: u32,
+    pub iteration: u32,
+    pub start: SimTime,
+    /// When its last flow finished (None: unfinished when the run stopped).
+    pub end: Option<SimTime>,
+    /// The iteration on the idle non-blocking fabric: the sum of its steps'.
+    pub ideal: SimTime,
+    /// busbw / algbw (2(n-1)/n for all-reduce, (n-1)/n for the others).
+    pub bus_factor: f64,
+}
+
+impl JobRecord {
+    pub fn time(&self) -> Option<SimTime> {
+        self.end.map(|e| e - self.start)
+    }
+    /// Algorithm bandwidth over `t`, Gb/s: size / t.
+    pub fn algbw_gbps(&self, t: SimTime) -> f64 {
+        self.size as f64 * 8.0 / t.as_secs_f64() / 1e9
+    }
+}
+
+/// One step of one iteration of a collective job (steps.parquet).
+#[derive(Clone, Debug)]
+pub struct StepRecord {
+    pub job: u32,
+    pub iteration: u32,
+    pub step: u32,
+    /// The first of the step's flows' starts (None: no rank reached it).
+    pub start: Option<SimTime>,
+    /// The last of its flows' finishes (None: some unfinished).
+    pub end: Option<SimTime>,
+    pub ideal: SimTime,
+    pub flows: u32,
+    pub flows_done: u32,
+    pub bytes: u64,
+    /// The finished flow with the longest FCT, its FCT, ends, and the
+    /// source-leaf uplink its connection last sent data on with the number
+    /// of uplinks the connection used (1 for a flow pinned to one path).
+    pub slowest: Option<u32>,
+    pub slowest_fct: SimTime,
+    pub slowest_src: u32,
+    pub slowest_dst: u32,
+    pub slowest_uplink: Option<String>,
+    pub slowest_uplinks_used: u32,
 }

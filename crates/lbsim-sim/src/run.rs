@@ -50,7 +50,6 @@ pub fn run_with(sc: &Scenario, base_dir: Option<&Path>, opts: &RunOptions, progr
     let setup_s = wall0.elapsed().as_secs_f64();
     let t_run = std::time::Instant::now();
     let mut last_report = t_run;
-    let mut steps: u64 = 0;
     loop {
         if !w.step(hard_stop) {
             break;
@@ -58,8 +57,7 @@ pub fn run_with(sc: &Scenario, base_dir: Option<&Path>, opts: &RunOptions, progr
         if w.finished() {
             break;
         }
-        steps += 1;
-        if steps & 0xFFFF == 0 && last_report.elapsed().as_secs_f64() >= 0.25 {
+        if w.q.events_processed() & 0xFFFF == 0 && last_report.elapsed().as_secs_f64() >= 0.25 {
             last_report = std::time::Instant::now();
             let p =
                 Progress { sim_time: w.now(), flows_done: w.done, flows_total: total, events: w.q.events_processed(), wall_s: t_run.elapsed().as_secs_f64() };

@@ -98,6 +98,8 @@ pub struct Scenario {
     #[serde(default)]
     pub udp: Vec<UdpCfg>,
     #[serde(default)]
+    pub jobs: Vec<JobCfg>,
+    #[serde(default)]
     pub metrics: MetricsCfg,
     #[serde(default)]
     pub run: RunCfg,
@@ -538,7 +540,8 @@ impl Default for TransportCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorkloadCfg {
-    /// "poisson", "per_sender", "flow_list", "incast" or "none".
+    /// "poisson", "per_sender", "flow_list", "incast", "collective" (no
+    /// flows of its own: the `[[jobs]]` are the traffic) or "none".
     pub kind: String,
     /// A built-in CDF name (see `lbsim-workload`) ...
     pub cdf: String,
@@ -802,6 +805,118 @@ fn d1500() -> u32 {
     1500
 }
 
+/// A job's ranks: how many (placed by `placement`), or the hosts themselves.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Ranks {
+    Count(u32),
+    Hosts(Vec<u32>),
+}
+
+fn s_all_reduce() -> String {
+    s("all_reduce")
+}
+fn s_packed() -> String {
+    s("packed")
+}
+
+/// The placements `jobs[].placement` accepts.
+pub const PLACEMENTS: &[&str] = &["packed", "spread", "random"];
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobCfg {
+    /// A label for the job's rows (absent: "job<i>").
+    pub name: Option<String>,
+    /// The ranks: a count, placed by `placement`, or a list of host indices
+    /// (rank i on the i-th host; the ring follows this order). One rank per
+    /// host.
+    pub ranks: Ranks,
+    /// With a rank count: "packed" (the first free hosts in host order,
+    /// rack by rack), "spread" (rank k under the k-th rack with a free host,
+    /// round robin over the racks, so ring neighbours sit under different
+    /// racks) or "random" (uniformly among the free hosts, from the seed's
+    /// "jobs" stream). Hosts taken by earlier jobs are not free.
+    #[serde(default = "s_packed")]
+    pub placement: String,
+    /// "all_reduce" (ring), "all_gather" (ring), "reduce_scatter" (ring),
+    /// "all_to_all" or "all_reduce_hd" (recursive halving-doubling, a
+    /// power-of-two number of ranks).
+    #[serde(default = "s_all_reduce")]
+    pub op: String,
+    /// The message: the all-reduce buffer, the all-gather output, the
+    /// reduce-scatter input or one rank's all-to-all send buffer (the
+    /// collective benchmarks' convention); at least ranks x channels.
+    pub size_bytes: u64,
+    /// Iterations of the collective, one after the other.
+    #[serde(default = "one_u32")]
+    pub iterations: u32,
+    /// Compute time between an iteration's last byte received and the next
+    /// iteration's start.
+    #[serde(default)]
+    pub gap_us: f64,
+    /// TCP connections per rank pair (as collective libraries open several
+    /// channels): each send is split evenly over them.
+    #[serde(default = "one_u32")]
+    pub channels: u32,
+    /// When the first iteration starts.
+    #[serde(default)]
+    pub start_us: f64,
+}
+
+impl JobCfg {
+    /// The number of ranks, whatever form `ranks` takes.
+    pub fn n_ranks(&self) -> u32 {
+        match &self.ranks {
+            Ranks::Count(n) => *n,
+            Ranks::Hosts(h) => h.len() as u32,
+        }
+    }
+
+    /// Checks what does not need the fabric (`i`: its index in `jobs`);
+    /// hosts and placements are checked when the fabric is built.
+    fn validate(&self, i: usize) -> Result<(), ScenarioError> {
+        let key = |k: &str| format!("jobs[{i}].{k}");
+        let op = lbsim_workload::CollOp::from_name(&self.op)
+            .ok_or_else(|| bad(key("op"), format!("must be one of {}; got {:?}", lbsim_workload::COLL_OPS.join(", "), self.op)))?;
+        if !PLACEMENTS.contains(&self.placement.as_str()) {
+            return Err(bad(key("placement"), format!("must be one of {}; got {:?}", PLACEMENTS.join(", "), self.placement)));
+        }
+        let n = self.n_ranks();
+        op.check_ranks(n).map_err(|m| bad(key("ranks"), m))?;
+        if let Ranks::Hosts(h) = &self.ranks {
+            let mut seen = std::collections::BTreeSet::new();
+            if let Some(d) = h.iter().find(|&&x| !seen.insert(x)) {
+                return Err(bad(key("ranks"), format!("host {d} appears twice (one rank per host)")));
+            }
+        }
+        if !(1..=64).contains(&self.channels) {
+            return Err(bad(key("channels"), format!("must be 1 to 64; got {}", self.channels)));
+        }
+        if self.iterations == 0 {
+            return Err(bad(key("iterations"), "must be >= 1"));
+        }
+        if self.size_bytes == 0 {
+            return Err(bad(key("size_bytes"), "must be >= 1"));
+        }
+        // the smallest send (a chunk of size / n, rounded down), split over
+        // the channels, must carry a byte
+        let smallest = self.size_bytes / n as u64;
+        if smallest < self.channels as u64 {
+            return Err(bad(
+                key("size_bytes"),
+                format!(
+                    "{} bytes over {n} ranks leave {smallest}-byte sends, fewer than the {} channels: some flows would be empty",
+                    self.size_bytes, self.channels
+                ),
+            ));
+        }
+        dur_us(&key("gap_us"), self.gap_us, false)?;
+        dur_us(&key("start_us"), self.start_us, false)?;
+        Ok(())
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MetricsCfg {
@@ -830,7 +945,8 @@ pub struct MetricsCfg {
     pub pcap_max_packets: u64,
     /// Record per flow the source-leaf uplinks its data took (uplinks_used,
     /// path_changes in flows.parquet); off by default (it costs ~2 % of the
-    /// run time of B1).
+    /// run time of B1), always on when there are `[[jobs]]` (steps.parquet
+    /// names the uplink of each step's slowest flow).
     pub path_record: bool,
     /// Window of the link samplers' utilisation and imbalance.
     pub utilization_window_ms: f64,
@@ -956,6 +1072,12 @@ impl Scenario {
         }
         for (i, u) in self.udp.iter().enumerate() {
             u.validate(i)?;
+        }
+        for (i, j) in self.jobs.iter().enumerate() {
+            j.validate(i)?;
+        }
+        if self.workload.kind == "collective" && self.jobs.is_empty() {
+            return Err(bad("workload.kind", "\"collective\" runs the [[jobs]] alone: give at least one [[jobs]] entry"));
         }
         self.metrics.validate()?;
         self.run.validate()
@@ -1354,8 +1476,8 @@ impl TransportCfg {
 impl WorkloadCfg {
     /// Checks the workload's kind and the settings that kind uses.
     fn validate(&self) -> Result<(), ScenarioError> {
-        if !["poisson", "per_sender", "flow_list", "incast", "none"].contains(&self.kind.as_str()) {
-            return Err(bad("workload.kind", format!("must be poisson, per_sender, flow_list, incast or none; got {:?}", self.kind)));
+        if !["poisson", "per_sender", "flow_list", "incast", "collective", "none"].contains(&self.kind.as_str()) {
+            return Err(bad("workload.kind", format!("must be poisson, per_sender, flow_list, incast, collective or none; got {:?}", self.kind)));
         }
         dur_us("workload.start_gap_us", self.start_gap_us, false)?;
         if self.start_gap_us > 0.0 && self.kind != "per_sender" {

@@ -47,7 +47,13 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
     if let Some(n) = w.mptcp_n {
         summary["transport"]["mptcp_subflows"] = json!(n);
     }
+    let (jobs, steps) = job_records(&w);
+    if !jobs.is_empty() {
+        summary["jobs"] = job_summary(&w, &jobs);
+    }
     RunOutput {
+        jobs,
+        steps,
         ports: w
             .topo
             .ports
@@ -317,4 +323,88 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
         });
     }
     s
+}
+
+/// The jobs and steps tables from the jobs' runs.
+fn job_records(w: &World) -> (Vec<metrics::JobRecord>, Vec<metrics::StepRecord>) {
+    let (mut jobs, mut steps) = (vec![], vec![]);
+    let uplinks = w.topo.leaf_uplinks().0;
+    for (j, job) in w.jobs.iter().enumerate() {
+        let n = job.hosts.len() as u32;
+        let nsteps = job.steps.len();
+        for (i, it) in job.iters.iter().enumerate() {
+            jobs.push(metrics::JobRecord {
+                job: j as u32,
+                name: job.name.clone(),
+                op: job.op.name(),
+                ranks: n,
+                size: job.size,
+                channels: job.channels,
+                iteration: i as u32,
+                start: it.start,
+                end: it.end,
+                ideal: job.ideal_iteration(),
+                bus_factor: job.op.bus_factor(n),
+            });
+            for s in 0..nsteps {
+                let r = &job.step_runs[i * nsteps + s];
+                let slow = (r.slowest != u32::MAX).then(|| &w.flows[r.slowest as usize]);
+                let uplink = slow.and_then(|f| {
+                    let rack = w.topo.host_rack[f.src as usize] as usize;
+                    uplinks.get(rack).and_then(|u| u.get(r.slowest_uplink as usize)).map(|p| w.topo.ports[p.idx()].name.clone())
+                });
+                steps.push(metrics::StepRecord {
+                    job: j as u32,
+                    iteration: i as u32,
+                    step: s as u32,
+                    start: (r.start != SimTime::MAX).then_some(r.start),
+                    end: r.end,
+                    ideal: job.ideal_steps[s],
+                    flows: job.steps[s].len() as u32 * job.channels,
+                    flows_done: r.done,
+                    bytes: job.steps[s].iter().map(|x| x.bytes).sum(),
+                    slowest: slow.map(|_| r.slowest),
+                    slowest_fct: r.slowest_fct,
+                    slowest_src: slow.map_or(u32::MAX, |f| f.src),
+                    slowest_dst: slow.map_or(u32::MAX, |f| f.dst),
+                    slowest_uplink: uplink,
+                    slowest_uplinks_used: slow.map_or(0, |f| f.uplinks_used),
+                });
+            }
+        }
+    }
+    (jobs, steps)
+}
+
+/// summary.json's `jobs`: per job, its iteration times (mean and
+/// nearest-rank percentiles over the completed iterations), bus bandwidth
+/// and the ideal.
+fn job_summary(w: &World, recs: &[metrics::JobRecord]) -> Value {
+    w.jobs
+        .iter()
+        .enumerate()
+        .map(|(j, job)| {
+            let mine: Vec<&metrics::JobRecord> = recs.iter().filter(|r| r.job == j as u32).collect();
+            let mut times: Vec<f64> = mine.iter().filter_map(|r| r.time()).map(|t| t.as_us_f64()).collect();
+            let mut busbw: Vec<f64> = mine.iter().filter_map(|r| r.time().map(|t| r.algbw_gbps(t) * r.bus_factor)).collect();
+            let n = job.hosts.len() as u32;
+            let ideal = job.ideal_iteration();
+            let ideal_busbw = job.size as f64 * 8.0 / ideal.as_secs_f64() / 1e9 * job.op.bus_factor(n);
+            let busbw_mean = if busbw.is_empty() { None } else { Some(busbw.iter().sum::<f64>() / busbw.len() as f64) };
+            json!({
+                "name": job.name,
+                "op": job.op.name(),
+                "ranks": n,
+                "size_bytes": job.size,
+                "channels": job.channels,
+                "iterations": job.iterations,
+                "iterations_completed": times.len(),
+                "iteration_us": metrics::describe(&mut times),
+                "busbw_gbps": metrics::describe(&mut busbw),
+                "ideal_iteration_us": ideal.as_us_f64(),
+                "ideal_busbw_gbps": ideal_busbw,
+                "busbw_over_ideal": busbw_mean.map(|b| b / ideal_busbw),
+            })
+        })
+        .collect()
 }

@@ -645,33 +645,44 @@ fn prefetching_changes_nothing_across_a_mid_run_link_failure() {
     }
 }
 
-/// A scheme that declares no host hooks has them skipped for every packet;
-/// forced to run, they must change nothing end to end. Every scheme runs on
-/// the Clove fabric with a failed link, hooks skipped and forced: same
-/// events and per-flow records (state a hook kept for the scheme's switch
-/// decisions, or a packet it rewrote, would show here).
+/// A scheme that declares no host hooks has them skipped for every packet,
+/// and one that declares no switch hook has the World pick by ECMP itself;
+/// forced to run, the hooks must change nothing end to end. Every scheme
+/// that skips either runs on the Clove fabric with a failed link, hooks
+/// skipped and forced: same events and per-flow records (state a hook kept
+/// for the scheme's switch decisions, or a packet it rewrote, would show
+/// here).
 #[test]
-fn skipping_the_host_hooks_of_schemes_without_them_changes_nothing() {
-    use crate::world::{DECLARED_HOST_HOOKS, FORCE_HOST_HOOKS};
+fn skipping_the_hooks_of_schemes_without_them_changes_nothing() {
+    use crate::world::{DECLARED_HOOKS, FORCE_HOOKS};
     let text = include_str!("../../../examples/clove_testbed.toml");
-    let mut skipped = vec![];
+    let (mut no_host, mut no_switch) = (vec![], vec![]);
     for info in lbsim_lb::SCHEMES {
         let scheme = format!("lb.scheme=\"{}\"", info.name);
         let sets = ["workload.flows=100", &scheme, "failures=[{link=\"L1-S1#0\"}]"];
-        DECLARED_HOST_HOOKS.with(|d| d.set(None));
+        DECLARED_HOOKS.with(|d| d.set(None));
         let plain = run_ok(text, &sets);
-        if DECLARED_HOST_HOOKS.with(|d| d.get()).expect("the run built a world") {
+        let (host, switch) = DECLARED_HOOKS.with(|d| d.get()).expect("the run built a world");
+        if host && switch {
             continue;
         }
-        FORCE_HOST_HOOKS.with(|f| f.set(true));
+        FORCE_HOOKS.with(|f| f.set(true));
         let forced = run_ok(text, &sets);
-        FORCE_HOST_HOOKS.with(|f| f.set(false));
+        FORCE_HOOKS.with(|f| f.set(false));
         assert_eq!(plain.summary["events"], forced.summary["events"], "{}", info.name);
         assert_eq!(format!("{:?}", plain.flows), format!("{:?}", forced.flows), "{}", info.name);
-        skipped.push(info.name);
+        if !host {
+            no_host.push(info.name);
+        }
+        if !switch {
+            no_switch.push(info.name);
+        }
     }
     for name in ["ecmp", "letflow", "drill", "ag", "hula", "conga", "conga_flow", "expeditus", "clairvoyant", "mptcp"] {
-        assert!(skipped.contains(&name), "{name} no longer skips its host hooks: {skipped:?}");
+        assert!(no_host.contains(&name), "{name} no longer skips its host hooks: {no_host:?}");
+    }
+    for name in ["ecmp", "clove_ecn", "presto", "hermes", "vms", "mptcp"] {
+        assert!(no_switch.contains(&name), "{name} no longer skips its switch hook: {no_switch:?}");
     }
 }
 
@@ -828,7 +839,8 @@ fn summary_keys(v: &serde_json::Value, path: &str, out: &mut std::collections::B
 /// docs/metrics.md's "summary.json" section lists every key summary.json
 /// has, and no key it no longer has: two runs with the optional sections on
 /// (CONGA with a parameter, samplers, UDP background, injected drops,
-/// flowlet gaps, size classes; then the incast workload under Clove-ECN) give
+/// flowlet gaps, size classes; then the incast workload under Clove-ECN;
+/// then a collective job) give
 /// the keys; those of scheme-specific
 /// sections, MPTCP and lbsim-run are listed apart in the test.
 #[test]
@@ -848,9 +860,11 @@ fn docs_metrics_md_lists_every_summary_key() {
         ],
     );
     let b = run_ok(include_str!("../../../examples/incast.toml"), &["lb.scheme=\"clove_ecn\""]);
+    let c = run_ok(include_str!("../../../examples/allreduce_leafspine.toml"), &["jobs=[{ranks=4, size_bytes=400000}]"]);
     let mut have = std::collections::BTreeSet::new();
     summary_keys(&a.summary, "", &mut have);
     summary_keys(&b.summary, "", &mut have);
+    summary_keys(&c.summary, "", &mut have);
     // present only with some schemes, with MPTCP, or in lbsim-run's output
     const ELSEWHERE: &[&str] = &[
         "scheme.flowlets_per_flow",

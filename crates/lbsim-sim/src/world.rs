@@ -8,8 +8,10 @@
 //! (its deadline moved later) just re-arms, so restarting the RTO on every
 //! ACK costs no heap operation.
 
+mod collective;
 mod mptcp;
 mod order;
+pub(crate) use collective::JobRun;
 use mptcp::Mptcp;
 use order::SendOrder;
 
@@ -63,6 +65,10 @@ pub(crate) enum Ev {
     /// Host `host`'s NIC queue has drained: wake senders waiting for it.
     NicReady {
         host: u32,
+    },
+    /// Collective job `job` starts its next iteration.
+    Job {
+        job: u32,
     },
 }
 
@@ -296,10 +302,11 @@ const PREFETCH_MIN_PORTS: usize = 1024;
 thread_local! {
     /// Tests force prefetching on or off to show it changes nothing.
     pub(crate) static FORCE_PREFETCH: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
-    /// Tests force the scheme's host hooks to run, and read what the
-    /// scheme declared, to show that skipping them changes nothing.
-    pub(crate) static FORCE_HOST_HOOKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    pub(crate) static DECLARED_HOST_HOOKS: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+    /// Tests force the scheme's host and switch hooks to run, and read
+    /// what the scheme declared (host hooks, switch hook), to show that
+    /// skipping them changes nothing.
+    pub(crate) static FORCE_HOOKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub(crate) static DECLARED_HOOKS: std::cell::Cell<Option<(bool, bool)>> = const { std::cell::Cell::new(None) };
     /// Prunes of the dropped-segment lists so far; `None` turns pruning off
     /// (tests show it changes nothing).
     pub(crate) static LOST_PRUNES: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(Some(0)) };
@@ -337,6 +344,9 @@ pub(crate) struct World {
     lb_wants_enqueue: bool,
     /// The scheme's host hooks do something (else they are skipped).
     lb_host_hooks: bool,
+    /// The scheme's switch hook does more than ECMP (else the World picks
+    /// by ECMP itself).
+    lb_switch_hook: bool,
     pub lb_rng: Rng,
     actions: Vec<Action>,
     out: Vec<TcpHeader>,
@@ -403,6 +413,12 @@ pub(crate) struct World {
     pub udp_until: SimTime,
     /// Flowlet sizes at the senders' NICs (`metrics.flowlet_gaps_us`).
     pub flowlet_obs: Option<FlowletObserver>,
+    /// Collective jobs (`[[jobs]]`), the connections of each job's rank
+    /// pairs ((job, src, dst) -> one per channel), and the job flows just
+    /// completed: (flow, uplink index its connection last used).
+    pub(crate) jobs: Vec<JobRun>,
+    job_pools: BTreeMap<(u32, u32, u32), Vec<u32>>,
+    done_coll: Vec<(u32, u32)>,
 }
 
 impl World {
@@ -422,11 +438,12 @@ impl World {
     ) -> World {
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
-        let (lb_wants_enqueue, lb_host_hooks) = (lb.wants_enqueue(), lb.wants_host_hooks());
+        let (lb_wants_enqueue, lb_host_hooks, lb_switch_hook) = (lb.wants_enqueue(), lb.wants_host_hooks(), lb.wants_switch_hook());
         #[cfg(test)]
-        let lb_host_hooks = {
-            DECLARED_HOST_HOOKS.with(|d| d.set(Some(lb_host_hooks)));
-            lb_host_hooks || FORCE_HOST_HOOKS.with(|f| f.get())
+        let (lb_host_hooks, lb_switch_hook) = {
+            DECLARED_HOOKS.with(|d| d.set(Some((lb_host_hooks, lb_switch_hook))));
+            let force = FORCE_HOOKS.with(|f| f.get());
+            (lb_host_hooks || force, lb_switch_hook || force)
         };
         World {
             q: EventQueue::new(),
@@ -439,6 +456,7 @@ impl World {
             lb,
             lb_wants_enqueue,
             lb_host_hooks,
+            lb_switch_hook,
             lb_rng,
             actions: Vec::new(),
             out: Vec::new(),
@@ -487,6 +505,9 @@ impl World {
             jitter_rng: Rng::stream(0, "jitter"),
             udp_until: SimTime::ZERO,
             flowlet_obs: None,
+            jobs: Vec::new(),
+            job_pools: BTreeMap::new(),
+            done_coll: Vec::new(),
             topo,
         }
     }
@@ -520,6 +541,7 @@ impl World {
         if let Some(dt) = self.cwnd_interval {
             self.q.schedule(dt, Ev::SampleCwnd);
         }
+        self.start_jobs();
         self.lb.start(&mut ctx!(self));
         self.run_actions();
     }
@@ -532,7 +554,11 @@ impl World {
     pub fn finished(&self) -> bool {
         let open_loop_done = self.next_arrival == self.arrivals.len() && self.done == self.flows.len();
         let incast_done = self.incast.as_ref().is_none_or(|i| i.issued == i.requests && i.outstanding == 0);
-        open_loop_done && incast_done && (!self.flows.is_empty() || self.incast.is_some()) && self.now() >= self.udp_until
+        open_loop_done
+            && incast_done
+            && self.jobs_done()
+            && (!self.flows.is_empty() || self.incast.is_some() || !self.jobs.is_empty())
+            && self.now() >= self.udp_until
     }
 
     /// What event `ev` does; `arrived` is the packet an arrival popped
@@ -579,6 +605,7 @@ impl World {
                 }
             }
             Ev::NicReady { host } => self.nic_ready(host),
+            Ev::Job { job } => self.job_iteration(job),
         }
     }
 
@@ -685,7 +712,7 @@ impl World {
                         c.lost.retain(|&s| s >= una);
                     }
                     c.lost.push(hdr.seq);
-                    c.order.gone(hdr.seq, p.created);
+                    c.order.gone(hdr.seq, p.serial);
                 }
             }
         }
@@ -753,8 +780,13 @@ impl World {
                 }
             }
         }
-        let f = self.lb.on_switch(&mut ctx!(self), node, in_port, pkt, cands);
-        self.run_actions();
+        let f = if self.lb_switch_hook {
+            let f = self.lb.on_switch(&mut ctx!(self), node, in_port, pkt, cands);
+            self.run_actions();
+            f
+        } else {
+            Forward::Port(lbsim_net::ecmp_pick(self.salts[node.idx()], p.hash, cands))
+        };
         match f {
             Forward::Port(p) => self.enqueue(p, pkt),
             Forward::Consume => self.consume(pkt),
@@ -800,7 +832,7 @@ impl World {
         let p = self.pkts.remove(pkt.0);
         if let Payload::Tcp { conn, to_receiver: true, hdr } = &p.payload {
             if let (true, Some(c)) = (hdr.len > 0, self.conns.get_mut(*conn as usize).and_then(|c| c.as_mut())) {
-                c.order.gone(hdr.seq, p.created);
+                c.order.gone(hdr.seq, p.serial);
             }
         }
         self.c.delivered += 1;
@@ -848,7 +880,7 @@ impl World {
         self.c.delivered += 1;
         self.c.delivered_bytes += p.size as u64;
         match p.payload {
-            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce, p.created),
+            Payload::Tcp { conn, to_receiver, hdr } => self.tcp_input(conn, to_receiver, &hdr, p.ce, p.serial),
             Payload::Udp { source } => {
                 let u = &mut self.udp[source as usize];
                 u.recv_pkts += 1;
@@ -861,7 +893,7 @@ impl World {
     // ------------------------------------------------------------ TCP
 
     #[inline(always)]
-    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool, sent: SimTime) {
+    fn tcp_input(&mut self, conn: u32, to_receiver: bool, hdr: &TcpHeader, ce: bool, serial: u32) {
         let now = self.now();
         let Some(c) = self.conns[conn as usize].as_mut() else {
             self.c.stale_segments += 1; // the connection finished and was freed
@@ -875,7 +907,7 @@ impl World {
             if hdr.len > 0 {
                 // simulator truth: did it overtake an earlier-sent segment
                 // still in the network, or find a hole a drop left?
-                let overtook = c.order.delivered(hdr.seq, sent, c.sender.snd_una());
+                let overtook = c.order.delivered(hdr.seq, serial, c.sender.snd_una());
                 if c.receiver.stats.out_of_order > ooo0 {
                     if overtook {
                         c.reordered += 1;
@@ -934,12 +966,20 @@ impl World {
                     if fr.incast_request.is_some() {
                         self.done_incast.push(f);
                     }
+                    if fr.job != u32::MAX {
+                        self.done_coll.push((f, c.last_uplink));
+                    }
                 }
             }
             self.emit(conn, false, &mut out);
             self.rearm(conn, 1);
             while let Some(f) = self.done_incast.pop() {
                 self.incast_flow_done(self.flows[f as usize].incast_request.unwrap());
+            }
+            if !self.done_coll.is_empty() {
+                self.out = out;
+                self.job_flows_done();
+                return;
             }
         } else {
             let (src, parent) = (c.src, c.parent);
@@ -1065,12 +1105,12 @@ impl World {
         let hb = self.tcp.header_bytes;
         let nic = self.topo.nic(src);
         for hdr in out.drain(..) {
-            if to_receiver && hdr.len > 0 {
-                self.conns[conn as usize].as_mut().unwrap().order.sent(hdr.seq, now);
-            }
             let size = hb + hdr.len + hdr.sack_option_bytes();
             let mut p = Packet::new(src, dst, sport, dport, Proto::Tcp, size, Payload::Tcp { conn, to_receiver, hdr }, now);
             p.ect = ect && hdr.len > 0; // RFC 3168 §6.1.4: pure ACKs are not ECT
+            if to_receiver && hdr.len > 0 {
+                p.serial = self.conns[conn as usize].as_mut().unwrap().order.sent(hdr.seq);
+            }
             let id = PktId(self.pkts.insert(p));
             self.host_send_hook(src, id);
             self.inject(id, nic);
@@ -1198,21 +1238,29 @@ impl World {
     /// Starts a flow: a new connection with a handshake, or the least-loaded
     /// persistent connection of the pair.
     pub fn start_flow(&mut self, f: FlowSpec, incast_request: Option<u32>) {
+        self.start_flow_on(f, incast_request, None);
+    }
+
+    /// [`World::start_flow`]; a collective job's flow (`job` = (job,
+    /// channel)) goes on its channel's established connection.
+    fn start_flow_on(&mut self, f: FlowSpec, incast_request: Option<u32>, job: Option<(u32, u32)>) {
         let now = self.now();
         let fid = self.flows.len() as u32;
-        let handshake = self.persistent.is_none();
+        let handshake = self.persistent.is_none() && job.is_none();
         let ideal = self.ideal_fct(f.src, f.dst, f.size, handshake);
         if self.mptcp_n.is_some() {
             let start = f.start.max(now);
             self.flows.push(FlowRecord::new(&f, start, ideal, FlowCounters::default(), incast_request));
             // counters are read as differences at completion
-            let base = self.start_mptcp_flow(f, fid);
+            let mp = job.map(|(j, ch)| self.job_conn(j, f.src, f.dst, ch, true));
+            let base = self.start_mptcp_flow(f, fid, mp);
             self.flows[fid as usize] = FlowRecord::new(&f, start, ideal, base, incast_request);
             return;
         }
-        let conn = match self.persistent {
-            None => self.new_conn(f.src, f.dst, false, true, 80),
-            Some(n) => self.pooled(
+        let conn = match (job, self.persistent) {
+            (Some((j, ch)), _) => self.job_conn(j, f.src, f.dst, ch, false),
+            (None, None) => self.new_conn(f.src, f.dst, false, true, 80),
+            (None, Some(n)) => self.pooled(
                 f.src,
                 f.dst,
                 n,

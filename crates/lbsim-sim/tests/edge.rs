@@ -140,7 +140,10 @@ fn assert_separates(scheme: &str) {
     let o = run_ok(TWO_PATHS, &s(&[&flows, &format!("seed={seed}"), "run.stop_ms=130", &format!("lb.scheme={scheme}")]));
     let g = goodput(&o);
     eprintln!("{scheme}: {g:.2} Gb/s vs ECMP {ecmp:.2} (seed {seed})");
-    assert!(g >= 1.8 * ecmp, "{scheme}: {g:.2} Gb/s vs ECMP {ecmp:.2}");
+    // a flow moves only at a flowlet gap, which a loss-free SACK recovery
+    // rarely leaves, so part of the 100 ms passes before the move
+    // (edge_flowlet 17.3, clove_ecn 16.0, clove_int 20.0 Gb/s on seed 2)
+    assert!(g >= 1.5 * ecmp, "{scheme}: {g:.2} Gb/s vs ECMP {ecmp:.2}");
     // and at the end they are on different spines: in each of the last two
     // windows both S0->L1 and S1->L1 run above 60 % of their 10 Gb/s
     // (12.5 MB per 10 ms); two flows sharing one spine would leave the
@@ -342,6 +345,36 @@ fn one_mptcp_connection_aggregates_four_disjoint_paths() {
         return;
     }
     panic!("no seed spread 8 subflows over 4 paths");
+}
+
+#[test]
+fn mptcp_subflows_retransmit_about_once_per_drop() {
+    // Subflows pinned to lanes cannot reorder, so nearly every
+    // retransmission should repair a drop. SACK recovery that resent
+    // in-flight data above the highest SACK (NextSeg rule 3 unbounded) made
+    // 7.5 retransmissions per drop here, most of them spurious.
+    // Clove's testbed as its Fig. 4 runs it (4 disjoint pinned paths,
+    // persistent connections, Linux reordering, TSO), 300 flows at 40 %
+    let fig4 = [
+        "topology.spine_pinning=true",
+        "transport.min_rto_ms=10",
+        "transport.reordering=\"linux\"",
+        "transport.restart_after_idle=true",
+        "transport.connections=\"persistent\"",
+        "transport.connections_per_pair=3",
+        "workload.load_of=\"leaf_uplinks\"",
+        "lb.scheme=\"mptcp\"",
+        "lb.params.subflows=4",
+    ];
+    let o = run_ok(&web_search(0.4, 300), &s(&fig4));
+    let t = &o.summary["transport"];
+    let retx = t["retransmits"].as_u64().unwrap() as f64;
+    let spurious = t["spurious_retransmits"].as_u64().unwrap() as f64;
+    let drops = o.summary["network"]["drops"]["total"].as_u64().unwrap() as f64;
+    eprintln!("MPTCP: {retx} retransmits ({spurious} spurious) for {drops} drops");
+    assert!(drops > 1000.0, "the load must cause drops: {drops}");
+    assert!(retx < 1.3 * drops, "{:.2} retransmissions per drop", retx / drops);
+    assert!(spurious < 0.1 * retx, "{spurious} of {retx} spurious");
 }
 
 #[test]

@@ -14,8 +14,13 @@
 //!   duplicate ACKs (RFC 5681 §3.2). Without SACK it is NewReno
 //!   (RFC 6582: window inflation, partial ACKs retransmit the next hole).
 //!   With SACK it is RFC 6675 (scoreboard, `IsLost`, `pipe`, `NextSeg`
-//!   rules 1–3) with the sending rate set by Proportional Rate Reduction
-//!   (RFC 6937), as in Linux and ns-3;
+//!   rules 1–4: rule 3 resends only holes below the highest SACKed byte,
+//!   rule 4 is one rescue retransmission of the highest un-SACKed segment
+//!   per recovery) with the sending rate set by Proportional Rate
+//!   Reduction (RFC 6937), as in Linux and ns-3. A retransmission is lost
+//!   when more than (DupThresh − 1)·MSS of data sent after it is SACKed
+//!   (Linux `tcp_mark_lost_retrans`, RACK's rule in transmission order):
+//!   HighRxt falls back to `snd_una` and the hole is resent, without an RTO;
 //! - `Loss`: after a retransmission timeout (RFC 6298 §5): cwnd = 1 MSS,
 //!   go-back-N from `snd_una`, skipping SACKed ranges. Duplicate ACKs start
 //!   no fast retransmit (RFC 6582 §4.1), but with SACK the sender still
@@ -28,8 +33,10 @@
 //!   re-retransmission, so these too can be declared lost again) and leave
 //!   `pipe`, so a retransmission lost during Loss costs no second timeout.
 //!   The timeout sets ssthresh = FlightSize/2 once per episode (RFC 5681
-//!   eq. 4) or, with `RtoSsthresh::Pipe`, pipe/2 on every timeout as ns-3
-//!   3.44 does; PRR's bound is SSRB or, with `PrrBound::Crb`, CRB (ns-3).
+//!   eq. 4; during fast recovery no more than the ssthresh that recovery
+//!   set, as Linux's `tcp_enter_loss` keeps it: FlightSize then includes
+//!   what window inflation sent) or, with `RtoSsthresh::Pipe`, pipe/2 on
+//!   every timeout as ns-3 3.44 does; PRR's bound is SSRB or, with `PrrBound::Crb`, CRB (ns-3).
 //!   Both ns-3 rules together explain most of B1's drop excess over ns-3
 //!   (docs/performance.md).
 //!
@@ -204,6 +211,14 @@ pub struct TcpSender {
     /// pass), and `snd_nxt` when the latest of them was sent.
     rxt2: u64,
     rxt2_mark: u64,
+    /// Fast recovery with SACK: `snd_nxt` when the latest retransmission
+    /// went out (u64::MAX: none yet). Once more than (DupThresh − 1)·MSS
+    /// of data sent after it is SACKed, the retransmissions still
+    /// un-SACKed below it are lost too.
+    rxt_mark: u64,
+    /// Fast recovery with SACK: the rescue retransmission (RFC 6675 NextSeg
+    /// rule 4) went out in this recovery.
+    rescued: bool,
     /// When data was last sent (restart after idle).
     last_send: SimTime,
     pub stats: SenderStats,
@@ -255,6 +270,8 @@ impl TcpSender {
             loss_point: None,
             rxt2: 0,
             rxt2_mark: u64::MAX,
+            rxt_mark: u64::MAX,
+            rescued: false,
             last_send: SimTime::ZERO,
             stats: SenderStats::default(),
             cfg,
@@ -409,6 +426,9 @@ impl TcpSender {
                 break;
             }
             self.emit(seq, len, retx, now, out);
+        }
+        if self.recovery != Recovery::Open {
+            self.rescue(now, out);
         }
         // RFC 7661: the window counts as used when it is (nearly) full, even
         // if the application had no more to send right now (MPTCP's scheduler
@@ -574,6 +594,7 @@ impl TcpSender {
             self.on_ece();
         }
         self.update_loss_pass();
+        self.detect_lost_retransmissions();
         self.poll(now, out);
     }
 
@@ -608,6 +629,9 @@ impl TcpSender {
                 // RFC 5681 §3.1 eq. (4), once per loss episode (or ns-3's
                 // pipe, on every timeout); cwnd = LW = 1 MSS.
                 match self.cfg.rto_ssthresh {
+                    RtoSsthresh::FlightSize if matches!(self.recovery, Recovery::Fast { .. }) => {
+                        self.ssthresh = self.ssthresh.min(((self.max - self.una) / 2).max(2 * mss));
+                    }
                     RtoSsthresh::FlightSize if !matches!(self.recovery, Recovery::Loss { .. }) => {
                         self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
                     }
@@ -721,6 +745,56 @@ impl TcpSender {
             self.rxt2 = self.una;
             self.rxt2_mark = u64::MAX;
         }
+    }
+
+    /// Fast recovery with SACK: a retransmission is lost when more than
+    /// (DupThresh − 1)·MSS of data sent after it has been SACKed (IsLost in
+    /// transmission order, as Linux's `tcp_mark_lost_retrans` and RACK
+    /// decide). Then every retransmitted byte still un-SACKed is lost:
+    /// HighRxt goes back to `snd_una`, those bytes leave `pipe` and NextSeg
+    /// rule 1 resends them, instead of an RTO.
+    fn detect_lost_retransmissions(&mut self) {
+        if !self.cfg.sack || self.rxt_mark == u64::MAX || !matches!(self.recovery, Recovery::Fast { .. }) {
+            return;
+        }
+        if matches!(self.scoreboard.loss_point(self.lost_threshold()), Some(l) if l >= self.rxt_mark) {
+            self.high_rxt = self.una;
+            self.rxt_mark = u64::MAX;
+        }
+    }
+
+    /// RFC 6675 NextSeg rule 4, once per fast recovery with SACK: when
+    /// rules 1-3 have nothing to send, resend the segment holding the
+    /// highest un-SACKed byte (a lost tail gets no SACK to reveal it).
+    /// HighRxt is not updated.
+    fn rescue(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
+        if !self.cfg.sack || self.rescued || !matches!(self.recovery, Recovery::Fast { .. }) || self.next_segment().is_some() {
+            return;
+        }
+        // the hole holding the highest un-SACKed byte: [start, end)
+        let sb = self.scoreboard.as_slice();
+        let mut end = self.max;
+        let mut i = sb.len();
+        while i > 0 && sb[i - 1].1 >= end && sb[i - 1].0 < end {
+            end = sb[i - 1].0;
+            i -= 1;
+        }
+        let start = if i > 0 { sb[i - 1].1.max(self.una) } else { self.una };
+        if end <= start || end <= self.una {
+            return;
+        }
+        let mss = self.cfg.mss as u64;
+        // one segment ending there, inside the hole and one MPTCP mapping
+        let mapping = self.dsn_map.iter().rev().map(|&(s, _)| s).find(|&s| s < end).unwrap_or(0);
+        let seq = end.saturating_sub(mss).max(start).max(mapping);
+        let len = (end - seq) as u32;
+        if self.pipe() + len as u64 > self.cwnd || self.tx_budget == 0 {
+            return;
+        }
+        self.rescued = true;
+        let high_rxt = self.high_rxt;
+        self.emit(seq, len, true, now, out);
+        self.high_rxt = high_rxt;
     }
 
     /// Restart after idle (RFC 5681 §4.1 in Linux's form, `tcp_cwnd_restart`).
@@ -938,8 +1012,10 @@ impl TcpSender {
                 let (s, n) = seg(self.nxt, self.app_end);
                 return Some((s, n, false));
             }
-            // (rule 3): any hole at or after HighRxt
-            if let Some((s, e)) = self.hole_at_or_after(from, self.max) {
+            // (rule 3): any hole at or after HighRxt below the highest
+            // SACKed byte (above it, data is in flight, not missing)
+            let top = self.scoreboard.max_end().unwrap_or(self.una).min(self.max);
+            if let Some((s, e)) = self.hole_at_or_after(from, top) {
                 let (s, n) = seg(s, e);
                 return Some((s, n, true));
             }
@@ -973,8 +1049,9 @@ impl TcpSender {
             Recovery::Fast { .. } => {
                 if seq >= self.nxt {
                     self.nxt = end;
-                } else if end > self.high_rxt {
-                    self.high_rxt = end;
+                } else {
+                    self.high_rxt = self.high_rxt.max(end);
+                    self.rxt_mark = self.nxt;
                 }
                 if self.cfg.sack {
                     self.prr_out += len as u64;
@@ -1052,6 +1129,8 @@ impl TcpSender {
         self.recovery = Recovery::Fast { recover: self.max };
         self.stats.fast_recoveries += 1;
         self.high_rxt = self.una;
+        self.rxt_mark = u64::MAX;
+        self.rescued = false;
         if self.cfg.sack {
             // RFC 6937 initialisation
             self.prr_delivered = 0;

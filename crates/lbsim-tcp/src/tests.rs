@@ -641,6 +641,53 @@ fn a_re_retransmission_lost_in_loss_is_detected_again() {
     assert_eq!(w.s.stats.retransmits, 15 + 2, "{:?}", w.s.stats);
 }
 
+#[test]
+fn fast_recovery_resends_only_what_is_missing_when_no_new_data_remains() {
+    // A loss near the end of a transfer: when no new data is left, RFC 6675
+    // NextSeg rule 3 may resend only holes below the highest SACKed byte;
+    // data above it is in flight, not missing.
+    for at in [60usize, 85, 95] {
+        let mut w = Wire::new(TcpConfig::default(), single_drop(at));
+        w.run(1448 * 100, SimTime::from_ms(100));
+        let st = w.s.stats;
+        assert_eq!(st.timeouts, 0, "drop at {at}: {st:?}");
+        assert!(st.retransmits <= 2, "drop at {at}: {st:?}");
+        assert!(w.r.stats.duplicates <= 1, "drop at {at}: {} duplicates", w.r.stats.duplicates);
+    }
+}
+
+#[test]
+fn a_retransmission_lost_in_fast_recovery_is_resent_without_a_timeout() {
+    // segment 30 and its first retransmission lost: the SACKs of data sent
+    // after the retransmission show it lost, and it is sent a third time
+    let mut w = Wire::new(TcpConfig::default(), drop_tail_and_a_retransmission(30, 31, 30, 2));
+    let t = w.run(1448 * 200, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.fast_recoveries, 1, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.retransmits, 2, "{:?}", w.s.stats);
+    assert!(t < SimTime::from_ms(5), "{t}");
+    // without SACK nothing shows it, and the RTO repairs it
+    let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
+    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(30, 31, 30, 2));
+    w.run(1448 * 200, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
+}
+
+#[test]
+fn the_rescue_retransmission_repairs_a_lost_tail_in_fast_recovery() {
+    // 100 segments; 94 and the last one (99) lost. 95-98 start fast
+    // recovery for 94; nothing follows 99, so no SACK can show it lost:
+    // the rescue retransmission (RFC 6675 NextSeg rule 4) resends it
+    // instead of waiting for the RTO.
+    let mut seen = std::collections::BTreeSet::new();
+    let rule: Rule = Box::new(move |_, h| ([94, 99].contains(&(h.seq / 1448)) && seen.insert(h.seq), false));
+    let mut w = Wire::new(TcpConfig::default(), rule);
+    let t = w.run(1448 * 100, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
+    assert_eq!(w.s.stats.retransmits, 2, "{:?}", w.s.stats);
+    assert!(t < SimTime::from_ms(5), "{t}");
+}
+
 /// Segments held back behind `n` later ones, by index, first transmission only.
 fn reorder(segments: &'static [u64], n: u32) -> Hold {
     let mut seen = std::collections::BTreeSet::new();
@@ -901,6 +948,30 @@ fn rto_ssthresh_halves_flight_size_once_or_pipe_every_time() {
     // ns-3: pipe (10 un-SACKed segments) / 2, then the one retransmission
     // in flight / 2, floored at 2 segments
     assert_eq!(run(RtoSsthresh::Pipe), vec![5, 2]);
+}
+
+#[test]
+fn a_timeout_in_fast_recovery_keeps_the_reduction_recovery_made() {
+    // NewReno: ten segments out, three duplicate ACKs (ssthresh 5), ten more
+    // inflate the window and send eight new segments (FlightSize 18); the
+    // RTO that follows must not raise ssthresh to 18 / 2 (Linux keeps
+    // recovery's ssthresh; RFC 5681 eq. 4 is an upper bound)
+    let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
+    let mut s = TcpSender::new_established(cfg);
+    let mut out = vec![];
+    s.write(1448 * 40);
+    s.poll(SimTime::ZERO, &mut out);
+    assert_eq!(out.len(), 10);
+    let dup = TcpHeader { ack: 0, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+    for i in 0..13 {
+        s.on_segment(&dup, SimTime::from_us(20 + i), &mut out);
+    }
+    assert!(matches!(s.recovery(), Recovery::Fast { .. }));
+    assert_eq!(s.ssthresh() / 1448, 5);
+    assert_eq!(s.snd_max() / 1448, 18, "{} sent", out.len());
+    let t = s.next_wakeup().unwrap();
+    s.on_timer(t, &mut out);
+    assert_eq!(s.ssthresh() / 1448, 5);
 }
 
 #[test]

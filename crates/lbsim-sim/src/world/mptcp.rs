@@ -146,9 +146,15 @@ impl World {
             fr.finish = Some(now);
             fr.close(counters);
             self.done += 1;
+            if fr.job != u32::MAX {
+                self.done_coll.push((f, u32::MAX)); // subflows: several paths
+            }
             if let Some(r) = fr.incast_request {
                 self.incast_flow_done(r);
             }
+        }
+        if !self.done_coll.is_empty() {
+            self.job_flows_done();
         }
     }
 
@@ -182,11 +188,14 @@ impl World {
         id
     }
 
-    pub(super) fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32) -> FlowCounters {
+    /// Starts flow `fid` on MPTCP connection `mp` if given (a collective
+    /// job's channel), else on a new or pooled one.
+    pub(super) fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32, mp: Option<u32>) -> FlowCounters {
         let now = self.now();
-        let mp = match self.persistent {
-            None => self.new_mp(f.src, f.dst, false, true, 0),
-            Some(n) => self.pooled(
+        let mp = match (mp, self.persistent) {
+            (Some(m), _) => m,
+            (None, None) => self.new_mp(f.src, f.dst, false, true, 0),
+            (None, Some(n)) => self.pooled(
                 f.src,
                 f.dst,
                 n,
