@@ -79,6 +79,19 @@ def test_until_stops_early_on_a_clear_difference_and_goes_on_for_a_close_one(sha
     assert close.seeds.iloc[0] == 5, close.verdict.iloc[0]
 
 
+def test_a_metric_that_is_zero_in_an_arm_is_judged_not_divided_by():
+    """An arm without drops (0 in every seed, or in some) against a
+    baseline with drops: a verdict, not a ZeroDivisionError."""
+    from lbsim.compare import verdict
+
+    none = paired_ratio([120.0, 80.0, 95.0], [0.0, 0.0, 0.0])
+    assert none.ratio == 0.0 and none.ci_high == 0.0
+    assert verdict("drops", "mptcp", "ecmp", none) == "mptcp has no drops in any seed, ecmp has some"
+    some = paired_ratio([120.0, 80.0, 95.0, 110.0], [0.0, 3.0, 0.0, 2.0])
+    assert some.ci_low == 0.0 and 0.0 < some.ratio < 1.0
+    assert verdict("drops", "mptcp", "ecmp", some).startswith("mptcp has ")
+
+
 def test_bad_requests_fail_with_one_line_naming_the_option(tmp_path):
     with pytest.raises(CompareError, match="--schemes: unknown scheme 'nope'"):
         compare(TESTBED, ["ecmp", "nope"], out=tmp_path, figures=False)

@@ -100,8 +100,11 @@ def verdict(metric: str, arm: str, baseline: str, r: Ratio) -> str:
     what, kind = _words(metric)
     if not (math.isfinite(r.ci_low) and math.isfinite(r.ci_high)):
         return f"{arm} vs {baseline} on {what}: not judged ({r.seeds} seed{'s' if r.seeds != 1 else ''}; an interval needs two with values)"
+    if r.ci_high == 0.0:
+        return f"{arm} has no {what} in any seed, {baseline} has some"
     if r.ci_high < 1.0:
-        return _better(kind, arm, baseline, what, 1 / r.ratio, 1 / r.ci_high, 1 / r.ci_low, True)
+        inv = lambda v: math.inf if v == 0.0 else 1 / v  # noqa: E731
+        return _better(kind, arm, baseline, what, inv(r.ratio), inv(r.ci_high), inv(r.ci_low), True)
     if r.ci_low > 1.0:
         return _better(kind, arm, baseline, what, r.ratio, r.ci_low, r.ci_high, False)
     return f"{arm} vs {baseline} on {what}: no difference detectable with {r.seeds} seeds ({r.ci_low:.2f}-{r.ci_high:.2f})"
