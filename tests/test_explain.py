@@ -50,19 +50,24 @@ def test_summary_carries_provenance_with_commit_and_command_line(tmp_path, small
     assert p["git_commit"] in v and "model revision" in v
 
 
-def test_validate_names_the_overloaded_leaf_of_ag_fig10_11_at_load_08(tmp_path):
+def test_validate_names_an_overloaded_leaf_and_the_ag_fig10_11_sweep_has_none(tmp_path):
     import tomli_w
 
+    # the sweep offers the fullest leaf (L0) its swept load: no rack is
+    # offered more than its uplinks at any load
+    for load in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+        assert lbsim.explain(ag_base_at(load))["overloaded"] == [], load
+    # read as the mean leaf's load instead, 0.8 overloads L0 (58 hosts)
+    sc = ag_base_at(0.8)
+    sc["workload"]["load"] = 0.8
     f = tmp_path / "ag08.toml"
-    f.write_text(tomli_w.dumps(ag_base_at(0.8)))
+    f.write_text(tomli_w.dumps(sc))
     p = cli("validate", f)
     assert re.search(r"warning: offered load exceeds capacity at L0 \(1\.\d+x its uplinks", p.stdout), p.stdout
     e = json.loads(cli("validate", f, "--json").stdout)
     assert [o.split()[0] for o in e["overloaded"]] == ["L0"]
     assert e["topology"]["hosts"] == 256 and e["topology"]["switches"] == 16
     assert e["workload"]["capacity_gbps"] == pytest.approx(64.0)
-    # at 0.3 nothing is overloaded
-    assert lbsim.explain(ag_base_at(0.3))["overloaded"] == []
 
 
 def test_validate_estimates_b1_wall_time_within_2x_of_the_measured_run(examples):
