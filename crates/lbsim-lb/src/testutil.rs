@@ -47,7 +47,14 @@ impl Env {
 
     /// What a scheme is built with: MSS 1448 B, an RTT of 20 µs.
     pub fn scheme_env(&self) -> crate::SchemeEnv<'_> {
-        crate::SchemeEnv { topo: &self.topo, routing: &self.routing, switch_buffer_bytes: 250 * 1500, mss: 1448, header_bytes: 52, base_rtt: SimTime::from_us(20) }
+        crate::SchemeEnv {
+            topo: &self.topo,
+            routing: &self.routing,
+            switch_buffer_bytes: 250 * 1500,
+            mss: 1448,
+            header_bytes: 52,
+            base_rtt: SimTime::from_us(20),
+        }
     }
 
     pub fn ctx(&mut self, now: SimTime) -> Ctx<'_> {

@@ -219,14 +219,7 @@ pub fn eq3_bound(topo: &lbsim_net::Topology, routing: &lbsim_net::Routing, buffe
     for rack in 0..topo.racks.len() as u32 {
         let Some(d) = topo.rack_hosts(rack).next() else { continue };
         let mut memo: Vec<Option<SimTime>> = vec![None; n];
-        fn drain(
-            node: NodeId,
-            d: u32,
-            topo: &lbsim_net::Topology,
-            routing: &lbsim_net::Routing,
-            b: u64,
-            memo: &mut Vec<Option<SimTime>>,
-        ) -> SimTime {
+        fn drain(node: NodeId, d: u32, topo: &lbsim_net::Topology, routing: &lbsim_net::Routing, b: u64, memo: &mut Vec<Option<SimTime>>) -> SimTime {
             if let Some(t) = memo[node.idx()] {
                 return t;
             }
@@ -311,7 +304,10 @@ impl Vms {
             t => t,
         };
         if timeout == SimTime::ZERO {
-            return Err(ParamError { key: "reseq_timeout_us".into(), msg: "is 0 and eq. 3 gives no bound for this fabric (no switch hop between racks); set it".into() });
+            return Err(ParamError {
+                key: "reseq_timeout_us".into(),
+                msg: "is 0 and eq. 3 gives no bound for this fabric (no switch hop between racks); set it".into(),
+            });
         }
         let host_rate = (0..hosts as u32).map(|h| env.topo.port(env.topo.nic(env.topo.host(h))).rate).min().unwrap_or(lbsim_engine::BitsPerSec(0));
         let buffer = if p.num("reseq_buffer_bytes")? == 0.0 { host_rate.bytes_in(timeout).max(1) } else { p.count("reseq_buffer_bytes", 1 << 40)? };
@@ -562,7 +558,8 @@ mod tests {
         let b = 690 * 1500; // the benchmark's 1 MB buffers: 827.9 us at 10G
         let drain = BitsPerSec::gbps(10).tx_time(lbsim_engine::Bytes(b));
         // the 2-tier benchmark (Fig. 5): ToR uplink and spine downlink, k = 2
-        let bench = leaf_spine(&LeafSpine { leaves: 2, spines: 4, links_per_pair: 1, hosts_per_leaf: vec![4, 4], host_link: l(10), fabric_link: l(10) }).unwrap();
+        let bench =
+            leaf_spine(&LeafSpine { leaves: 2, spines: 4, links_per_pair: 1, hosts_per_leaf: vec![4, 4], host_link: l(10), fabric_link: l(10) }).unwrap();
         let mut env = crate::testutil::Env::from_topology(bench);
         assert_eq!(eq3_bound(&env.topo, &env.routing, b), SimTime(2 * drain.0));
         // a 3-tier fat-tree: k = 4 as in the paper's example

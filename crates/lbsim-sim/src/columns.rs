@@ -228,8 +228,20 @@ const FLOW_TAIL: &[Column<FlowRecord>] = &[
         doc: "The flow's size class (workload.classes); \"all\" without classes.",
         get: |_, f, o| Cell::S(Cow::Borrowed(o.class_names.get(f.class as usize).map_or("all", |n| n.as_str()))),
     },
-    Column { name: "job", ty: Ty::I64, unit: "", doc: "The collective job ([[jobs]] index) the flow belongs to; -1 if none.", get: |_, f, _| Cell::I(host(f.job)) },
-    Column { name: "job_iteration", ty: Ty::I64, unit: "", doc: "The job's iteration the flow belongs to; -1 if none.", get: |_, f, _| Cell::I(host(f.job_iteration)) },
+    Column {
+        name: "job",
+        ty: Ty::I64,
+        unit: "",
+        doc: "The collective job ([[jobs]] index) the flow belongs to; -1 if none.",
+        get: |_, f, _| Cell::I(host(f.job)),
+    },
+    Column {
+        name: "job_iteration",
+        ty: Ty::I64,
+        unit: "",
+        doc: "The job's iteration the flow belongs to; -1 if none.",
+        get: |_, f, _| Cell::I(host(f.job_iteration)),
+    },
     Column {
         name: "job_step",
         ty: Ty::I64,

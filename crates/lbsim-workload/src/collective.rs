@@ -91,7 +91,9 @@ impl CollOp {
             CollOp::ReduceScatter => (0..n - 1).map(ring).collect(),
             // the ring all-reduce's second half
             CollOp::AllGather => (n - 1..2 * (n - 1)).map(ring).collect(),
-            CollOp::AllToAll => vec![(0..n).flat_map(|i| (1..n).map(move |d| (i, (i + d) % n))).map(|(i, j)| Send { from: i, to: j, bytes: chunk(j) }).collect()],
+            CollOp::AllToAll => {
+                vec![(0..n).flat_map(|i| (1..n).map(move |d| (i, (i + d) % n))).map(|(i, j)| Send { from: i, to: j, bytes: chunk(j) }).collect()]
+            }
             CollOp::AllReduceHd => {
                 // each rank's current segment [lo, hi) of the buffer
                 let mut seg: Vec<(u64, u64)> = vec![(0, size); n as usize];

@@ -203,7 +203,8 @@ impl World {
         job.next_step = vec![0; n];
         job.flows_left = job.steps.iter().map(|s| s.len() as u64).sum::<u64>() * job.channels as u64;
         job.iters.push(IterRun { start: now, end: None });
-        let blank = StepRun { start: SimTime::MAX, end: None, flows: 0, done: 0, bytes: 0, slowest: u32::MAX, slowest_fct: SimTime::ZERO, slowest_uplink: u32::MAX };
+        let blank =
+            StepRun { start: SimTime::MAX, end: None, flows: 0, done: 0, bytes: 0, slowest: u32::MAX, slowest_fct: SimTime::ZERO, slowest_uplink: u32::MAX };
         job.step_runs.extend(std::iter::repeat_n(blank, job.steps.len()));
         for r in 0..n as u32 {
             self.job_advance(j, r);
@@ -239,7 +240,8 @@ impl World {
         for &k in &job.by_rank[s as usize][r as usize] {
             let x = job.steps[s as usize][k as usize];
             for ch in 0..job.channels {
-                let spec = FlowSpec { src: job.hosts[x.from as usize], dst: job.hosts[x.to as usize], size: job.channel_bytes(x.bytes, ch), start: now, class: 0 };
+                let spec =
+                    FlowSpec { src: job.hosts[x.from as usize], dst: job.hosts[x.to as usize], size: job.channel_bytes(x.bytes, ch), start: now, class: 0 };
                 starts.push((spec, ch));
             }
         }
@@ -365,7 +367,8 @@ mod tests {
         // 8 ranks packed on 2 leaves sharing 2 spines with ECMP and 2
         // channels: unequal paths, so ranks reach their steps at different times
         for op in ["all_reduce", "all_reduce_hd", "all_gather"] {
-            let out = run_ok(&fabric(2, 2, 4), &[&format!("jobs=[{{ranks=8, placement=\"spread\", op=\"{op}\", size_bytes=4000000, channels=2, iterations=2}}]")]);
+            let out =
+                run_ok(&fabric(2, 2, 4), &[&format!("jobs=[{{ranks=8, placement=\"spread\", op=\"{op}\", size_bytes=4000000, channels=2, iterations=2}}]")]);
             let fl = job_flows(&out);
             let steps = out.steps.iter().filter(|s| s.iteration == 0).count() as u32;
             let mut distinct_starts = std::collections::BTreeSet::new();
