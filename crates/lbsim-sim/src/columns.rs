@@ -321,7 +321,7 @@ const STEPS: &[Column<crate::metrics::StepRecord>] = &[
         ty: Ty::F64,
         unit: "µs",
         doc: "end_us - start_us; NaN if unfinished.",
-        get: |_, r, _| opt_us(r.start.zip(r.end).map(|(a, b)| b - a)),
+        get: |_, r, _| opt_us(r.time()),
     },
     Column {
         name: "ideal_us",
@@ -335,7 +335,7 @@ const STEPS: &[Column<crate::metrics::StepRecord>] = &[
         ty: Ty::F64,
         unit: "",
         doc: "time_us / ideal_us; NaN if unfinished.",
-        get: |_, r, _| Cell::F(secs_or_nan(r.start.zip(r.end).map(|(a, b)| b - a)) / r.ideal.as_secs_f64()),
+        get: |_, r, _| Cell::F(secs_or_nan(r.time()) / r.ideal.as_secs_f64()),
     },
     Column { name: "flows", ty: Ty::I64, unit: "flows", doc: "The step's flows (sends x channels).", get: |_, r, _| Cell::I(r.flows as i64) },
     Column { name: "flows_done", ty: Ty::I64, unit: "flows", doc: "Those finished.", get: |_, r, _| Cell::I(r.flows_done as i64) },

@@ -549,3 +549,10 @@ pub struct StepRecord {
     pub slowest_uplink: Option<String>,
     pub slowest_uplinks_used: u32,
 }
+
+impl StepRecord {
+    /// Step time, last finish - first start (None: unfinished).
+    pub fn time(&self) -> Option<SimTime> {
+        self.start.zip(self.end).map(|(a, b)| b - a)
+    }
+}
