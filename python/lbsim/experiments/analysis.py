@@ -103,8 +103,8 @@ def run_stat(run: Path, name: str) -> float:
     ``fct_mean[lo:hi]`` (mean FCT in µs of flows with lo <= size < hi),
     ``rx_gbps_{mean,min,iqr}:PREFIX:FROM:TO`` (goodput of each sampled
     receiver link starting with PREFIX over (FROM, TO] ms, then its mean,
-    minimum or interquartile range), ``reorder_fr_per_packet`` (fast recoveries triggered by reordering per
-    packet sent: AG Fig. 3a's "3-dupack ratio"), ``cwnd_mean_bytes`` (mean of
+    minimum or interquartile range), ``nonloss_fr_per_packet`` (fast recoveries not set off by a
+    loss per packet sent: AG Figs. 3a/9b's "3-dupack ratio"), ``cwnd_mean_bytes`` (mean of
     the cwnd samples: AG Fig. 3b), ``owd_r2`` / ``owd_mae_us`` (AG's
     measured path delays against the true ones beside them: R^2 = 1 -
     SS_res / SS_tot over every (time, leaf pair, path) sample, and the mean
@@ -207,9 +207,10 @@ def run_stat(run: Path, name: str) -> float:
         if not len(v):
             return math.nan
         return float({"median": lambda a: nearest_rank(a, 0.5), "mean": np.mean, "max": np.max}.get(kind, lambda a: nearest_rank(a, 0.9))(v))
-    if name == "reorder_fr_per_packet":
+    if name == "nonloss_fr_per_packet":
         s = _summary(run)
-        return s["transport"]["fast_recoveries_by_reordering"] / max(s["network"]["packets_sent"], 1)
+        t, n = s["transport"], s["network"]
+        return (t["fast_recoveries"] - t["fast_recoveries_by_loss"]) / max(n["packets_sent"], 1)
     if name == "goodput_gbps":
         f = _flows(run)
         f = f[f.completed]
