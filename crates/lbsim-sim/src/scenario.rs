@@ -34,7 +34,7 @@ use lbsim_engine::{BitsPerSec, SimTime};
 use lbsim_lb::Value;
 use lbsim_net::topology::{self, Clos3, ExplicitLink, ExplicitNode, LeafSpine, LinkSpec};
 use lbsim_net::Topology;
-use lbsim_tcp::{CongestionControl, PrrBound, Reordering, RtoSsthresh, TcpConfig};
+use lbsim_tcp::{CongestionControl, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -487,10 +487,23 @@ pub struct TransportCfg {
     /// triggering it to throttle back"). `ecn = true` implies it.
     pub ece_response: bool,
     /// What a retransmission timeout halves into ssthresh: "flight_size"
-    /// (RFC 5681 eq. 4, held on repeated timeouts; Linux-like) or "pipe"
+    /// (RFC 5681 eq. 4, held on repeated timeouts; Linux-like), "pipe"
     /// (ns-3 3.44: the RFC 6675 pipe before the timeout, SACKed and lost
-    /// bytes excluded, recomputed on every timeout).
+    /// bytes excluded, recomputed on every timeout) or "cwnd" (htsim: cwnd,
+    /// in fast recovery min(ssthresh, FlightSize + MSS), on every timeout).
     pub rto_ssthresh: String,
+    /// What fast-recovery entry halves into ssthresh: "flight_size" (RFC
+    /// 5681 eq. 4) or "cwnd" (RFC 2001; htsim).
+    pub fr_ssthresh: String,
+    /// cwnd when a full ACK ends fast recovery without SACK (RFC 6582 §3.2
+    /// step 3): "ssthresh" (option 2; ns-3) or "flight_size" (option 1,
+    /// min(ssthresh, FlightSize + MSS), no burst; htsim). Needs sack = false.
+    pub recovery_exit: String,
+    /// What `recover` records at fast-recovery entry and at a timeout
+    /// without SACK: "snd_max" (RFC 6582) or "snd_nxt" (htsim, whose one
+    /// highest-sent variable falls back to snd.una on a timeout). Needs
+    /// sack = false.
+    pub recover: String,
     /// PRR reduction bound (RFC 6937 §3): "ssrb" (slow-start bound, the
     /// RFC's recommendation, Linux) or "crb" (conservative, ns-3 3.44).
     pub prr_bound: String,
@@ -530,6 +543,9 @@ impl Default for TransportCfg {
             restart_after_idle: false,
             ece_response: false,
             rto_ssthresh: s("flight_size"),
+            fr_ssthresh: s("flight_size"),
+            recovery_exit: s("ssthresh"),
+            recover: s("snd_max"),
             prr_bound: s("ssrb"),
             connections: s("per_flow"),
             connections_per_pair: 3,
@@ -1272,7 +1288,14 @@ impl Scenario {
             restart_after_idle: t.restart_after_idle,
             reordering: if t.reordering == "linux" { Reordering::LINUX } else { Reordering::Fixed },
             dsack: t.dsack.unwrap_or(t.reordering == "linux"),
-            rto_ssthresh: if t.rto_ssthresh == "pipe" { RtoSsthresh::Pipe } else { RtoSsthresh::FlightSize },
+            rto_ssthresh: match t.rto_ssthresh.as_str() {
+                "pipe" => RtoSsthresh::Pipe,
+                "cwnd" => RtoSsthresh::Cwnd,
+                _ => RtoSsthresh::FlightSize,
+            },
+            fr_ssthresh: if t.fr_ssthresh == "cwnd" { FrSsthresh::Cwnd } else { FrSsthresh::FlightSize },
+            recovery_exit: if t.recovery_exit == "flight_size" { RecoveryExit::FlightSize } else { RecoveryExit::Ssthresh },
+            recover: if t.recover == "snd_nxt" { Recover::SndNxt } else { Recover::SndMax },
             prr_bound: if t.prr_bound == "crb" { PrrBound::Crb } else { PrrBound::Ssrb },
         }
     }
@@ -1457,8 +1480,26 @@ impl TransportCfg {
         if !["fixed", "linux"].contains(&self.reordering.as_str()) {
             return Err(bad("transport.reordering", format!("must be \"fixed\" or \"linux\", got {:?}", self.reordering)));
         }
-        if !["flight_size", "pipe"].contains(&self.rto_ssthresh.as_str()) {
-            return Err(bad("transport.rto_ssthresh", format!("must be \"flight_size\" or \"pipe\", got {:?}", self.rto_ssthresh)));
+        if !["flight_size", "pipe", "cwnd"].contains(&self.rto_ssthresh.as_str()) {
+            return Err(bad("transport.rto_ssthresh", format!("must be \"flight_size\", \"pipe\" or \"cwnd\", got {:?}", self.rto_ssthresh)));
+        }
+        if !["flight_size", "cwnd"].contains(&self.fr_ssthresh.as_str()) {
+            return Err(bad("transport.fr_ssthresh", format!("must be \"flight_size\" or \"cwnd\", got {:?}", self.fr_ssthresh)));
+        }
+        if !["ssthresh", "flight_size"].contains(&self.recovery_exit.as_str()) {
+            return Err(bad("transport.recovery_exit", format!("must be \"ssthresh\" or \"flight_size\", got {:?}", self.recovery_exit)));
+        }
+        if !["snd_max", "snd_nxt"].contains(&self.recover.as_str()) {
+            return Err(bad("transport.recover", format!("must be \"snd_max\" or \"snd_nxt\", got {:?}", self.recover)));
+        }
+        if self.sack && self.recovery_exit != "ssthresh" {
+            return Err(bad(
+                "transport.recovery_exit",
+                "\"flight_size\" is NewReno's exit without SACK (with SACK, PRR sets the window): needs transport.sack = false",
+            ));
+        }
+        if self.sack && self.recover != "snd_max" {
+            return Err(bad("transport.recover", "\"snd_nxt\" applies without SACK: needs transport.sack = false"));
         }
         if !["ssrb", "crb"].contains(&self.prr_bound.as_str()) {
             return Err(bad("transport.prr_bound", format!("must be \"ssrb\" or \"crb\", got {:?}", self.prr_bound)));

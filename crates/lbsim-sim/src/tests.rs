@@ -499,6 +499,34 @@ fn a_pareto_mixture_labels_its_flows_and_reports_each_class() {
 }
 
 #[test]
+fn loss_response_variants_are_validated_and_reach_the_senders() {
+    let e = testbed_error;
+    assert_eq!(e(&["transport.rto_ssthresh=\"half\""]).field, "transport.rto_ssthresh");
+    assert_eq!(e(&["transport.fr_ssthresh=\"pipe\""]).field, "transport.fr_ssthresh");
+    assert_eq!(e(&["transport.recovery_exit=\"cwnd\"", "transport.sack=false"]).field, "transport.recovery_exit");
+    assert_eq!(e(&["transport.recover=\"una\"", "transport.sack=false"]).field, "transport.recover");
+    // NewReno's exit and `recover` rules have no meaning under SACK recovery
+    assert!(e(&["transport.recovery_exit=\"flight_size\""]).msg.contains("transport.sack = false"));
+    assert_eq!(e(&["transport.recover=\"snd_nxt\""]).field, "transport.recover");
+    let htsim = [
+        "transport.sack=false",
+        "transport.fr_ssthresh=\"cwnd\"",
+        "transport.rto_ssthresh=\"cwnd\"",
+        "transport.recovery_exit=\"flight_size\"",
+        "transport.recover=\"snd_nxt\"",
+    ];
+    let sc = Scenario::from_toml(TESTBED, &htsim.iter().map(|x| x.to_string()).collect::<Vec<_>>()).unwrap();
+    let c = sc.tcp_config();
+    assert_eq!(
+        (c.fr_ssthresh, c.rto_ssthresh, c.recovery_exit, c.recover),
+        (lbsim_tcp::FrSsthresh::Cwnd, lbsim_tcp::RtoSsthresh::Cwnd, lbsim_tcp::RecoveryExit::FlightSize, lbsim_tcp::Recover::SndNxt)
+    );
+    let out = run_ok(TESTBED, &[&htsim[..], &["workload.flows=50"]].concat());
+    let t = &out.summary["transport"];
+    assert_eq!((t["fr_ssthresh"].as_str(), t["recover"].as_str()), (Some("cwnd"), Some("snd_nxt")));
+}
+
+#[test]
 fn bad_size_distributions_fail_with_the_field_named() {
     let e = testbed_error;
     // issue 14: a Pareto shape <= 1 with no cap has no mean

@@ -50,6 +50,49 @@ pub enum RtoSsthresh {
     /// recomputed on every timeout. After a failed recovery the pipe is far
     /// below FlightSize, so the restart is gentler.
     Pipe,
+    /// htsim (`TcpSrc`): cwnd / 2 on every timeout, repeated ones included;
+    /// during fast recovery, of min(ssthresh, FlightSize + MSS).
+    Cwnd,
+}
+
+/// The window fast-recovery entry halves into ssthresh (NewReno).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrSsthresh {
+    /// RFC 5681 §3.2 step 2, eq. (4): FlightSize / 2.
+    #[default]
+    FlightSize,
+    /// cwnd / 2 (RFC 2001's rule; htsim's `TcpSrc`). Differs from
+    /// FlightSize / 2 when the window is not full.
+    Cwnd,
+}
+
+/// cwnd when a full ACK ends NewReno fast recovery (RFC 6582 §3.2 step 3
+/// offers both).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RecoveryExit {
+    /// Option 2: cwnd = ssthresh (ns-3); a sender with little in flight
+    /// then sends up to ssthresh back to back.
+    #[default]
+    Ssthresh,
+    /// Option 1: cwnd = min(ssthresh, max(FlightSize, MSS) + MSS), then slow
+    /// start up to ssthresh (htsim): no burst.
+    FlightSize,
+}
+
+/// What `recover` records at fast-recovery entry and at a timeout.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Recover {
+    /// RFC 6582 §3.2 step 2 / §4.1: the highest sequence number transmitted
+    /// (snd.max). Duplicate ACKs drawn by the copies of a go-back-N pass
+    /// start no fast retransmit until snd.una passes all of it.
+    #[default]
+    SndMax,
+    /// htsim (`TcpSrc::_highest_sent`, which serves as both snd.nxt and
+    /// snd.max): the next byte to send. After a timeout snd.nxt falls back
+    /// to snd.una, so a repeated timeout, or a fast retransmit during the
+    /// go-back-N pass, records a lower `recover`: short recoveries repeat
+    /// while the copies of earlier transmissions arrive.
+    SndNxt,
 }
 
 /// PRR's bound once the pipe is at or below ssthresh (RFC 6937 §3).
@@ -124,6 +167,12 @@ pub struct TcpConfig {
     pub dsack: bool,
     /// What a retransmission timeout halves into ssthresh.
     pub rto_ssthresh: RtoSsthresh,
+    /// What fast-recovery entry halves into ssthresh (NewReno).
+    pub fr_ssthresh: FrSsthresh,
+    /// cwnd when NewReno (without SACK) leaves fast recovery.
+    pub recovery_exit: RecoveryExit,
+    /// What `recover` records (without SACK).
+    pub recover: Recover,
     /// PRR's reduction bound.
     pub prr_bound: PrrBound,
 }
@@ -152,6 +201,9 @@ impl Default for TcpConfig {
             reordering: Reordering::Fixed,
             dsack: false,
             rto_ssthresh: RtoSsthresh::FlightSize,
+            fr_ssthresh: FrSsthresh::FlightSize,
+            recovery_exit: RecoveryExit::Ssthresh,
+            recover: Recover::SndMax,
             prr_bound: PrrBound::Ssrb,
         }
     }

@@ -62,6 +62,14 @@
 //! lives until the next reduction, so a D-SACK arriving after recovery
 //! ended still undoes it.
 //!
+//! Loss-response variants of other simulators (all default to the RFC
+//! rule): `fr_ssthresh = Cwnd` halves cwnd, not FlightSize, at fast
+//! retransmit (RFC 2001); `rto_ssthresh = Cwnd` halves cwnd on every
+//! timeout; `recovery_exit = FlightSize` leaves NewReno recovery with
+//! min(ssthresh, FlightSize + MSS) (RFC 6582 §3.2 step 3 option 1);
+//! `recover = SndNxt` records snd.nxt, not snd.max, as `recover`. Together
+//! they are htsim's `TcpSrc` (docs/fidelity.md).
+//!
 //! Restart after idle (`restart_after_idle`, RFC 5681 §4.1): when the sender
 //! is about to send with nothing in flight and nothing sent for more than an
 //! RTO, it does what Linux does (`tcp_cwnd_restart`) rather than the RFC's
@@ -77,7 +85,7 @@
 //! RTT is measured with timestamps (RFC 7323 §4) on every ACK that
 //! acknowledges new data; the RTO follows RFC 6298 with exponential backoff.
 
-use crate::config::{CongestionControl, PrrBound, RtoSsthresh, TcpConfig};
+use crate::config::{CongestionControl, FrSsthresh, PrrBound, Recover, RecoveryExit, RtoSsthresh, TcpConfig};
 use crate::header::{TcpHeader, ACK, CWR, SYN};
 use crate::ranges::RangeSet;
 use crate::rtt::RttEstimator;
@@ -539,7 +547,11 @@ impl TcpSender {
                 Recovery::Fast { recover } => {
                     if ack >= recover {
                         // RFC 6582 §3.2 step 3 / RFC 6937: leave with cwnd = ssthresh
-                        self.cwnd = self.ssthresh.max(mss);
+                        // (option 2), or option 1 without SACK
+                        self.cwnd = match self.cfg.recovery_exit {
+                            RecoveryExit::FlightSize if !self.cfg.sack => self.ssthresh.min((self.max - ack).max(mss) + mss),
+                            _ => self.ssthresh.max(mss),
+                        };
                         self.recovery = Recovery::Open;
                         self.dupacks = 0;
                     } else if self.cfg.sack {
@@ -629,6 +641,13 @@ impl TcpSender {
                 // RFC 5681 §3.1 eq. (4), once per loss episode (or ns-3's
                 // pipe, on every timeout); cwnd = LW = 1 MSS.
                 match self.cfg.rto_ssthresh {
+                    RtoSsthresh::Cwnd => {
+                        let w = match self.recovery {
+                            Recovery::Fast { .. } => self.ssthresh.min(self.max - self.una + mss),
+                            _ => self.cwnd,
+                        };
+                        self.ssthresh = (w / 2).max(2 * mss);
+                    }
                     RtoSsthresh::FlightSize if matches!(self.recovery, Recovery::Fast { .. }) => {
                         self.ssthresh = self.ssthresh.min(((self.max - self.una) / 2).max(2 * mss));
                     }
@@ -640,7 +659,7 @@ impl TcpSender {
                 }
                 self.cwnd = mss;
                 self.ca_acc = 0;
-                self.recovery = Recovery::Loss { recover: self.max };
+                self.recovery = Recovery::Loss { recover: self.recover_point() };
                 self.nxt = self.una;
                 self.high_rxt = self.una;
                 self.dupacks = 0;
@@ -684,6 +703,15 @@ impl TcpSender {
         let burst = tso.min((self.cwnd / 2).max(mss)).min(unsent);
         let wnd = self.cwnd.min(self.peer_wnd.max(mss));
         burst > 0 && wnd.saturating_sub(pipe) < burst
+    }
+
+    /// `recover` for a new fast recovery or timeout: snd.max (RFC 6582), or
+    /// snd.nxt without SACK where `Recover::SndNxt` asks for it.
+    fn recover_point(&self) -> u64 {
+        match self.cfg.recover {
+            Recover::SndNxt if !self.cfg.sack => self.nxt,
+            _ => self.max,
+        }
     }
 
     fn adaptive(&self) -> bool {
@@ -1124,9 +1152,13 @@ impl TcpSender {
             self.start_undo_episode();
         }
         let flight = self.max - self.una;
-        // RFC 5681 eq. (4)
-        self.ssthresh = (flight / 2).max(2 * mss);
-        self.recovery = Recovery::Fast { recover: self.max };
+        // RFC 5681 eq. (4), or RFC 2001's cwnd / 2
+        self.ssthresh = match self.cfg.fr_ssthresh {
+            FrSsthresh::FlightSize => flight / 2,
+            FrSsthresh::Cwnd => self.cwnd / 2,
+        }
+        .max(2 * mss);
+        self.recovery = Recovery::Fast { recover: self.recover_point() };
         self.stats.fast_recoveries += 1;
         self.high_rxt = self.una;
         self.rxt_mark = u64::MAX;

@@ -948,6 +948,9 @@ fn rto_ssthresh_halves_flight_size_once_or_pipe_every_time() {
     // ns-3: pipe (10 un-SACKed segments) / 2, then the one retransmission
     // in flight / 2, floored at 2 segments
     assert_eq!(run(RtoSsthresh::Pipe), vec![5, 2]);
+    // htsim: cwnd (10) / 2, then the 1-segment window of the timeout / 2,
+    // floored at 2 segments
+    assert_eq!(run(RtoSsthresh::Cwnd), vec![5, 2]);
 }
 
 #[test]
@@ -956,22 +959,22 @@ fn a_timeout_in_fast_recovery_keeps_the_reduction_recovery_made() {
     // inflate the window and send eight new segments (FlightSize 18); the
     // RTO that follows must not raise ssthresh to 18 / 2 (Linux keeps
     // recovery's ssthresh; RFC 5681 eq. 4 is an upper bound)
-    let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
-    let mut s = TcpSender::new_established(cfg);
-    let mut out = vec![];
-    s.write(1448 * 40);
-    s.poll(SimTime::ZERO, &mut out);
-    assert_eq!(out.len(), 10);
-    let dup = TcpHeader { ack: 0, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
-    for i in 0..13 {
-        s.on_segment(&dup, SimTime::from_us(20 + i), &mut out);
-    }
-    assert!(matches!(s.recovery(), Recovery::Fast { .. }));
-    assert_eq!(s.ssthresh() / 1448, 5);
-    assert_eq!(s.snd_max() / 1448, 18, "{} sent", out.len());
-    let t = s.next_wakeup().unwrap();
-    s.on_timer(t, &mut out);
-    assert_eq!(s.ssthresh() / 1448, 5);
+    let run = |rto_ssthresh: RtoSsthresh| {
+        let (mut s, mut out, dup) = newreno_ten_out(TcpConfig { rto_ssthresh, ..TcpConfig::default() }, 40);
+        assert_eq!(out.len(), 10);
+        for i in 0..13 {
+            s.on_segment(&dup, SimTime::from_us(20 + i), &mut out);
+        }
+        assert!(matches!(s.recovery(), Recovery::Fast { .. }));
+        assert_eq!(s.ssthresh() / 1448, 5);
+        assert_eq!(s.snd_max() / 1448, 18, "{} sent", out.len());
+        let t = s.next_wakeup().unwrap();
+        s.on_timer(t, &mut out);
+        s.ssthresh() / 1448
+    };
+    assert_eq!(run(RtoSsthresh::FlightSize), 5);
+    // htsim halves again: min(ssthresh 5, FlightSize + MSS) / 2, floored at 2
+    assert_eq!(run(RtoSsthresh::Cwnd), 2);
 }
 
 #[test]
@@ -1002,4 +1005,79 @@ fn prr_conservative_bound_recovers_a_burst_more_slowly_than_slow_start_bound() {
     let (ssrb, crb) = (run(PrrBound::Ssrb), run(PrrBound::Crb));
     assert_eq!(crb.0, ssrb.0, "the same ACKs arrive in recovery");
     assert!(crb.1 < ssrb.1, "(ACKs, segments sent) in recovery: CRB {crb:?} vs SSRB {ssrb:?}");
+}
+
+/// NewReno without SACK, ten segments of forty sent: the sender and its
+/// first ten segments, and a duplicate ACK of byte 0.
+fn newreno_ten_out(cfg: TcpConfig, written: u64) -> (TcpSender, Vec<TcpHeader>, TcpHeader) {
+    let mut s = TcpSender::new_established(TcpConfig { sack: false, ..cfg });
+    let mut out = vec![];
+    s.write(1448 * written);
+    s.poll(SimTime::ZERO, &mut out);
+    let dup = TcpHeader { ack: 0, flags: crate::header::ACK, wnd: 1 << 30, ..Default::default() };
+    (s, out, dup)
+}
+
+#[test]
+fn recovery_exit_option_1_leaves_fast_recovery_without_a_burst() {
+    // three duplicate ACKs (ssthresh 5), then one ACK of all ten: nothing is
+    // left in flight, so RFC 6582 option 2 (cwnd = ssthresh) sends five
+    // segments back to back and option 1 (FlightSize + MSS) two
+    let run = |recovery_exit: RecoveryExit| {
+        let (mut s, mut out, dup) = newreno_ten_out(TcpConfig { recovery_exit, ..TcpConfig::default() }, 40);
+        assert_eq!(out.len(), 10);
+        for i in 0..3 {
+            s.on_segment(&dup, SimTime::from_us(20 + i), &mut out);
+        }
+        assert_eq!(s.ssthresh() / 1448, 5);
+        let before = out.len();
+        let full = TcpHeader { ack: 10 * 1448, ..dup };
+        s.on_segment(&full, SimTime::from_us(30), &mut out);
+        assert_eq!(s.recovery(), Recovery::Open);
+        (s.cwnd() / 1448, out.len() - before)
+    };
+    assert_eq!(run(RecoveryExit::Ssthresh), (5, 5));
+    assert_eq!(run(RecoveryExit::FlightSize), (2, 2));
+}
+
+#[test]
+fn fr_ssthresh_halves_the_window_or_what_is_in_flight() {
+    // only six segments to send under a ten-segment window: FlightSize / 2 =
+    // 3 (RFC 5681), cwnd / 2 = 5 (RFC 2001, htsim)
+    let run = |fr_ssthresh: FrSsthresh| {
+        let (mut s, mut out, dup) = newreno_ten_out(TcpConfig { fr_ssthresh, ..TcpConfig::default() }, 6);
+        assert_eq!(out.len(), 6);
+        for i in 0..3 {
+            s.on_segment(&dup, SimTime::from_us(20 + i), &mut out);
+        }
+        assert!(matches!(s.recovery(), Recovery::Fast { .. }));
+        s.ssthresh() / 1448
+    };
+    assert_eq!(run(FrSsthresh::FlightSize), 3);
+    assert_eq!(run(FrSsthresh::Cwnd), 5);
+}
+
+#[test]
+fn recover_at_snd_nxt_lets_a_repeated_timeout_lower_the_fast_retransmit_guard() {
+    // two timeouts in a row (the second resends segment 0 again), then the
+    // ACK of segment 0 and three duplicate ACKs: RFC 6582 §4.1 keeps
+    // `recover` at the ten segments sent, so no fast retransmit; htsim's
+    // snd.nxt had fallen back to one segment, so the ACK ends the timeout's
+    // recovery and the duplicates start a fast retransmit
+    let run = |recover: Recover| {
+        let (mut s, mut out, dup) = newreno_ten_out(TcpConfig { recover, ..TcpConfig::default() }, 40);
+        for _ in 0..2 {
+            let t = s.next_wakeup().unwrap();
+            s.on_timer(t, &mut out);
+        }
+        let now = s.next_wakeup().unwrap() - SimTime::from_us(1);
+        let one = TcpHeader { ack: 1448, ..dup };
+        s.on_segment(&one, now, &mut out);
+        for _ in 0..3 {
+            s.on_segment(&one, now, &mut out);
+        }
+        (s.stats.timeouts, s.stats.fast_recoveries)
+    };
+    assert_eq!(run(Recover::SndMax), (2, 0));
+    assert_eq!(run(Recover::SndNxt), (2, 1));
 }
