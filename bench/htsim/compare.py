@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""lbsim against htsim on the k = 8 fat-tree's 10,000 web-search flows.
+"""lbsim against htsim on the k = 8 fat-tree: the same flows, the same model.
 
-Writes bench/htsim/ws_10000_segments.csv (bench/scale/ws_10000.csv with
-every size rounded up to whole 1,460-byte segments, as htsim sends them),
-runs bench/htsim/k8.toml on it and, given htsim's per-flow results
-(`--htsim-flows flows.txt`: one line per flow, `id src dst size start_us
-finish_us fct_us data_pkts_sent retransmits timeouts fast_recoveries`, id
-= the flow list's `cm_id`), prints both side by side: totals, and split by
-flow size and by whether a flow timed out in either simulator.
+Writes the flow list with every size rounded up to whole 1,460-byte
+segments, as htsim sends them (bench/scale/ws_10000.csv, or an htsim
+connection matrix given with `--cm`), runs bench/htsim/k8.toml on it and,
+given a directory of htsim's results (`--htsim DIR`: `flows.txt`, one line
+per flow `id src dst size start_us finish_us fct_us data_pkts_sent
+retransmits timeouts fast_recoveries` with id = the flow's connection-matrix
+id, and `summary.txt` with `drops_switch=N`), prints both side by side:
+totals with their ratio, then split by flow size and by whether a flow
+timed out in either simulator.
 
-    python bench/htsim/compare.py --htsim-flows PATH/flows.txt
-    python bench/htsim/compare.py --set network.host_nic=backpressure --set network.host_buffer_pkts=100
+    python bench/htsim/compare.py --htsim PATH/htsim_ws_10000
+    python bench/htsim/compare.py --cm PATH/flows.cm --htsim PATH/htsim_inrack_2000
+    python bench/htsim/compare.py --set transport.recover=snd_max   # one rule back to the RFC
 """
 
 from __future__ import annotations
@@ -28,39 +31,67 @@ HERE = Path(__file__).resolve().parent
 MSS = 1460
 
 
-def segment_list() -> Path:
-    src = HERE.parent / "scale" / "ws_10000.csv"
-    out = HERE / "ws_10000_segments.csv"
-    with open(src) as f, open(out, "w", newline="") as g:
+def segment_list(cm: Path | None) -> Path:
+    """The flow list as lbsim reads it, sizes in whole segments."""
+    out = HERE / "ws_10000_segments.csv" if cm is None else HERE / f"{cm.stem}_segments.csv"
+    rows = []
+    if cm is None:
+        with open(HERE.parent / "scale" / "ws_10000.csv") as f:
+            rows = [(r["src"], r["dst"], int(r["size_bytes"]), float(r["start_us"]), r["cm_id"]) for r in csv.DictReader(f)]
+    else:
+        # htsim's connection matrix: "src->dst id I start T size S", T in ps
+        for line in cm.read_text().splitlines():
+            p = line.split()
+            if len(p) == 7 and "->" in p[0]:
+                src, dst = p[0].split("->")
+                rows.append((src, dst, int(p[6]), int(p[4]) / 1e6, p[2]))
+        if not rows:
+            raise SystemExit(f"--cm: no 'src->dst id I start T size S' lines in {cm}")
+    with open(out, "w", newline="") as g:
         w = csv.writer(g)
         w.writerow(["src", "dst", "size_bytes", "start_us", "cm_id"])
-        for r in csv.DictReader(f):
-            w.writerow([r["src"], r["dst"], math.ceil(int(r["size_bytes"]) / MSS) * MSS, r["start_us"], r["cm_id"]])
+        for src, dst, size, start, cid in rows:
+            w.writerow([src, dst, math.ceil(size / MSS) * MSS, start, cid])
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--htsim-flows", type=Path, help="htsim's per-flow results (flows.txt)")
+    ap.add_argument("--htsim", type=Path, help="directory of htsim's results (flows.txt, summary.txt)")
+    ap.add_argument("--cm", type=Path, help="htsim connection matrix to run instead of bench/scale/ws_10000.csv")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="scenario override")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
-    flows = pd.read_csv(segment_list())
-    r = lbsim.run(HERE / "k8.toml", seed=a.seed, set=a.set)
+    flow_list = segment_list(a.cm)
+    flows = pd.read_csv(flow_list)
+    r = lbsim.run(HERE / "k8.toml", seed=a.seed, set=[f"workload.flow_list={flow_list}"] + a.set)
     s, f = r.summary, r.flows
     f["cm_id"] = flows["cm_id"].values
     t = s["transport"]
-    print(f"lbsim: drops {s['network']['drops']['total']:,} (to hosts {s['network']['drops']['queue_at']['switch_to_host']:,}), "
-          f"retransmits {t['retransmits']:,}, timeouts {t['timeouts']:,}, fast recoveries {t['fast_recoveries']:,}, "
-          f"mean FCT {s['fct_us']['mean'] / 1e3:.1f} ms, p50 {s['fct_us']['p50'] / 1e3:.3f} ms, "
-          f"duplicate segments at receivers {int(f['duplicate_segments'].sum()):,}")
-    if a.htsim_flows is None:
+    ours = {"drops": s["network"]["drops"]["total"], "retransmits": t["retransmits"], "timeouts": t["timeouts"],
+            "fast recoveries": t["fast_recoveries"], "mean FCT ms": s["fct_us"]["mean"] / 1e3}
+    if a.htsim is None:
+        print("lbsim: " + ", ".join(f"{k} {v:,.1f}" if isinstance(v, float) else f"{k} {v:,}" for k, v in ours.items()))
         return
     cols = "id src dst size start_us finish_us fct_us data_pkts_sent retransmits timeouts fast_recoveries".split()
-    h = pd.read_csv(a.htsim_flows, sep=" ", comment="#", header=None, names=cols)
+    h = pd.read_csv(a.htsim / "flows.txt", sep=" ", comment="#", header=None, names=cols)
     m = f.merge(h, left_on="cm_id", right_on="id", suffixes=("", "_h"))
     if len(m) != len(f):
-        raise SystemExit(f"--htsim-flows: {len(m)} of {len(f)} flows matched by id")
+        raise SystemExit(f"--htsim: {len(m)} of {len(f)} flows matched by id")
+    summary = dict(x.split("=", 1) for x in (a.htsim / "summary.txt").read_text().split() if "=" in x)
+    theirs = {"drops": int(summary["drops_switch"]), "retransmits": int(h.retransmits.sum()), "timeouts": int(h.timeouts.sum()),
+              "fast recoveries": int(h.fast_recoveries.sum()), "mean FCT ms": h.fct_us.mean() / 1e3}
+    print("| count | lbsim | htsim | lbsim / htsim |")
+    print("|---|---|---|---|")
+    for k, v in ours.items():
+        ratio = v / theirs[k] if theirs[k] else math.nan
+        mark = "" if abs(ratio - 1) <= 0.1 else " (off by more than 10 %)"
+        print(f"| {k} | {v:,.1f} | {theirs[k]:,.1f} | {ratio:.3f}{mark} |" if isinstance(v, float) else f"| {k} | {v:,} | {theirs[k]:,} | {ratio:.3f}{mark} |")
+    # a lost SYN or SYN-ACK costs the 3 s initial RTO (k8.toml, as htsim):
+    # a few such flows dominate the mean FCT
+    hs, hs_h = m["fct_us"] >= 3e6, m["fct_us_h"] >= 3e6
+    print(f"\nflows whose handshake timed out (FCT >= the 3 s initial RTO): lbsim {int(hs.sum()):,}, htsim {int(hs_h.sum()):,}; "
+          f"mean FCT of the others {m['fct_us'][~hs].mean() / 1e3:.1f} / {m['fct_us_h'][~hs_h].mean() / 1e3:.1f} ms")
     keys = ["retransmits", "timeouts", "fast_recoveries"]
 
     def row(name: str, x: pd.DataFrame) -> None:
