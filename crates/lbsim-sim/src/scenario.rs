@@ -454,6 +454,10 @@ pub struct TransportCfg {
     pub initial_rto_ms: Option<f64>,
     /// Upper bound of the backed-off retransmission timeout.
     pub max_rto_ms: f64,
+    /// Retransmission timers expire only on a grid of this period: at the
+    /// first multiple of it after the deadline (htsim checks every
+    /// connection's timer every 10 ms); 0 = at the deadline.
+    pub rto_tick_ms: f64,
     /// Duplicate ACKs that start fast retransmit (with `reordering = "fixed"`).
     pub dupack_threshold: u32,
     /// Receive window advertised by every receiver.
@@ -532,6 +536,7 @@ impl Default for TransportCfg {
             delayed_ack: 2,
             delayed_ack_timeout_us: 1000.0,
             min_rto_ms: 10.0,
+            rto_tick_ms: 0.0,
             initial_rto_ms: None,
             max_rto_ms: 60_000.0,
             dupack_threshold: 3,
@@ -1276,6 +1281,7 @@ impl Scenario {
             delack_count: t.delayed_ack.max(1),
             delack_timeout: SimTime::from_us_f64(t.delayed_ack_timeout_us),
             min_rto: SimTime::from_us_f64(t.min_rto_ms * 1e3),
+            rto_tick: SimTime::from_us_f64(t.rto_tick_ms * 1e3),
             max_rto: SimTime::from_us_f64(t.max_rto_ms * 1e3),
             initial_rto: SimTime::from_us_f64(t.initial_rto_ms.unwrap_or(t.min_rto_ms) * 1e3),
             dupack_threshold: t.dupack_threshold,
@@ -1464,6 +1470,7 @@ impl TransportCfg {
         }
         dur_ms("transport.min_rto_ms", self.min_rto_ms, true)?;
         dur_ms("transport.max_rto_ms", self.max_rto_ms, true)?;
+        dur_ms("transport.rto_tick_ms", self.rto_tick_ms, false)?;
         if let Some(x) = self.initial_rto_ms {
             dur_ms("transport.initial_rto_ms", x, true)?;
         }

@@ -508,6 +508,8 @@ fn loss_response_variants_are_validated_and_reach_the_senders() {
     // NewReno's exit and `recover` rules have no meaning under SACK recovery
     assert!(e(&["transport.recovery_exit=\"flight_size\""]).msg.contains("transport.sack = false"));
     assert_eq!(e(&["transport.recover=\"snd_nxt\""]).field, "transport.recover");
+    assert_eq!(e(&["transport.rto_tick_ms=-1"]).field, "transport.rto_tick_ms");
+    assert_eq!(Scenario::from_toml(TESTBED, &["transport.rto_tick_ms=10".into()]).unwrap().tcp_config().rto_tick, SimTime::from_ms(10));
     let htsim = [
         "transport.sack=false",
         "transport.fr_ssthresh=\"cwnd\"",

@@ -131,6 +131,10 @@ pub struct TcpConfig {
     pub max_rto: SimTime,
     /// RTO before any RTT sample; also the SYN retransmission timeout (RFC 6298 2.1).
     pub initial_rto: SimTime,
+    /// Timer grid: a retransmission timer expires at the first multiple of
+    /// this after its deadline (htsim's `TcpRtxTimerScanner`); zero: at the
+    /// deadline.
+    pub rto_tick: SimTime,
     /// Duplicate ACKs that trigger fast retransmit (RFC 5681 §3.2).
     pub dupack_threshold: u32,
     /// Receive buffer: the window the receiver advertises, bytes.
@@ -190,6 +194,7 @@ impl Default for TcpConfig {
             min_rto: SimTime::from_ms(10),
             max_rto: SimTime::from_ms(60_000),
             initial_rto: SimTime::from_ms(10),
+            rto_tick: SimTime::ZERO,
             dupack_threshold: 3,
             rcv_wnd: 4 << 20,
             cc: CongestionControl::NewReno,

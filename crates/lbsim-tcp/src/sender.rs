@@ -579,7 +579,7 @@ impl TcpSender {
                 }
             }
             // RFC 6298 (5.2)/(5.3)
-            self.rto_deadline = if self.una < self.max { Some(now + self.current_rto()) } else { None };
+            self.rto_deadline = if self.una < self.max { Some(self.rto_expiry(now)) } else { None };
         } else if h.len == 0 && ack == self.una && self.una < self.max && (!self.cfg.sack || newly_sacked > 0) {
             // A duplicate ACK (RFC 5681 §2); with SACK, one that SACKs new data (RFC 6675 §2).
             self.dupacks += 1;
@@ -677,6 +677,17 @@ impl TcpSender {
     }
 
     // ----------------------------------------------------------- internals
+    /// When a timer armed now expires: now + RTO, or with `rto_tick` the
+    /// first multiple of the tick after that.
+    fn rto_expiry(&self, now: SimTime) -> SimTime {
+        let d = now + self.current_rto();
+        let tick = self.cfg.rto_tick.0;
+        if tick == 0 {
+            return d;
+        }
+        SimTime((d.0 / tick + 1).saturating_mul(tick))
+    }
+
     fn current_rto(&self) -> SimTime {
         let base = self.rtt.rto();
         let shifted = base.0.saturating_mul(1u64.checked_shl(self.backoff).unwrap_or(u64::MAX));
@@ -685,7 +696,7 @@ impl TcpSender {
 
     fn send_syn(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
         out.push(TcpHeader { flags: SYN, wnd: self.cfg.rcv_wnd, ts_val: now, ..Default::default() });
-        self.rto_deadline = Some(now + self.current_rto());
+        self.rto_deadline = Some(self.rto_expiry(now));
     }
 
     /// TSO deferral: with data in flight, wait until a whole burst fits.
@@ -1132,7 +1143,7 @@ impl TcpSender {
         }
         self.last_send = now;
         if self.rto_deadline.is_none() {
-            self.rto_deadline = Some(now + self.current_rto());
+            self.rto_deadline = Some(self.rto_expiry(now));
         }
         out.push(TcpHeader { seq, len, flags, wnd: self.cfg.rcv_wnd, ts_val: now, dsn: self.dsn_of(seq), ..Default::default() });
     }

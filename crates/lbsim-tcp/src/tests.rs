@@ -1081,3 +1081,22 @@ fn recover_at_snd_nxt_lets_a_repeated_timeout_lower_the_fast_retransmit_guard() 
     assert_eq!(run(Recover::SndMax), (2, 0));
     assert_eq!(run(Recover::SndNxt), (2, 1));
 }
+
+#[test]
+fn a_timer_tick_puts_expiries_on_its_grid() {
+    // htsim checks timers every 10 ms: a 250 ms timer armed at 1.234 ms
+    // expires at 260 ms, not 251.234
+    let run = |rto_tick: SimTime| {
+        let cfg = TcpConfig { rto_tick, min_rto: SimTime::from_ms(250), initial_rto: SimTime::from_ms(250), ..TcpConfig::default() };
+        let mut s = TcpSender::new_established(cfg);
+        let mut out = vec![];
+        s.write(1448 * 10);
+        s.poll(SimTime::from_us(1234), &mut out);
+        let t = s.next_wakeup().unwrap();
+        s.on_timer(t, &mut out);
+        assert_eq!(s.stats.timeouts, 1);
+        t
+    };
+    assert_eq!(run(SimTime::ZERO), SimTime::from_us(251_234));
+    assert_eq!(run(SimTime::from_ms(10)), SimTime::from_ms(260));
+}
