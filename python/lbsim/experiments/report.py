@@ -13,14 +13,34 @@ from lbsim.experiments.analysis import Runs, draw, evaluate
 from lbsim.experiments.sweep import Sweep, catalog_dir
 
 
-def _fmt(x) -> str:
+def _fmt(x, digits: int = 3) -> str:
     if x is None:
         return "–"
     if isinstance(x, float):
         if math.isnan(x):
             return "n/a"
-        return f"{x:.3g}"
+        return f"{x:.{digits}g}"
     return str(x)
+
+
+def _printed(c: dict, r: dict) -> tuple[str, str]:
+    """A claim's mean and per-seed values as the report prints them: three
+    significant digits, or as many more as it takes for the printed numbers
+    to give the same verdict (so `rejudge` of the report agrees with it)."""
+    from lbsim.experiments.analysis import _verdict
+
+    kind = c.get("kind", "ratio")
+    for digits in range(3, 10):
+        ours = _fmt(r["ours"], digits)
+        seeds = ", ".join(_fmt(v, digits) for v in r["per_seed"]) or "–"
+        if kind == "model" or str(r["verdict"]).startswith(("not compared", "not meaningful")):
+            break
+        if not r["per_seed"] or not isinstance(r["ours"], float) or math.isnan(r["ours"]):
+            break
+        again = _verdict(c, _num(ours), [_num(x) for x in seeds.split(",")], pivot_default=1.0 if kind in ("ratio", "ratio2") else 0.0)
+        if again["verdict"] == r["verdict"]:
+            break
+    return ours, seeds
 
 
 def sweep_wall(root: str | Path, sw: Sweep) -> Optional[float]:
@@ -79,9 +99,9 @@ def fragment(sw: Sweep, root: str | Path, fig_dir: Path, rel_fig: str) -> str:
             except (KeyError, ValueError) as e:
                 raise ValueError(f"{sw.path.name}: [[claim]] #{i + 1} ({c.get('figure', '')}): {_why(e)}") from None
             quote = c["quote"].replace("|", "/")
-            seeds = ", ".join(_fmt(v) for v in r["per_seed"]) or "–"
+            ours, seeds = _printed(c, r)
             ci = "–" if math.isnan(r.get("ci_low", math.nan)) else f"{_fmt(r['ci_low'])}-{_fmt(r['ci_high'])}"
-            lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {_fmt(r['ours'])} | {ci} | {seeds} | {r['verdict']} |")
+            lines.append(f"| {c.get('figure', '')} | “{quote}” | {_fmt(r['paper'])} | {ours} | {ci} | {seeds} | {r['verdict']} |")
         lines.append("")
     if e.get("notes"):
         lines += ["*Where we differ and why:* " + e["notes"].strip(), ""]
