@@ -588,14 +588,14 @@ fn prr_does_not_burst_after_a_cumulative_ack_over_sacked_data() {
 }
 
 /// Drops the first transmission of segments `first..last` (by segment
-/// index) and the `nth` transmission of segment `again`.
-fn drop_tail_and_a_retransmission(first: u64, last: u64, again: u64, nth: u32) -> Rule {
+/// index) and the `nth` transmissions of segment `again`.
+fn drop_tail_and_a_retransmission(first: u64, last: u64, again: u64, nth: std::ops::RangeInclusive<u32>) -> Rule {
     let mut sent: BTreeMap<u64, u32> = BTreeMap::new();
     Box::new(move |_, h| {
         let i = h.seq / 1448;
         let n = sent.entry(i).or_insert(0);
         *n += 1;
-        (((first..last).contains(&i) && *n == 1) || (i == again && *n == nth), false)
+        (((first..last).contains(&i) && *n == 1) || (i == again && nth.contains(n)), false)
     })
 }
 
@@ -605,14 +605,14 @@ fn a_retransmission_lost_after_a_timeout_is_repaired_without_a_second_timeout() 
     // retransmit, so an RTO repairs them; the first retransmission of
     // segment 16 is lost as well. The go-back-N pass then sends 17, 18, 19,
     // whose SACKs show 16 lost again (RFC 6675 §5.1): no second timeout.
-    let mut w = Wire::new(TcpConfig::default(), drop_tail_and_a_retransmission(15, 20, 16, 2));
+    let mut w = Wire::new(TcpConfig::default(), drop_tail_and_a_retransmission(15, 20, 16, 2..=2));
     let t = w.run(1448 * 20, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
     assert_eq!(w.s.stats.retransmits, 6, "five after the RTO, 16 once more: {:?}", w.s.stats);
     assert!(t < SimTime::from_ms(15), "{t}");
     // without SACK nothing tells the sender, and a second RTO is needed
     let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
-    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(15, 20, 16, 2));
+    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(15, 20, 16, 2..=2));
     w.run(1448 * 20, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 2, "{:?}", w.s.stats);
 }
@@ -623,15 +623,7 @@ fn a_re_retransmission_lost_in_loss_is_detected_again() {
     // retransmissions: with 20 segments nothing is sent after the second
     // and it takes a second timeout; with 30, the go-back-N pass goes on
     // and its SACKs show the second retransmission lost too
-    let rule = |segs: u64| {
-        let mut sent: BTreeMap<u64, u32> = BTreeMap::new();
-        Box::new(move |_, h: &TcpHeader| {
-            let i = h.seq / 1448;
-            let n = sent.entry(i).or_insert(0);
-            *n += 1;
-            (((15..segs).contains(&i) && *n == 1) || (i == 16 && (*n == 2 || *n == 3)), false)
-        })
-    };
+    let rule = |segs: u64| drop_tail_and_a_retransmission(15, segs, 16, 2..=3);
     let mut w = Wire::new(TcpConfig::default(), rule(20));
     w.run(1448 * 20, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 2, "{:?}", w.s.stats);
@@ -660,7 +652,7 @@ fn fast_recovery_resends_only_what_is_missing_when_no_new_data_remains() {
 fn a_retransmission_lost_in_fast_recovery_is_resent_without_a_timeout() {
     // segment 30 and its first retransmission lost: the SACKs of data sent
     // after the retransmission show it lost, and it is sent a third time
-    let mut w = Wire::new(TcpConfig::default(), drop_tail_and_a_retransmission(30, 31, 30, 2));
+    let mut w = Wire::new(TcpConfig::default(), drop_tail_and_a_retransmission(30, 31, 30, 2..=2));
     let t = w.run(1448 * 200, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
     assert_eq!(w.s.stats.fast_recoveries, 1, "{:?}", w.s.stats);
@@ -668,7 +660,7 @@ fn a_retransmission_lost_in_fast_recovery_is_resent_without_a_timeout() {
     assert!(t < SimTime::from_ms(5), "{t}");
     // without SACK nothing shows it, and the RTO repairs it
     let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
-    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(30, 31, 30, 2));
+    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(30, 31, 30, 2..=2));
     w.run(1448 * 200, SimTime::from_ms(100));
     assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
 }
