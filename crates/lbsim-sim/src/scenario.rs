@@ -1351,6 +1351,16 @@ fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
 fn dur_us(field: &str, us: f64, positive: bool) -> Result<(), ScenarioError> {
     SimTime::input_us(us, positive).map(|_| ()).map_err(|m| bad(field, m))
 }
+/// A string key that must be one of `allowed`: `must be "a", "b" or "c"`.
+fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ScenarioError> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    let q: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+    let (last, rest) = q.split_last().expect("at least one allowed value");
+    let list = if rest.is_empty() { last.clone() } else { format!("{} or {last}", rest.join(", ")) };
+    Err(bad(field, format!("must be {list}, got {value:?}")))
+}
 /// A time in ms the engine's clock can hold (> 0 if `positive`).
 fn dur_ms(field: &str, ms: f64, positive: bool) -> Result<(), ScenarioError> {
     SimTime::input(ms, 1e9, "ms", positive).map(|_| ()).map_err(|m| bad(field, m))
@@ -1447,9 +1457,7 @@ impl LbCfg {
 impl TransportCfg {
     /// Checks the congestion control, segment sizes, windows, timers and TCP variants.
     fn validate(&self) -> Result<(), ScenarioError> {
-        if !["newreno", "dctcp"].contains(&self.cc.as_str()) {
-            return Err(bad("transport.cc", format!("must be \"newreno\" or \"dctcp\", got {:?}", self.cc)));
-        }
+        one_of("transport.cc", &self.cc, &["newreno", "dctcp"])?;
         if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
             return Err(bad("transport.dctcp_g", format!("must be in (0, 1], got {}", self.dctcp_g)));
         }
@@ -1478,27 +1486,13 @@ impl TransportCfg {
         if self.rcv_wnd_bytes < self.mss_bytes {
             return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
         }
-        if !["per_flow", "persistent"].contains(&self.connections.as_str()) {
-            return Err(bad("transport.connections", format!("must be \"per_flow\" or \"persistent\", got {:?}", self.connections)));
-        }
-        if !["bytes", "per_ack"].contains(&self.cwnd_growth.as_str()) {
-            return Err(bad("transport.cwnd_growth", format!("must be \"bytes\" or \"per_ack\", got {:?}", self.cwnd_growth)));
-        }
-        if !["fixed", "linux"].contains(&self.reordering.as_str()) {
-            return Err(bad("transport.reordering", format!("must be \"fixed\" or \"linux\", got {:?}", self.reordering)));
-        }
-        if !["flight_size", "pipe", "cwnd"].contains(&self.rto_ssthresh.as_str()) {
-            return Err(bad("transport.rto_ssthresh", format!("must be \"flight_size\", \"pipe\" or \"cwnd\", got {:?}", self.rto_ssthresh)));
-        }
-        if !["flight_size", "cwnd"].contains(&self.fr_ssthresh.as_str()) {
-            return Err(bad("transport.fr_ssthresh", format!("must be \"flight_size\" or \"cwnd\", got {:?}", self.fr_ssthresh)));
-        }
-        if !["ssthresh", "flight_size"].contains(&self.recovery_exit.as_str()) {
-            return Err(bad("transport.recovery_exit", format!("must be \"ssthresh\" or \"flight_size\", got {:?}", self.recovery_exit)));
-        }
-        if !["snd_max", "snd_nxt"].contains(&self.recover.as_str()) {
-            return Err(bad("transport.recover", format!("must be \"snd_max\" or \"snd_nxt\", got {:?}", self.recover)));
-        }
+        one_of("transport.connections", &self.connections, &["per_flow", "persistent"])?;
+        one_of("transport.cwnd_growth", &self.cwnd_growth, &["bytes", "per_ack"])?;
+        one_of("transport.reordering", &self.reordering, &["fixed", "linux"])?;
+        one_of("transport.rto_ssthresh", &self.rto_ssthresh, &["flight_size", "pipe", "cwnd"])?;
+        one_of("transport.fr_ssthresh", &self.fr_ssthresh, &["flight_size", "cwnd"])?;
+        one_of("transport.recovery_exit", &self.recovery_exit, &["ssthresh", "flight_size"])?;
+        one_of("transport.recover", &self.recover, &["snd_max", "snd_nxt"])?;
         if self.sack && self.recovery_exit != "ssthresh" {
             return Err(bad(
                 "transport.recovery_exit",
@@ -1508,9 +1502,7 @@ impl TransportCfg {
         if self.sack && self.recover != "snd_max" {
             return Err(bad("transport.recover", "\"snd_nxt\" applies without SACK: needs transport.sack = false"));
         }
-        if !["ssrb", "crb"].contains(&self.prr_bound.as_str()) {
-            return Err(bad("transport.prr_bound", format!("must be \"ssrb\" or \"crb\", got {:?}", self.prr_bound)));
-        }
+        one_of("transport.prr_bound", &self.prr_bound, &["ssrb", "crb"])?;
         if self.dsack == Some(true) && !self.sack {
             return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
         }
