@@ -9,7 +9,8 @@ per flow `id src dst size start_us finish_us fct_us data_pkts_sent
 retransmits timeouts fast_recoveries` with id = the flow's connection-matrix
 id, and `summary.txt` with `drops_switch=N`), prints both side by side:
 totals with their ratio, then split by flow size and by whether a flow
-timed out in either simulator.
+timed out in either simulator, and drops per ToR -> host port where htsim's
+`queue_drops.txt` is there.
 
     python bench/htsim/compare.py --htsim PATH/htsim_ws_10000
     python bench/htsim/compare.py --cm PATH/flows.cm --htsim PATH/htsim_inrack_2000
@@ -108,6 +109,30 @@ def main() -> None:
     row("timeout in lbsim only", m[lt & ~ht])
     row("timeout in htsim only", m[~lt & ht])
     row("timeout in both", m[lt & ht])
+    receiver_drops(r.ports, a.htsim / "queue_drops.txt")
+
+
+def receiver_drops(ports: pd.DataFrame, queue_drops: Path, top: int = 5) -> None:
+    """Drops per ToR -> host port side by side (htsim names them
+    `LS<tor>->DST<host>(0)` in queue_drops.txt), the ports that differ most
+    first: a drop difference that sits at a few receivers comes from a few
+    flows, not from the model."""
+    if not queue_drops.exists():
+        return
+    theirs = {}
+    for line in queue_drops.read_text().splitlines():
+        name, _, n = line.rpartition(" ")
+        if name.startswith("LS") and "->DST" in name:
+            theirs[int(name.split("->DST")[1].split("(")[0])] = int(n)
+    to_host = ports[ports.port.str.contains(r"->H\d+#", regex=True)]
+    ours = dict(zip(to_host.port.str.extract(r"->H(\d+)#")[0].astype(int), to_host.drops))
+    hosts = sorted(set(ours) | set(theirs), key=lambda h: -abs(ours.get(h, 0) - theirs.get(h, 0)))
+    print("\n| ToR -> host port | drops (lbsim / htsim) |")
+    print("|---|---|")
+    for h in hosts[:top]:
+        print(f"| -> H{h} | {ours.get(h, 0):,} / {theirs.get(h, 0):,} |")
+    rest = hosts[top:]
+    print(f"| the other {len(rest)} | {sum(ours.get(h, 0) for h in rest):,} / {sum(theirs.get(h, 0) for h in rest):,} |")
 
 
 if __name__ == "__main__":
