@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from lbsim.experiments.analysis import Runs, draw, evaluate
+from lbsim.experiments.analysis import Runs, _verdict, draw, evaluate
 from lbsim.experiments.sweep import Sweep, catalog_dir
 
 
@@ -23,12 +23,15 @@ def _fmt(x, digits: int = 3) -> str:
     return str(x)
 
 
+def _judge(c: dict, ours: float, per_seed: list[float]) -> dict:
+    """The verdict rules applied to printed numbers (ratios pivot on 1)."""
+    return _verdict(c, ours, per_seed, pivot_default=1.0 if c.get("kind", "ratio") in ("ratio", "ratio2") else 0.0)
+
+
 def _printed(c: dict, r: dict) -> tuple[str, str]:
     """A claim's mean and per-seed values as the report prints them: three
     significant digits, or as many more as it takes for the printed numbers
     to give the same verdict (so `rejudge` of the report agrees with it)."""
-    from lbsim.experiments.analysis import _verdict
-
     kind = c.get("kind", "ratio")
     for digits in range(3, 10):
         ours = _fmt(r["ours"], digits)
@@ -37,7 +40,7 @@ def _printed(c: dict, r: dict) -> tuple[str, str]:
             break
         if not r["per_seed"] or not isinstance(r["ours"], float) or math.isnan(r["ours"]):
             break
-        again = _verdict(c, _num(ours), [_num(x) for x in seeds.split(",")], pivot_default=1.0 if kind in ("ratio", "ratio2") else 0.0)
+        again = _judge(c, _num(ours), [_num(x) for x in seeds.split(",")])
         if again["verdict"] == r["verdict"]:
             break
     return ours, seeds
@@ -153,8 +156,6 @@ def rejudge(sw: Sweep, text: str) -> tuple[str, list[tuple[str, str, str, str]]]
     numbers it prints (ours and the per-seed values, as rounded there), for
     a report whose runs are not in the local catalog. Returns the new text
     and the changed verdicts (figure, quote, old, new)."""
-    from lbsim.experiments.analysis import _verdict
-
     claims = sw.spec.get("claim", [])
     lines = text.split("\n")
     changes = []
@@ -172,7 +173,7 @@ def rejudge(sw: Sweep, text: str) -> tuple[str, list[tuple[str, str, str, str]]]
             if keep:
                 new, ci = old, "–"
             else:
-                r = _verdict(c, _num(ours), per_seed, pivot_default=1.0 if kind in ("ratio", "ratio2") else 0.0)
+                r = _judge(c, _num(ours), per_seed)
                 new = r["verdict"]
                 ci = "–" if math.isnan(r["ci_low"]) else f"{_fmt(r['ci_low'])}-{_fmt(r['ci_high'])}"
             if new != old:
