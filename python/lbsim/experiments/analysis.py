@@ -621,7 +621,12 @@ def evaluate(runs: Runs, claim: dict) -> dict:
         ours = _ratio(_ratio(m(claim["a"]), m(claim["b"])), _ratio(m(claim["c"]), m(claim["d"])))
     else:
         raise ValueError(f"claim kind {kind!r} unknown")
-    return _verdict(claim, ours, per_seed, pivot_default=1.0 if kind in ("ratio", "ratio2") else 0.0)
+    return judge(claim, ours, per_seed)
+
+
+def judge(claim: dict, ours: float, per_seed: list) -> dict:
+    """``_verdict`` for a claim on runs: ratios pivot on 1, other kinds on 0."""
+    return _verdict(claim, ours, per_seed, pivot_default=1.0 if claim.get("kind", "ratio") in ("ratio", "ratio2") else 0.0)
 
 
 def _verdict(claim: dict, ours: float, per_seed: list, pivot_default: float) -> dict:

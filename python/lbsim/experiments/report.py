@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Optional
 
-from lbsim.experiments.analysis import Runs, _verdict, draw, evaluate
+from lbsim.experiments.analysis import Runs, draw, evaluate, judge
 from lbsim.experiments.sweep import Sweep, catalog_dir
 
 
@@ -21,11 +21,6 @@ def _fmt(x, digits: int = 3) -> str:
             return "n/a"
         return f"{x:.{digits}g}"
     return str(x)
-
-
-def _judge(c: dict, ours: float, per_seed: list[float]) -> dict:
-    """The verdict rules applied to printed numbers (ratios pivot on 1)."""
-    return _verdict(c, ours, per_seed, pivot_default=1.0 if c.get("kind", "ratio") in ("ratio", "ratio2") else 0.0)
 
 
 def _printed(c: dict, r: dict) -> tuple[str, str]:
@@ -40,7 +35,7 @@ def _printed(c: dict, r: dict) -> tuple[str, str]:
             break
         if not r["per_seed"] or not isinstance(r["ours"], float) or math.isnan(r["ours"]):
             break
-        again = _judge(c, _num(ours), [_num(x) for x in seeds.split(",")])
+        again = judge(c, _num(ours), [_num(x) for x in seeds.split(",")])
         if again["verdict"] == r["verdict"]:
             break
     return ours, seeds
@@ -173,7 +168,7 @@ def rejudge(sw: Sweep, text: str) -> tuple[str, list[tuple[str, str, str, str]]]
             if keep:
                 new, ci = old, "–"
             else:
-                r = _judge(c, _num(ours), per_seed)
+                r = judge(c, _num(ours), per_seed)
                 new = r["verdict"]
                 ci = "–" if math.isnan(r["ci_low"]) else f"{_fmt(r['ci_low'])}-{_fmt(r['ci_high'])}"
             if new != old:
