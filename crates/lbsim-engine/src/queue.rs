@@ -264,12 +264,12 @@ mod tests {
                 0 => 0,
                 m => rnd() % m,
             };
-            if step < 200 || r % 3 != 0 {
-                add(&mut q, &mut reference, &mut seq, now + dt, r % 7 == 0);
+            if step < 200 || !r.is_multiple_of(3) {
+                add(&mut q, &mut reference, &mut seq, now + dt, r.is_multiple_of(7));
             }
-            if step >= 200 && r % 5 != 0 {
+            if step >= 200 && !r.is_multiple_of(5) {
                 // independent draws: fused or not, a successor or not, its delay
-                let (fused, succ_of) = (rnd() % 2 == 0, rnd() % 3 != 0);
+                let (fused, succ_of) = (rnd().is_multiple_of(2), !rnd().is_multiple_of(3));
                 let dt = match span[(rnd() % 8) as usize] {
                     0 => 0,
                     m => rnd() % m,

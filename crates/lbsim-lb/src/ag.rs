@@ -672,8 +672,9 @@ mod tests {
     fn state_period_is_the_mean_time_between_changes() {
         use super::{adaptive_interval, mean_state_period, SimTime, ADAPTIVE_T_MAX, ADAPTIVE_T_MIN};
         let us = |x: u64| SimTime(x * 1_000_000);
-        let square =
-            |half: u64, n: u64| -> Vec<(SimTime, SimTime)> { (0..n).map(|i| (us(50 * i), us(if (50 * i / half) % 2 == 0 { 100 } else { 150 }))).collect() };
+        let square = |half: u64, n: u64| -> Vec<(SimTime, SimTime)> {
+            (0..n).map(|i| (us(50 * i), us(if (50 * i / half).is_multiple_of(2) { 100 } else { 150 }))).collect()
+        };
         let a = square(300, 200);
         assert_eq!(mean_state_period(&a, SimTime::ZERO), Some(us(300)));
         // a constant path never changes; one change is not a period

@@ -22,6 +22,9 @@ use lbsim_net::{ecmp_pick, Ctx, Forward, LoadBalancer, NodeId, PktId, PortId, Ti
 
 pub const PARAMS: &[ParamDef] = CLAIRVOYANT_PARAMS;
 
+/// A candidate path: (cost, ToR uplink, the aggregation switch's core uplink).
+type Path = (u8, PortId, Option<(NodeId, PortId)>);
+
 pub struct Clairvoyant {
     fab: Fabric,
     m: Meters,
@@ -85,7 +88,7 @@ impl Clairvoyant {
         let dst_tor = ctx.topo.leaf_of_host(p.dst);
         let inter = self.fab.inter_pod(ctx.topo, p.src, p.dst);
         // (cost, ToR uplink, the aggregation switch's core uplink)
-        let mut paths: Vec<(u8, PortId, Option<(NodeId, PortId)>)> = vec![];
+        let mut paths: Vec<Path> = vec![];
         for &u in cands {
             let first = self.metric(ctx, u);
             let agg_in = ctx.topo.port(u).peer;

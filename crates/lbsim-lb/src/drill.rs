@@ -48,6 +48,9 @@ pub const PARAMS: &[ParamDef] = &[
     ParamDef { name: "metric", unit: "", default: DefaultValue::Str("bytes"), help: "\"bytes\" or \"packets\": the egress queue occupancy compared" },
 ];
 
+/// A symmetric component of a next-hop group: (cumulative capacity, ports).
+type Component = (f64, Vec<PortId>);
+
 pub struct Drill {
     d: usize,
     m: usize,
@@ -62,7 +65,7 @@ pub struct Drill {
     pub chose_memory: u64,
     /// (switch, destination host) → the symmetric components of its next
     /// hops: (cumulative capacity, ports); empty when there is only one.
-    components: HashMap<(u32, u32), Vec<(f64, Vec<PortId>)>>,
+    components: HashMap<(u32, u32), Vec<Component>>,
     /// (port, destination host) → the port's capacity toward it, b/s.
     capacity: HashMap<(u32, u32), f64>,
     /// Decisions in an asymmetric group (the flow's component first).

@@ -423,6 +423,9 @@ impl Flowlets {
     }
 }
 
+/// A pending path report: (port, ce, util, seen at).
+type Report = (u16, bool, u16, SimTime);
+
 /// Receiver-side relay of path feedback (Clove §3.2, §4): per (remote
 /// source host, outer port) the last value seen and when it was last
 /// relayed; one pending report per reverse packet, at most once per
@@ -430,7 +433,7 @@ impl Flowlets {
 pub struct Relay {
     pub interval: SimTime,
     /// [receiver host] -> (source host -> pending (port, ce, util, seen at) reports)
-    pending: Vec<IdMap<u32, Vec<(u16, bool, u16, SimTime)>>>,
+    pending: Vec<IdMap<u32, Vec<Report>>>,
     /// [receiver host] -> ((source host, port) -> last relay time)
     last: Vec<HashMap<(u32, u16), SimTime>>,
     pub relayed: u64,

@@ -366,9 +366,9 @@ impl Expeditus {
         let (cd, noe) = carried;
         let routes = ctx.routing.next_hops(sw, ctx.topo.host_index(toward));
         let mut cost = [0u8; 16];
-        for j in 0..n as usize {
+        for (j, slot) in cost.iter_mut().enumerate().take(n as usize) {
             let c = if j < noe as usize { cd_get(&cd, j) } else { self.m.max };
-            cost[j] = if routes.contains(&self.fab.uplinks[sw.idx()][j]) { c.max(cd_get(&own, j)) } else { u8::MAX };
+            *slot = if routes.contains(&self.fab.uplinks[sw.idx()][j]) { c.max(cd_get(&own, j)) } else { u8::MAX };
         }
         let cost = &cost[..n as usize];
         (argmin_random(cost, ctx.rng), cost.iter().all(|&c| c == cost[0]))

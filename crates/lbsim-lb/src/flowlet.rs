@@ -201,7 +201,7 @@ mod tests {
             };
             reference[i].1 = now.0 + 1;
             assert_eq!(ft.lookup(hash, now), want, "step {step}");
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 ft.set(hash, PortId(x as u32 % 7));
                 reference[i].0 = x as u32 % 7;
             }

@@ -93,7 +93,7 @@ pub struct Presto {
     timeout: SimTime,
     limit: u64,
     senders: Vec<IdMap<u64, Sender>>,
-    wrr: Vec<IdMap<u32, (u32, Wrr, Vec<f64>)>>,
+    wrr: Vec<IdMap<u32, WrrState>>,
     rx: Vec<IdMap<u64, Reasm>>,
     /// timer slot -> (host, flow); token = 3 << 56 | slot
     timers: Vec<(u32, u64)>,
@@ -103,13 +103,16 @@ pub struct Presto {
     pub flowcells: u64,
 }
 
+/// Per destination: (routing epoch the weights follow, the round robin, its weights).
+type WrrState = (u32, Wrr, Vec<f64>);
+
 const TOKEN_REASM: u64 = 3 << 56;
 
 impl Presto {
     pub fn new(p: &Params, env: &SchemeEnv, given: &BTreeMap<String, Value>) -> Result<Self, ParamError> {
         let weights = match given.get("weights") {
             Some(Value::List(v)) => {
-                if v.iter().any(|x| !(*x > 0.0)) {
+                if v.iter().any(|x| x.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater)) {
                     return Err(ParamError { key: "weights".into(), msg: "list entries must be > 0".into() });
                 }
                 Weights::List(v.clone())

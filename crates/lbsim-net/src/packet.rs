@@ -120,26 +120,9 @@ pub fn tuple_hash(src: NodeId, dst: NodeId, sport: u16, dport: u16, proto: Proto
     mix64(mix64(a) ^ b)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn expeditus_tag_entries_and_packet_stays_small() {
-        let mut cd = [0u32; 2];
-        for i in 0..16 {
-            cd_set(&mut cd, i, (i % 8) as u8);
-        }
-        cd_set(&mut cd, 9, 20);
-        assert_eq!((0..16).map(|i| cd_get(&cd, i)).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5, 6, 7, 0, 15, 2, 3, 4, 5, 6, 7]);
-        // the tag does not grow the scheme header (VMS's feedback option is
-        // as large), so the packet record stays at its size before Expeditus
-        assert!(std::mem::size_of::<LbHeader>() <= 16, "{}", std::mem::size_of::<LbHeader>());
-        assert!(std::mem::size_of::<Packet>() <= 176, "{}", std::mem::size_of::<Packet>());
-    }
-}
-
 impl Packet {
+    /// One packet from its header fields, each named at the call site.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(src: NodeId, dst: NodeId, sport: u16, dport: u16, proto: Proto, size: u32, payload: Payload, now: SimTime) -> Self {
         Packet {
             src,
@@ -202,5 +185,24 @@ impl Packet {
     /// True for TCP segments carrying payload.
     pub fn is_data(&self) -> bool {
         matches!(&self.payload, Payload::Tcp { hdr, .. } if hdr.len > 0) || matches!(self.payload, Payload::Udp { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expeditus_tag_entries_and_packet_stays_small() {
+        let mut cd = [0u32; 2];
+        for i in 0..16 {
+            cd_set(&mut cd, i, (i % 8) as u8);
+        }
+        cd_set(&mut cd, 9, 20);
+        assert_eq!((0..16).map(|i| cd_get(&cd, i)).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4, 5, 6, 7, 0, 15, 2, 3, 4, 5, 6, 7]);
+        // the tag does not grow the scheme header (VMS's feedback option is
+        // as large), so the packet record stays at its size before Expeditus
+        assert!(std::mem::size_of::<LbHeader>() <= 16, "{}", std::mem::size_of::<LbHeader>());
+        assert!(std::mem::size_of::<Packet>() <= 176, "{}", std::mem::size_of::<Packet>());
     }
 }

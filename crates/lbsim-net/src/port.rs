@@ -218,7 +218,7 @@ impl PortQueue {
             admitted_bytes: 0,
             busy_until: SimTime::ZERO,
             last_arrive: SimTime::ZERO,
-            ps_per_byte: if rate.0 > 0 && BIT_PS % rate.0 == 0 { BIT_PS / rate.0 } else { 0 },
+            ps_per_byte: if rate.0 > 0 && BIT_PS.is_multiple_of(rate.0) { BIT_PS / rate.0 } else { 0 },
             delay,
             limit,
             ecn,

@@ -294,7 +294,7 @@ pub fn clos3(p: &Clos3) -> Result<Topology, TopologyError> {
             return Err(err(f, "must be at least 1"));
         }
     }
-    if p.cores == 0 || p.cores % p.aggs_per_pod != 0 {
+    if p.cores == 0 || !p.cores.is_multiple_of(p.aggs_per_pod) {
         return Err(err("topology.cores", format!("must be a positive multiple of aggs_per_pod ({}), got {}", p.aggs_per_pod, p.cores)));
     }
     let per_plane = p.cores / p.aggs_per_pod;
@@ -335,7 +335,7 @@ pub fn clos3(p: &Clos3) -> Result<Topology, TopologyError> {
 /// The k-ary fat-tree (Al-Fares et al.): k pods of k/2 ToRs and k/2
 /// aggregation switches, (k/2)² cores, k/2 hosts per ToR.
 pub fn fat_tree(k: u32, host_link: LinkSpec, fabric_link: LinkSpec) -> Result<Topology, TopologyError> {
-    if k < 2 || k % 2 != 0 {
+    if k < 2 || !k.is_multiple_of(2) {
         return Err(err("topology.k", format!("must be an even number >= 2, got {k}")));
     }
     let mut t = clos3(&Clos3 {

@@ -312,9 +312,9 @@ pub fn fct_summary(flows: &[FlowRecord], edges: &[u64], extra: &[f64]) -> (Value
 }
 
 fn human(b: u64) -> String {
-    if b >= 1_000_000 && b % 1_000_000 == 0 {
+    if b >= 1_000_000 && b.is_multiple_of(1_000_000) {
         format!("{}MB", b / 1_000_000)
-    } else if b >= 1000 && b % 1000 == 0 {
+    } else if b >= 1000 && b.is_multiple_of(1000) {
         format!("{}KB", b / 1000)
     } else {
         format!("{b}B")

@@ -540,7 +540,7 @@ fn one_injected_drop_resets_exactly_the_vms_flow_it_hits() {
     // the sampled sVMS state shows it: the hit flow (host = flow index
     // here, one flow per host) drops to one channel whose window is the
     // guest's; the others keep 8 channels
-    let last = |m: &str, host: u32| o.scheme_samples.iter().filter(|x| x.1 == m && x.2 == host).last().map(|x| x.4).unwrap();
+    let last = |m: &str, host: u32| o.scheme_samples.iter().rfind(|x| x.1 == m && x.2 == host).map(|x| x.4).unwrap();
     for h in 0..4u32 {
         assert_eq!(last("vms_channels", h), if h as usize == hit { 1.0 } else { 8.0 }, "host {h}");
     }

@@ -44,9 +44,9 @@ fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
         let cores = ["A0_0->C0#0", "A0_0->C1#0", "A0_1->C2#0", "A0_1->C3#0"].map(|n| tx(&o, n));
         // the data (3 MB + headers) on one uplink and one core link; at most the SYN elsewhere
         assert_eq!(ups.iter().filter(|&&b| b > 3_000_000).count(), 1, "{scheme}: {ups:?}");
-        assert!(ups.iter().all(|&b| b > 3_000_000 || b < 200), "{scheme}: {ups:?}");
+        assert!(ups.iter().all(|&b| !(200..=3_000_000).contains(&b)), "{scheme}: {ups:?}");
         assert_eq!(cores.iter().filter(|&&b| b > 3_000_000).count(), 1, "{scheme}: {cores:?}");
-        assert!(cores.iter().all(|&b| b > 3_000_000 || b < 200), "{scheme}: {cores:?}");
+        assert!(cores.iter().all(|&b| !(200..=3_000_000).contains(&b)), "{scheme}: {cores:?}");
         // the ACKs too: one of the destination ToR's uplinks carries them
         let back = ["T2_0->A2_0#0", "T2_0->A2_1#0"].map(|n| tx(&o, n));
         assert!(back.iter().filter(|&&b| b > 50_000).count() == 1 && back.iter().any(|&b| b < 300), "{scheme}: {back:?}");
@@ -60,7 +60,7 @@ fn a_flow_crosses_exactly_one_agg_and_one_core_each_way() {
     assert_eq!(o.summary["network"]["consumed_by_scheme"], 2, "the two responses");
     // the tag's bytes: 3 + 1 on the two requests (2 entries), 3 + 1 on the responses after
     // the agg appended 2 entries, minus the requests' tags stripped at the destination ToR
-    assert_eq!(o.summary["conservation"]["header_bytes_added_in_network"], 2 * 1, "{}", o.summary["conservation"]);
+    assert_eq!(o.summary["conservation"]["header_bytes_added_in_network"], 2, "{}", o.summary["conservation"]);
 }
 
 #[test]
