@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -78,10 +78,6 @@ def load_scenario(scenario: ScenarioLike) -> LoadedScenario:
 def override_value(value: str) -> Any:
     """A ``--set key=value`` value as the scenario parser reads it: TOML
     value syntax, and a bare word is a string."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
         return tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
@@ -92,10 +88,6 @@ def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set
     """The scenario as a run sees it: the file with every ``--set`` override
     and the seed applied, as TOML (written beside results as scenario.toml;
     relative file paths are made absolute so it replays from anywhere)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     sc = load_scenario(scenario)
     d = tomllib.loads(sc.text)
     for kv in _sets(seed, set):

@@ -24,16 +24,12 @@ import json
 import math
 import os
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from lbsim import _api
 from lbsim.stats import Ratio, paired_ratio
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 #: The metrics every comparison reports: name -> (summary.json path, what
 #: it is, its kind: "time" reads "faster / slower", "count" "fewer / more",

@@ -53,6 +53,7 @@ import json
 import math
 import os
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -84,10 +85,6 @@ def _human_bytes(b: float) -> str:
 
 
 def _load_toml(path: Path) -> dict:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib
     return tomllib.loads(path.read_text())
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tomllib
 from pathlib import Path
 from typing import Optional
 
@@ -34,8 +35,6 @@ def experiments_dir() -> Path:
 
 def registry() -> list[Path]:
     """Sweep files in report order (the [experiment].order key, then name)."""
-    import tomllib
-
     files = sorted(experiments_dir().glob("*.toml"))
     keyed = []
     for f in files:
