@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lbsim import _lbsim
-from lbsim._lbsim import ScenarioError
+from lbsim.errors import LbsimError, ScenarioError, native
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
@@ -231,7 +231,7 @@ def run(
     sc = load_scenario(scenario)
     if command_line is None:
         command_line = _call_text("run", scenario, seed, set, allow_long=allow_long)
-    return _result(_lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line))
+    return _result(native(_lbsim.run, sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line))
 
 
 def _call_text(fn: str, scenario: ScenarioLike, seed: Optional[int], set: Optional[Sequence[str]], **kw: Any) -> str:
@@ -262,13 +262,13 @@ def flows(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[S
     import pandas as pd
 
     sc = load_scenario(scenario)
-    text = _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
+    text = native(_lbsim.flows_csv, sc.text, _sets(seed, set), sc.base_dir)
     return pd.read_csv(io.StringIO(text))
 
 
 def flows_csv(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
     sc = load_scenario(scenario)
-    return _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
+    return native(_lbsim.flows_csv, sc.text, _sets(seed, set), sc.base_dir)
 
 
 def explain(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> dict:
@@ -280,7 +280,7 @@ def explain(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional
     ``warnings`` for known traps, each with the key. Raises ScenarioError if
     the scenario is invalid."""
     sc = load_scenario(scenario)
-    return json.loads(_lbsim.explain(sc.text, _sets(seed, set), sc.base_dir))
+    return json.loads(native(_lbsim.explain, sc.text, _sets(seed, set), sc.base_dir))
 
 
 def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None, allow_long: bool = False) -> dict:
@@ -289,9 +289,9 @@ def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optiona
     estimated at more than a day unless ``allow_long``. Returns ``explain``'s
     dict."""
     sc = load_scenario(scenario)
-    text = _lbsim.explain(sc.text, _sets(seed, set), sc.base_dir)
+    text = native(_lbsim.explain, sc.text, _sets(seed, set), sc.base_dir)
     if not allow_long:
-        _lbsim.check_long(text)
+        native(_lbsim.check_long, text)
     return json.loads(text)
 
 
@@ -341,4 +341,4 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]
+__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]
