@@ -10,8 +10,8 @@ calls it, and turns its columns into Arrow / pandas tables.
 """
 
 from lbsim._api import LbsimError, Result, ScenarioError, explain, flows, load_scenario, run, schemes, validate
-from lbsim.compare import compare
 from lbsim._lbsim import __version__, ag_optimal_granularity, ag_rate_gbps, ag_reorder_probability
+from lbsim.compare import compare
 
 __all__ = [
     "LbsimError",

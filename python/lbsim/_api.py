@@ -314,7 +314,7 @@ def explanation_lines(e: Mapping[str, Any]) -> list[str]:
     loaded = [r for r in e["racks"] if r["out_gbps"] or r["in_gbps"]]
     if loaded:
         worst = max(loaded, key=lambda r: max(r["uplink_load"], r["downlink_load"]))
-        out.append(f"per-rack offered load (of uplinks / downlinks): " + ", ".join(
+        out.append("per-rack offered load (of uplinks / downlinks): " + ", ".join(
             f"{r['leaf']} {r['uplink_load']:.2f}/{r['downlink_load']:.2f}" for r in loaded[:16])
             + (f", ... (highest: {worst['leaf']})" if len(loaded) > 16 else ""))
     out.append(f"simulated time: expected {st['expected_ms']:.4g} ms (stops by {st['stop_ms']:.4g} ms, {st['stop_by']})")
@@ -341,4 +341,5 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]
+__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run",
+           "schemes", "validate"]

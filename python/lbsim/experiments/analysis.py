@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from lbsim.experiments.sweep import Point, Sweep, catalog_dir
 from lbsim.stats import nearest_rank, summary_value
-
 
 # ---------------------------------------------------------------- per-run statistics
 
