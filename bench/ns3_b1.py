@@ -359,9 +359,6 @@ def main() -> None:
     addr = ns.Ipv4AddressHelper()
     addr.SetBase(ns.Ipv4Address("10.0.0.0"), ns.Ipv4Mask("255.255.255.252"))
 
-    # links as (node a, node b, a's interface, b's interface, a's address, b's address)
-    links = []
-
     def connect(helper, na, nb) -> tuple[int, int, int, int]:
         devs = helper.Install(na, nb)
         tch.Install(devs)  # before addresses: otherwise Assign installs ns-3's default queue disc

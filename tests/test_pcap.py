@@ -9,8 +9,6 @@ from collections import defaultdict
 
 import dpkt
 import pandas as pd
-import pytest
-
 
 PORTS = ["L0->S1#0", "H0->L0#0", "L0->H0#0"]
 FILES = {"L0->S1#0": "L0-S1_0.pcap", "H0->L0#0": "H0-L0_0.pcap", "L0->H0#0": "L0-H0_0.pcap"}

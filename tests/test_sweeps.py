@@ -3,7 +3,6 @@ SIGKILL, identical outputs with 1 worker, 2 workers and Ray; the paper
 reproductions in --quick mode."""
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -106,7 +105,8 @@ def test_reproduce_list_shows_every_clove_and_conga_figure():
     for fig in ["6", "7", "8", "9", "10a", "10b", "11a", "11b"]:
         assert ("vms", fig) in figs, fig
     # AG Figs. 14-15 (Mininet/BMv2 CPU and memory) are out of scope
-    for fig in ["3a", "3b", "4a", "4b", "4c", "4d", "5a", "5b", "7a", "7b", "8model", "8", "9a", "9b", "9c", "9d", "10a", "10d", "11a", "11d", "12a", "12b", "12c", "13"]:
+    for fig in ["3a", "3b", "4a", "4b", "4c", "4d", "5a", "5b", "7a", "7b", "8model", "8", "9a", "9b", "9c", "9d", "10a", "10d",
+                "11a", "11d", "12a", "12b", "12c", "13"]:
         assert ("ag", fig) in figs, fig
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lbsim import _lbsim
-from lbsim._lbsim import ScenarioError
+from lbsim.errors import LbsimError, ScenarioError, native
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
@@ -78,10 +78,6 @@ def load_scenario(scenario: ScenarioLike) -> LoadedScenario:
 def override_value(value: str) -> Any:
     """A ``--set key=value`` value as the scenario parser reads it: TOML
     value syntax, and a bare word is a string."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
         return tomllib.loads(f"v = {value}")["v"]
     except tomllib.TOMLDecodeError:
@@ -92,10 +88,6 @@ def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set
     """The scenario as a run sees it: the file with every ``--set`` override
     and the seed applied, as TOML (written beside results as scenario.toml;
     relative file paths are made absolute so it replays from anywhere)."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     sc = load_scenario(scenario)
     d = tomllib.loads(sc.text)
     for kv in _sets(seed, set):
@@ -239,7 +231,7 @@ def run(
     sc = load_scenario(scenario)
     if command_line is None:
         command_line = _call_text("run", scenario, seed, set, allow_long=allow_long)
-    return _result(_lbsim.run(sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line))
+    return _result(native(_lbsim.run, sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line))
 
 
 def _call_text(fn: str, scenario: ScenarioLike, seed: Optional[int], set: Optional[Sequence[str]], **kw: Any) -> str:
@@ -270,13 +262,13 @@ def flows(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[S
     import pandas as pd
 
     sc = load_scenario(scenario)
-    text = _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
+    text = native(_lbsim.flows_csv, sc.text, _sets(seed, set), sc.base_dir)
     return pd.read_csv(io.StringIO(text))
 
 
 def flows_csv(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
     sc = load_scenario(scenario)
-    return _lbsim.flows_csv(sc.text, _sets(seed, set), sc.base_dir)
+    return native(_lbsim.flows_csv, sc.text, _sets(seed, set), sc.base_dir)
 
 
 def explain(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> dict:
@@ -288,7 +280,7 @@ def explain(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional
     ``warnings`` for known traps, each with the key. Raises ScenarioError if
     the scenario is invalid."""
     sc = load_scenario(scenario)
-    return json.loads(_lbsim.explain(sc.text, _sets(seed, set), sc.base_dir))
+    return json.loads(native(_lbsim.explain, sc.text, _sets(seed, set), sc.base_dir))
 
 
 def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None, allow_long: bool = False) -> dict:
@@ -297,9 +289,9 @@ def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optiona
     estimated at more than a day unless ``allow_long``. Returns ``explain``'s
     dict."""
     sc = load_scenario(scenario)
-    text = _lbsim.explain(sc.text, _sets(seed, set), sc.base_dir)
+    text = native(_lbsim.explain, sc.text, _sets(seed, set), sc.base_dir)
     if not allow_long:
-        _lbsim.check_long(text)
+        native(_lbsim.check_long, text)
     return json.loads(text)
 
 
@@ -322,7 +314,7 @@ def explanation_lines(e: Mapping[str, Any]) -> list[str]:
     loaded = [r for r in e["racks"] if r["out_gbps"] or r["in_gbps"]]
     if loaded:
         worst = max(loaded, key=lambda r: max(r["uplink_load"], r["downlink_load"]))
-        out.append(f"per-rack offered load (of uplinks / downlinks): " + ", ".join(
+        out.append("per-rack offered load (of uplinks / downlinks): " + ", ".join(
             f"{r['leaf']} {r['uplink_load']:.2f}/{r['downlink_load']:.2f}" for r in loaded[:16])
             + (f", ... (highest: {worst['leaf']})" if len(loaded) > 16 else ""))
     out.append(f"simulated time: expected {st['expected_ms']:.4g} ms (stops by {st['stop_ms']:.4g} ms, {st['stop_by']})")
@@ -349,4 +341,5 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run", "schemes", "validate"]
+__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run",
+           "schemes", "validate"]

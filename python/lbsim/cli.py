@@ -307,12 +307,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     old_term = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         args.fn(args)
-    except _api.ScenarioError as e:
+    except lbsim.LbsimError as e:  # bad scenario, sweep or comparison: one line naming it
         _fail(str(e))
-    except ValueError as e:  # sweep files
-        if type(e).__name__ in ("SweepError", "CompareError"):
-            _fail(str(e))
-        raise
     except OSError as e:  # missing, unreadable or unwritable files, named in the message
         _fail(str(e))
     except Terminated:

@@ -24,16 +24,13 @@ import json
 import math
 import os
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from lbsim import _api
-from lbsim.stats import Ratio, paired_ratio
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from lbsim.errors import LbsimError
+from lbsim.stats import Ratio, paired_ratio, summary_value
 
 #: The metrics every comparison reports: name -> (summary.json path, what
 #: it is, its kind: "time" reads "faster / slower", "count" "fewer / more",
@@ -50,30 +47,19 @@ METRICS: dict[str, tuple[str, str, str]] = {
 BUCKET_METRICS = {"fct_mean": "mean", "fct_p99": "p99"}
 
 
-class CompareError(ValueError):
+class CompareError(LbsimError, ValueError):
     """A bad comparison request (one line naming the option)."""
-
-
-def _dig(d: Any, dotted: str) -> Optional[float]:
-    for k in dotted.split("."):
-        if isinstance(d, list) and k.isdigit() and int(k) < len(d):
-            d = d[int(k)]  # a list element by index: jobs.0.iteration_us.mean
-        elif not isinstance(d, dict) or k not in d:
-            return None
-        else:
-            d = d[k]
-    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 
 def metric_values(summary: dict, extra: Sequence[str] = ()) -> dict[str, Optional[float]]:
     """Every compared metric of one run, from its summary.json."""
-    out = {name: _dig(summary, path) for name, (path, _, _) in METRICS.items()}
+    out = {name: summary_value(summary, path) for name, (path, _, _) in METRICS.items()}
     for b in summary.get("buckets", []):
         for name, stat in BUCKET_METRICS.items():
             v = b.get("fct_us", {}).get(stat)
             out[f"{name}[{b['bucket']}]"] = None if v is None else float(v)
     for path in extra:
-        out[path] = _dig(summary, path)
+        out[path] = summary_value(summary, path)
     return out
 
 

@@ -53,6 +53,7 @@ import json
 import math
 import os
 import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -84,10 +85,6 @@ def _human_bytes(b: float) -> str:
 
 
 def _load_toml(path: Path) -> dict:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib
     return tomllib.loads(path.read_text())
 
 
@@ -234,18 +231,55 @@ def _window(ts: np.ndarray, stated) -> float:
     return float(np.min(np.diff(u))) if len(u) > 1 else float(u[0]) if len(u) else 1.0
 
 
+class _Figures:
+    """Where figures go: saves each one's PNG and CSV into ``out`` and keeps
+    the list of files written, in order."""
+
+    def __init__(self, out: Path, grouped: bool):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        self.plt = plt
+        self.out = out
+        self.grouped = grouped
+        self.written: list[Path] = []
+
+    def save_csv(self, name: str, table: pd.DataFrame) -> None:
+        table.to_csv(self.out / f"{name}.csv", index=False)
+        self.written.append(self.out / f"{name}.csv")
+
+    def save(self, fig, name: str, table: pd.DataFrame, rect=None) -> None:
+        fig.tight_layout(rect=rect)
+        fig.savefig(self.out / f"{name}.png", dpi=120)
+        self.plt.close(fig)
+        self.written.append(self.out / f"{name}.png")
+        self.save_csv(name, table)
+
+
+def _legend_below(fig, handles, labels, ncol=2) -> tuple:
+    """A legend under the axes; returns the ``tight_layout`` rect that
+    leaves room for it."""
+    rows = math.ceil(len(labels) / ncol)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    return (0, min((0.2 * rows + 0.12) / fig.get_figheight(), 0.5), 1, 1)
+
+
+def _plain_log_ticks(axis) -> None:
+    """Log-axis tick labels as plain numbers (0.1, 1, 10; 2, 3 between)."""
+    import matplotlib.ticker as ticker
+
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
 def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: Optional[dict] = None) -> list[Path]:
     """Draws the figures for the run folders ``runs`` into ``out``; returns
     the files written (PNG and CSV). ``group="scheme"`` pools the runs of
     each scheme (e.g. several seeds) into one series; ``groups`` (run folder
     -> name) pools them by a name of the caller's (``lbsim compare``'s
     arms)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker as ticker
-
     if group not in (None, "scheme"):
         raise ValueError(f"group must be None or 'scheme', not {group!r}")
     rs = load_runs([Path(r) for r in runs])
@@ -253,36 +287,30 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
         groups = {Path(k): v for k, v in groups.items()}
         group = group or "arm"
     series = make_series(rs, group, groups)
-    grouped = group is not None
     out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
+    figs = _Figures(out, grouped=group is not None)
+    fct_cdf(figs, rs, series)
+    buckets, per_run = size_buckets(rs)
+    fct_by_size(figs, series, buckets, per_run)
+    slowdown_by_size(figs, series, buckets, per_run)
+    link_utilisation(figs, rs)
+    flow_goodput(figs, rs)
+    jobs = [(s, r, pd.read_parquet(r.path / "jobs.parquet")) for s in series for r in s.runs if (r.path / "jobs.parquet").exists()]
+    if jobs:
+        done = pd.concat([j.assign(**r.ids(), series=s.label) for s, r, j in jobs], ignore_index=True)
+        done = done[done.completed]
+        job_iteration_time(figs, done)
+        job_busbw(figs, done)
+    failures_table(figs, rs)
+    return figs.written
 
-    def save_csv(name: str, table: pd.DataFrame) -> None:
-        table.to_csv(out / f"{name}.csv", index=False)
-        written.append(out / f"{name}.csv")
 
-    def save(fig, name: str, table: pd.DataFrame, rect=None) -> None:
-        fig.tight_layout(rect=rect)
-        fig.savefig(out / f"{name}.png", dpi=120)
-        plt.close(fig)
-        written.append(out / f"{name}.png")
-        save_csv(name, table)
-
-    def legend_below(fig, handles, labels, ncol=2) -> tuple:
-        rows = math.ceil(len(labels) / ncol)
-        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
-        return (0, min((0.2 * rows + 0.12) / fig.get_figheight(), 0.5), 1, 1)
-
+def fct_cdf(figs: _Figures, rs: list[Run], series: list[Series]) -> None:
+    """``fct_cdf.png``: y is the fraction of all the run's flows done within
+    x, so a run that left flows unfinished levels off below 1 instead of
+    looking fast; a group draws its median with a band."""
+    plt, grouped = figs.plt, figs.grouped
     completed = {id(r): np.sort(r.flows[r.flows.completed].fct_us.to_numpy(dtype=float)) / 1e3 for r in rs}
-
-    def plain_log_ticks(axis) -> None:
-        """Log-axis tick labels as plain numbers (0.1, 1, 10; 2, 3 between)."""
-        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
-
-    # --- FCT CDF ----------------------------------------------------------
-    # y is the fraction of all the run's flows done within x: a run that left
-    # flows unfinished levels off below 1 instead of looking fast
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     rows, grows = [], []
     cdf_q = (0.5, 0.9, 0.99)
@@ -330,19 +358,22 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
             grows.append({**_group_ids(s), "quantile": q, "fct_ms_median": med[i], "fct_ms_lo": lo[i], "fct_ms_hi": hi[i],
                           "band": band})
     ax.set_xscale("log")
-    plain_log_ticks(ax.xaxis)
+    _plain_log_ticks(ax.xaxis)
     ax.set_xlabel("flow completion time (ms)")
     ax.set_ylabel("fraction of flows completed")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3, which="both", lw=0.5)
     ax.legend(fontsize=7, loc="lower right")
-    save(fig, "fct_cdf", pd.DataFrame(rows))
+    figs.save(fig, "fct_cdf", pd.DataFrame(rows))
     if grouped:
-        save_csv("fct_cdf_groups", pd.DataFrame(grows))
+        figs.save_csv("fct_cdf_groups", pd.DataFrame(grows))
 
-    # --- FCT and slowdown by size bucket ----------------------------------
+
+def size_buckets(rs: list[Run]) -> tuple[list, pd.DataFrame]:
+    """The size buckets (summary.json's, else the default ones) and one row
+    per run and bucket: flows, completed, mean and p99 FCT and slowdown."""
     buckets = next((b for b in (r.buckets() for r in rs) if b), None) or DEFAULT_BUCKETS
-    per_run = []  # one row per run and bucket
+    per_run = []
     for r in rs:
         f = r.flows
         for lo_b, hi_b, name in buckets:
@@ -355,216 +386,252 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
                             "flows": len(g), "completed": len(d),
                             "fct_mean_ms": float(fct.mean()) if len(fct) else math.nan, "fct_p99_ms": nearest_rank(fct, 0.99, presorted=True),
                             "slowdown_mean": float(sd.mean()) if len(sd) else math.nan, "slowdown_p99": nearest_rank(sd, 0.99, presorted=True)})
-    per_run = pd.DataFrame(per_run)
-    for fig_name, stats in (("fct_by_size", [("fct_mean_ms", "mean FCT (ms)"), ("fct_p99_ms", "p99 FCT (ms)")]),
-                            ("slowdown_by_size", [("slowdown_mean", "mean slowdown (FCT / ideal)"),
-                                                  ("slowdown_p99", "p99 slowdown (FCT / ideal)")])):
-        fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
-        width = 0.8 / max(len(series), 1)
-        x = np.arange(len(buckets))
-        grows = []
-        handles = []
-        lows: dict[str, list] = {col: [] for col, _ in stats}
-        for i, s in enumerate(series):
-            names = {r.name for r in s.runs}
-            sub = per_run[per_run.run.isin(names)]
-            for ax, (col, _title) in zip(axes, stats):
-                ys, errs = [], []
-                for _, _, b in buckets:
-                    m, h, n = mean_ci95(sub[sub.bucket == b][col].tolist())
-                    ys.append(m)
-                    errs.append(h)
-                    if grouped:
-                        grows.append({**_group_ids(s), "bucket": b, "stat": col, "runs_with_data": n, "mean": m,
-                                      "ci95_half": h, "ci95_lo": m - h, "ci95_hi": m + h})
-                ys, errs = np.array(ys), np.array(errs)
-                # on the log axis, an interval reaching 0 or below runs off the bottom
-                # edge, which the bars and the positive interval ends set
-                lows[col] += [y for y in np.concatenate([ys, ys - errs]) if np.isfinite(y) and y > 0]
-                lower = np.where(np.isfinite(errs), np.minimum(errs, ys * 0.999), 0)
-                upper = np.where(np.isfinite(errs), errs, 0)
-                bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ys, width * 0.95, color=s.color,
-                              hatch=None if s.linestyle == "-" else "//", edgecolor="white", lw=0.3,
-                              yerr=[lower, upper] if np.isfinite(errs).any() else None,
-                              error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "black"})
-            handles.append(bars)
-        counts = per_run.groupby("bucket", sort=False).flows.sum()
-        for ax, (col, title) in zip(axes, stats):
-            ax.set_yscale("log")
-            if lows[col]:
-                ax.set_ylim(bottom=min(lows[col]) / 1.5)
-            plain_log_ticks(ax.yaxis)
-            ax.set_xticks(x, [f"{b}\n({int(counts.get(b, 0))} flows)" for _, _, b in buckets], fontsize=8)
-            ax.set_ylabel(title)
-            ax.grid(axis="y", alpha=0.3, which="both", lw=0.5)
-            if grouped:
-                ax.set_title("mean over runs, 95 % t interval", fontsize=8)
-        rect = legend_below(fig, handles, [s.label for s in series], ncol=3)
-        cols = ["run", "scheme", "seed", "group", "bucket", "min_bytes", "max_bytes", "flows", "completed"] + [c for c, _ in stats]
-        save(fig, fig_name, per_run[cols], rect=rect)
+    return buckets, pd.DataFrame(per_run)
+
+
+def fct_by_size(figs: _Figures, series: list[Series], buckets: list, per_run: pd.DataFrame) -> None:
+    """``fct_by_size.png``: mean and p99 FCT per size bucket, bars per series."""
+    _bars_by_size(figs, series, buckets, per_run, "fct_by_size", [("fct_mean_ms", "mean FCT (ms)"), ("fct_p99_ms", "p99 FCT (ms)")])
+
+
+def slowdown_by_size(figs: _Figures, series: list[Series], buckets: list, per_run: pd.DataFrame) -> None:
+    """``slowdown_by_size.png``: mean and p99 slowdown per size bucket."""
+    _bars_by_size(figs, series, buckets, per_run, "slowdown_by_size",
+                  [("slowdown_mean", "mean slowdown (FCT / ideal)"), ("slowdown_p99", "p99 slowdown (FCT / ideal)")])
+
+
+def _bars_by_size(figs: _Figures, series: list[Series], buckets: list, per_run: pd.DataFrame, fig_name: str, stats: list) -> None:
+    """Two panels (one per statistic in ``stats``) of bars per size bucket
+    and series; a group's bar is the mean over its runs with a 95 % t
+    interval."""
+    plt, grouped = figs.plt, figs.grouped
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
+    width = 0.8 / max(len(series), 1)
+    x = np.arange(len(buckets))
+    grows = []
+    handles = []
+    lows: dict[str, list] = {col: [] for col, _ in stats}
+    for i, s in enumerate(series):
+        names = {r.name for r in s.runs}
+        sub = per_run[per_run.run.isin(names)]
+        for ax, (col, _title) in zip(axes, stats):
+            ys, errs = [], []
+            for _, _, b in buckets:
+                m, h, n = mean_ci95(sub[sub.bucket == b][col].tolist())
+                ys.append(m)
+                errs.append(h)
+                if grouped:
+                    grows.append({**_group_ids(s), "bucket": b, "stat": col, "runs_with_data": n, "mean": m,
+                                  "ci95_half": h, "ci95_lo": m - h, "ci95_hi": m + h})
+            ys, errs = np.array(ys), np.array(errs)
+            # on the log axis, an interval reaching 0 or below runs off the bottom
+            # edge, which the bars and the positive interval ends set
+            lows[col] += [y for y in np.concatenate([ys, ys - errs]) if np.isfinite(y) and y > 0]
+            lower = np.where(np.isfinite(errs), np.minimum(errs, ys * 0.999), 0)
+            upper = np.where(np.isfinite(errs), errs, 0)
+            bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ys, width * 0.95, color=s.color,
+                          hatch=None if s.linestyle == "-" else "//", edgecolor="white", lw=0.3,
+                          yerr=[lower, upper] if np.isfinite(errs).any() else None,
+                          error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "black"})
+        handles.append(bars)
+    counts = per_run.groupby("bucket", sort=False).flows.sum()
+    for ax, (col, title) in zip(axes, stats):
+        ax.set_yscale("log")
+        if lows[col]:
+            ax.set_ylim(bottom=min(lows[col]) / 1.5)
+        _plain_log_ticks(ax.yaxis)
+        ax.set_xticks(x, [f"{b}\n({int(counts.get(b, 0))} flows)" for _, _, b in buckets], fontsize=8)
+        ax.set_ylabel(title)
+        ax.grid(axis="y", alpha=0.3, which="both", lw=0.5)
         if grouped:
-            save_csv(f"{fig_name}_groups", pd.DataFrame(grows))
+            ax.set_title("mean over runs, 95 % t interval", fontsize=8)
+    rect = _legend_below(fig, handles, [s.label for s in series], ncol=3)
+    cols = ["run", "scheme", "seed", "group", "bucket", "min_bytes", "max_bytes", "flows", "completed"] + [c for c, _ in stats]
+    figs.save(fig, fig_name, per_run[cols], rect=rect)
+    if grouped:
+        figs.save_csv(f"{fig_name}_groups", pd.DataFrame(grows))
 
-    # --- link utilisation: one panel per run ------------------------------
+
+def link_utilisation(figs: _Figures, rs: list[Run]) -> None:
+    """``link_utilisation.png``: one panel per run with links.parquet, one
+    step line per sampled port (grey plus the mean for many ports)."""
+    import matplotlib
+
     with_links = [r for r in rs if (r.path / "links.parquet").exists()]
-    if with_links:
-        tables = {id(r): pd.read_parquet(r.path / "links.parquet") for r in with_links}
-        ports = sorted({p for t in tables.values() for p in t.port.unique()})
-        many = len(ports) > MAX_PORT_LINES
-        cmap = matplotlib.colormaps["tab10"].colors
-        colour = {p: cmap[i % len(cmap)] for i, p in enumerate(ports)}
-        ncol = min(len(with_links), 3)
-        nrow = math.ceil(len(with_links) / ncol)
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol + 0.6, 2.6 * nrow + 0.9), sharex=True, sharey=True,
-                                 squeeze=False)
-        handles: dict = {}
-        rows = []
-        for k, r in enumerate(with_links):
-            ax = axes[k // ncol][k % ncol]
-            t = tables[id(r)].sort_values(["port", "t_ms"])
-            w = _window(t.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("utilization_window_ms"))
-            for port, g in t.groupby("port"):
-                xs, ys = _step_xy(g.t_ms.to_numpy(), g.utilisation.to_numpy(), w)
-                line, = ax.step(xs, ys, where="pre", lw=0.6 if many else 1.2,
-                                color="0.7" if many else colour[port])
-                handles.setdefault("each port" if many else port, line)
-            if many:
-                m = t.groupby("t_ms").utilisation.mean()
-                xs, ys = _step_xy(m.index.to_numpy(), m.to_numpy(), w)
-                line, = ax.step(xs, ys, where="pre", lw=1.6, color="black")
-                handles.setdefault("mean over ports", line)
-            _mark_failures(ax, r, handles)
-            ax.set_title(r.label, fontsize=8)
-            ax.grid(alpha=0.3, lw=0.5)
-            rows.append(t.assign(**r.ids()))
-        for k in range(len(with_links), nrow * ncol):
-            axes[k // ncol][k % ncol].set_visible(False)
-        for a in axes[-1]:
-            a.set_xlabel("time (ms)")
-        for a in axes[:, 0]:
-            a.set_ylabel("utilisation")
-        axes[0][0].set_ylim(bottom=0)
-        rect = legend_below(fig, list(handles.values()), list(handles.keys()), ncol=min(len(handles), 5))
-        table = pd.concat(rows, ignore_index=True)
-        save(fig, "link_utilisation", table[["run", "scheme", "seed", "group", "t_ms", "port", "bytes", "gbps", "utilisation"]],
-             rect=rect)
-
-    # --- flow goodput: per run, the aggregate and the 5 largest flows -----
-    with_rates = [r for r in rs if (r.path / "flow_rates.parquet").exists()]
-    if with_rates:
-        n = len(with_rates)
-        fig, axes = plt.subplots(n, 2, figsize=(10, 2.4 * n + 0.8), sharex=True, sharey="col", squeeze=False)
-        handles = {}
-        rows = []
-        for k, r in enumerate(with_rates):
-            fr = pd.read_parquet(r.path / "flow_rates.parquet")
-            w = _window(fr.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("flow_rate_window_ms"))
-            fr = fr.assign(k=np.rint(fr.t_ms / w).astype(int))
-            kmax = int(fr.k.max()) if len(fr) else 1
-            grid = np.arange(1, kmax + 1)
-            agg = fr.groupby("k").gbps.sum().reindex(grid, fill_value=0.0)
-            xs, ys = _step_xy(grid * w, agg.to_numpy(), w)
-            ax = axes[k][0]
-            ax.step(xs, ys, where="pre", color="black", lw=1.2)
-            ax.set_title(f"{r.label}: all {fr.flow_id.nunique()} flows", fontsize=8)
-            rows.append(pd.DataFrame({**r.ids(), "series": "all flows", "flow_id": -1, "size_bytes": int(r.flows.size_bytes.sum()),
-                                      "t_ms": grid * w, "gbps": agg.to_numpy()}))
-            ax2 = axes[k][1]
-            f = r.flows[r.flows.flow_id.isin(fr.flow_id.unique())]
-            top = f.sort_values(["size_bytes", "flow_id"], ascending=[False, True]).head(TOP_FLOWS)
-            for j, fl in enumerate(top.itertuples()):
-                g = fr[fr.flow_id == fl.flow_id].groupby("k").gbps.sum()
-                k0 = max(int(math.floor(fl.start_us / 1e3 / w)) + 1, 1)
-                k1 = int(math.ceil(fl.finish_us / 1e3 / w)) if fl.completed and np.isfinite(fl.finish_us) else kmax
-                k1 = max(k1, int(g.index.max()))
-                kk = np.arange(min(k0, int(g.index.min())), k1 + 1)
-                g = g.reindex(kk, fill_value=0.0)
-                lab = f"flow {fl.flow_id}, {_human_bytes(fl.size_bytes)}" + ("" if fl.completed else " (unfinished)")
-                xs, ys = _step_xy(kk * w, g.to_numpy(), w)
-                ax2.step(xs, ys, where="pre", lw=1.1, color=matplotlib.colormaps["tab10"].colors[j], label=lab)
-                rows.append(pd.DataFrame({**r.ids(), "series": f"flow {fl.flow_id}", "flow_id": fl.flow_id,
-                                          "size_bytes": fl.size_bytes, "t_ms": kk * w, "gbps": g.to_numpy()}))
-            ax2.set_title(f"{r.label}: the {len(top)} largest flows", fontsize=8)
-            ax2.legend(fontsize=6, loc="upper right", title_fontsize=6)
-            for a in (ax, ax2):
-                _mark_failures(a, r, handles)
-                a.grid(alpha=0.3, lw=0.5)
-                a.set_ylabel("goodput (Gb/s)", fontsize=8)
-        for a in axes[-1]:
-            a.set_xlabel("time (ms)")
-        axes[0][0].set_ylim(bottom=0)
-        axes[0][1].set_ylim(bottom=0)
-        rect = None
-        if handles:
-            rect = legend_below(fig, list(handles.values()), list(handles.keys()), ncol=2)
-        save(fig, "flow_goodput", pd.concat(rows, ignore_index=True), rect=rect)
-
-    # --- collective jobs: iteration time per series, busbw vs message size --
-    with_jobs = [(s, r, pd.read_parquet(r.path / "jobs.parquet")) for s in series for r in s.runs if (r.path / "jobs.parquet").exists()]
-    if with_jobs:
-        table = pd.concat([j.assign(**r.ids(), series=s.label) for s, r, j in with_jobs], ignore_index=True)
-        done = table[table.completed]
-        # iteration time: every completed iteration of every run of a series
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        labels = list(dict.fromkeys(done.series))
-        rows = []
-        for i, lab in enumerate(labels):
-            v = done[done.series == lab].time_us.to_numpy(dtype=float) / 1e3
-            m, h, n = mean_ci95(v)
-            rows.append({"series": lab, "iterations": n, "mean_ms": m, "ci95_ms": h, "p99_ms": nearest_rank(np.sort(v), 0.99, presorted=True)})
-            ax.bar(i, m, yerr=None if math.isnan(h) else h, capsize=3, color=matplotlib.colormaps["tab10"].colors[i % 10])
-            ax.plot(np.full(len(v), i), v, "k.", ms=3, alpha=0.5)
-        ideal = done.ideal_us.min() / 1e3
-        ax.axhline(ideal, color="gray", ls="--", lw=1, label=f"ideal ({ideal:.3g} ms)" if done.ideal_us.nunique() == 1 else "ideal (smallest)")
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel("iteration time (ms): mean, 95 % CI, each iteration")
-        ax.set_title("Collective iteration time", fontsize=9)
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3, lw=0.5, axis="y")
-        save(fig, "job_iteration_time", pd.DataFrame(rows))
-        # busbw against message size: per run its mean over iterations, then
-        # mean and 95 % t interval over a series' runs
-        fig, ax = plt.subplots(figsize=(6.4, 4.2))
-        per_run = done.groupby(["series", "run", "size_bytes"], sort=False).agg(busbw=("busbw_gbps", "mean"), ideal=("ideal_busbw_gbps", "first")).reset_index()
-        rows = []
-        for i, lab in enumerate(dict.fromkeys(per_run.series)):
-            d = per_run[per_run.series == lab]
-            xs, ms, hs = [], [], []
-            for size, g in d.groupby("size_bytes"):
-                m, h, n = mean_ci95(g.busbw)
-                xs.append(size)
-                ms.append(m)
-                hs.append(0.0 if math.isnan(h) else h)
-                rows.append({"series": lab, "size_bytes": size, "runs": n, "busbw_gbps_mean": m, "ci95_gbps": h, "ideal_busbw_gbps": float(g.ideal.iloc[0])})
-            ax.errorbar(xs, ms, yerr=hs, marker="o", ms=4, capsize=3, label=lab, color=matplotlib.colormaps["tab10"].colors[i % 10])
-        ideal = per_run.groupby("size_bytes").ideal.first()
-        if len(ideal) == 1:
-            # one message size: the series side by side, the ideal a line
-            ax.clear()
-            for i, r in enumerate(rows):
-                ax.errorbar(i, r["busbw_gbps_mean"], yerr=0.0 if math.isnan(r["ci95_gbps"]) else r["ci95_gbps"], marker="o", ms=5,
-                            capsize=4, color=matplotlib.colormaps["tab10"].colors[i % 10])
-                ax.annotate(f"{r['busbw_gbps_mean'] / r['ideal_busbw_gbps']:.2f}", (i, r["busbw_gbps_mean"]), xytext=(6, -3),
-                            textcoords="offset points", fontsize=6)
-            ax.axhline(ideal.iloc[0], color="k", ls="--", lw=1, label=f"ideal {ideal.iloc[0]:.1f} Gb/s (idle non-blocking fabric)")
-            ax.axhline(0.9 * ideal.iloc[0], color="gray", ls=":", lw=1, label="90 % of ideal")
-            ax.set_xticks(range(len(rows)), [f"{r['series']}" for r in rows], rotation=30, ha="right", fontsize=7)
-            ax.set_xlabel(f"message size {ideal.index[0]:,} bytes; labels: busbw / ideal")
-        else:
-            ax.plot(ideal.index, ideal.to_numpy(), "k--", lw=1, label="ideal (idle non-blocking fabric)")
-            ax.set_xscale("log")
-            ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("bus bandwidth (Gb/s)")
-        ax.set_ylim(bottom=0)
-        ax.set_title("Collective bus bandwidth (mean and 95 % CI over runs)", fontsize=9)
+    if not with_links:
+        return
+    tables = {id(r): pd.read_parquet(r.path / "links.parquet") for r in with_links}
+    ports = sorted({p for t in tables.values() for p in t.port.unique()})
+    many = len(ports) > MAX_PORT_LINES
+    cmap = matplotlib.colormaps["tab10"].colors
+    colour = {p: cmap[i % len(cmap)] for i, p in enumerate(ports)}
+    ncol = min(len(with_links), 3)
+    nrow = math.ceil(len(with_links) / ncol)
+    fig, axes = figs.plt.subplots(nrow, ncol, figsize=(3.6 * ncol + 0.6, 2.6 * nrow + 0.9), sharex=True, sharey=True,
+                                  squeeze=False)
+    handles: dict = {}
+    rows = []
+    for k, r in enumerate(with_links):
+        ax = axes[k // ncol][k % ncol]
+        t = tables[id(r)].sort_values(["port", "t_ms"])
+        w = _window(t.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("utilization_window_ms"))
+        for port, g in t.groupby("port"):
+            xs, ys = _step_xy(g.t_ms.to_numpy(), g.utilisation.to_numpy(), w)
+            line, = ax.step(xs, ys, where="pre", lw=0.6 if many else 1.2,
+                            color="0.7" if many else colour[port])
+            handles.setdefault("each port" if many else port, line)
+        if many:
+            m = t.groupby("t_ms").utilisation.mean()
+            xs, ys = _step_xy(m.index.to_numpy(), m.to_numpy(), w)
+            line, = ax.step(xs, ys, where="pre", lw=1.6, color="black")
+            handles.setdefault("mean over ports", line)
+        _mark_failures(ax, r, handles)
+        ax.set_title(r.label, fontsize=8)
         ax.grid(alpha=0.3, lw=0.5)
-        ax.legend(fontsize=6)
-        save(fig, "job_busbw", pd.DataFrame(rows))
+        rows.append(t.assign(**r.ids()))
+    for k in range(len(with_links), nrow * ncol):
+        axes[k // ncol][k % ncol].set_visible(False)
+    for a in axes[-1]:
+        a.set_xlabel("time (ms)")
+    for a in axes[:, 0]:
+        a.set_ylabel("utilisation")
+    axes[0][0].set_ylim(bottom=0)
+    rect = _legend_below(fig, list(handles.values()), list(handles.keys()), ncol=min(len(handles), 5))
+    table = pd.concat(rows, ignore_index=True)
+    figs.save(fig, "link_utilisation", table[["run", "scheme", "seed", "group", "t_ms", "port", "bytes", "gbps", "utilisation"]],
+              rect=rect)
 
-    # --- failures ---------------------------------------------------------
+
+def flow_goodput(figs: _Figures, rs: list[Run]) -> None:
+    """``flow_goodput.png``: per run with flow_rates.parquet, the aggregate
+    goodput of all flows (left) and of the largest flows (right)."""
+    import matplotlib
+
+    with_rates = [r for r in rs if (r.path / "flow_rates.parquet").exists()]
+    if not with_rates:
+        return
+    n = len(with_rates)
+    fig, axes = figs.plt.subplots(n, 2, figsize=(10, 2.4 * n + 0.8), sharex=True, sharey="col", squeeze=False)
+    handles: dict = {}
+    rows = []
+    for k, r in enumerate(with_rates):
+        fr = pd.read_parquet(r.path / "flow_rates.parquet")
+        w = _window(fr.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("flow_rate_window_ms"))
+        fr = fr.assign(k=np.rint(fr.t_ms / w).astype(int))
+        kmax = int(fr.k.max()) if len(fr) else 1
+        grid = np.arange(1, kmax + 1)
+        agg = fr.groupby("k").gbps.sum().reindex(grid, fill_value=0.0)
+        xs, ys = _step_xy(grid * w, agg.to_numpy(), w)
+        ax = axes[k][0]
+        ax.step(xs, ys, where="pre", color="black", lw=1.2)
+        ax.set_title(f"{r.label}: all {fr.flow_id.nunique()} flows", fontsize=8)
+        rows.append(pd.DataFrame({**r.ids(), "series": "all flows", "flow_id": -1, "size_bytes": int(r.flows.size_bytes.sum()),
+                                  "t_ms": grid * w, "gbps": agg.to_numpy()}))
+        ax2 = axes[k][1]
+        f = r.flows[r.flows.flow_id.isin(fr.flow_id.unique())]
+        top = f.sort_values(["size_bytes", "flow_id"], ascending=[False, True]).head(TOP_FLOWS)
+        for j, fl in enumerate(top.itertuples()):
+            g = fr[fr.flow_id == fl.flow_id].groupby("k").gbps.sum()
+            k0 = max(int(math.floor(fl.start_us / 1e3 / w)) + 1, 1)
+            k1 = int(math.ceil(fl.finish_us / 1e3 / w)) if fl.completed and np.isfinite(fl.finish_us) else kmax
+            k1 = max(k1, int(g.index.max()))
+            kk = np.arange(min(k0, int(g.index.min())), k1 + 1)
+            g = g.reindex(kk, fill_value=0.0)
+            lab = f"flow {fl.flow_id}, {_human_bytes(fl.size_bytes)}" + ("" if fl.completed else " (unfinished)")
+            xs, ys = _step_xy(kk * w, g.to_numpy(), w)
+            ax2.step(xs, ys, where="pre", lw=1.1, color=matplotlib.colormaps["tab10"].colors[j], label=lab)
+            rows.append(pd.DataFrame({**r.ids(), "series": f"flow {fl.flow_id}", "flow_id": fl.flow_id,
+                                      "size_bytes": fl.size_bytes, "t_ms": kk * w, "gbps": g.to_numpy()}))
+        ax2.set_title(f"{r.label}: the {len(top)} largest flows", fontsize=8)
+        ax2.legend(fontsize=6, loc="upper right", title_fontsize=6)
+        for a in (ax, ax2):
+            _mark_failures(a, r, handles)
+            a.grid(alpha=0.3, lw=0.5)
+            a.set_ylabel("goodput (Gb/s)", fontsize=8)
+    for a in axes[-1]:
+        a.set_xlabel("time (ms)")
+    axes[0][0].set_ylim(bottom=0)
+    axes[0][1].set_ylim(bottom=0)
+    rect = None
+    if handles:
+        rect = _legend_below(fig, list(handles.values()), list(handles.keys()), ncol=2)
+    figs.save(fig, "flow_goodput", pd.concat(rows, ignore_index=True), rect=rect)
+
+
+def job_iteration_time(figs: _Figures, done: pd.DataFrame) -> None:
+    """``job_iteration_time.png``: every completed iteration of every run of
+    a series (``done``: jobs.parquet rows with a ``series`` column), their
+    mean and 95 % interval, the ideal dashed."""
+    import matplotlib
+
+    fig, ax = figs.plt.subplots(figsize=(6.4, 4.2))
+    labels = list(dict.fromkeys(done.series))
+    rows = []
+    for i, lab in enumerate(labels):
+        v = done[done.series == lab].time_us.to_numpy(dtype=float) / 1e3
+        m, h, n = mean_ci95(v)
+        rows.append({"series": lab, "iterations": n, "mean_ms": m, "ci95_ms": h, "p99_ms": nearest_rank(np.sort(v), 0.99, presorted=True)})
+        ax.bar(i, m, yerr=None if math.isnan(h) else h, capsize=3, color=matplotlib.colormaps["tab10"].colors[i % 10])
+        ax.plot(np.full(len(v), i), v, "k.", ms=3, alpha=0.5)
+    ideal = done.ideal_us.min() / 1e3
+    ax.axhline(ideal, color="gray", ls="--", lw=1, label=f"ideal ({ideal:.3g} ms)" if done.ideal_us.nunique() == 1 else "ideal (smallest)")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
+    ax.set_ylabel("iteration time (ms): mean, 95 % CI, each iteration")
+    ax.set_title("Collective iteration time", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3, lw=0.5, axis="y")
+    figs.save(fig, "job_iteration_time", pd.DataFrame(rows))
+
+
+def job_busbw(figs: _Figures, done: pd.DataFrame) -> None:
+    """``job_busbw.png``: bus bandwidth against message size; per run its
+    mean over iterations, then the mean and 95 % t interval over a series'
+    runs; with one message size, the series side by side."""
+    import matplotlib
+
+    fig, ax = figs.plt.subplots(figsize=(6.4, 4.2))
+    per_run = done.groupby(["series", "run", "size_bytes"], sort=False).agg(busbw=("busbw_gbps", "mean"), ideal=("ideal_busbw_gbps", "first")).reset_index()
+    rows = []
+    for i, lab in enumerate(dict.fromkeys(per_run.series)):
+        d = per_run[per_run.series == lab]
+        xs, ms, hs = [], [], []
+        for size, g in d.groupby("size_bytes"):
+            m, h, n = mean_ci95(g.busbw)
+            xs.append(size)
+            ms.append(m)
+            hs.append(0.0 if math.isnan(h) else h)
+            rows.append({"series": lab, "size_bytes": size, "runs": n, "busbw_gbps_mean": m, "ci95_gbps": h, "ideal_busbw_gbps": float(g.ideal.iloc[0])})
+        ax.errorbar(xs, ms, yerr=hs, marker="o", ms=4, capsize=3, label=lab, color=matplotlib.colormaps["tab10"].colors[i % 10])
+    ideal = per_run.groupby("size_bytes").ideal.first()
+    if len(ideal) == 1:
+        # one message size: the series side by side, the ideal a line
+        ax.clear()
+        for i, r in enumerate(rows):
+            ax.errorbar(i, r["busbw_gbps_mean"], yerr=0.0 if math.isnan(r["ci95_gbps"]) else r["ci95_gbps"], marker="o", ms=5,
+                        capsize=4, color=matplotlib.colormaps["tab10"].colors[i % 10])
+            ax.annotate(f"{r['busbw_gbps_mean'] / r['ideal_busbw_gbps']:.2f}", (i, r["busbw_gbps_mean"]), xytext=(6, -3),
+                        textcoords="offset points", fontsize=6)
+        ax.axhline(ideal.iloc[0], color="k", ls="--", lw=1, label=f"ideal {ideal.iloc[0]:.1f} Gb/s (idle non-blocking fabric)")
+        ax.axhline(0.9 * ideal.iloc[0], color="gray", ls=":", lw=1, label="90 % of ideal")
+        ax.set_xticks(range(len(rows)), [f"{r['series']}" for r in rows], rotation=30, ha="right", fontsize=7)
+        ax.set_xlabel(f"message size {ideal.index[0]:,} bytes; labels: busbw / ideal")
+    else:
+        ax.plot(ideal.index, ideal.to_numpy(), "k--", lw=1, label="ideal (idle non-blocking fabric)")
+        ax.set_xscale("log")
+        ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("bus bandwidth (Gb/s)")
+    ax.set_ylim(bottom=0)
+    ax.set_title("Collective bus bandwidth (mean and 95 % CI over runs)", fontsize=9)
+    ax.grid(alpha=0.3, lw=0.5)
+    ax.legend(fontsize=6)
+    figs.save(fig, "job_busbw", pd.DataFrame(rows))
+
+
+def failures_table(figs: _Figures, rs: list[Run]) -> None:
+    """``failures.csv``: every run's link failures and restores (one
+    ``none`` row for a run without)."""
     rows = []
     for r in rs:
         evs = r.failures or [{"link": "", "event": "none", "t_ms": math.nan, "source": ""}]
         rows += [{**r.ids(), **e} for e in evs]
-    save_csv("failures", pd.DataFrame(rows, columns=["run", "scheme", "seed", "group", "link", "event", "t_ms", "source"]))
-    return written
+    figs.save_csv("failures", pd.DataFrame(rows, columns=["run", "scheme", "seed", "group", "link", "event", "t_ms", "source"]))

@@ -18,7 +18,23 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Optional, Sequence
+
+
+def summary_value(summary: Any, dotted: str) -> Optional[float]:
+    """The number at a dotted path of a summary.json dict
+    (``fct_us.p99``; a list element by index: ``jobs.0.iteration_us.mean``),
+    or None where the path leads nowhere (a missing key, an index past the
+    end) or to anything but a number (a bool, a string, a table, null)."""
+    d = summary
+    for k in dotted.split("."):
+        if isinstance(d, list) and k.isdigit() and int(k) < len(d):
+            d = d[int(k)]
+        elif isinstance(d, dict) and k in d:
+            d = d[k]
+        else:
+            return None
+    return float(d) if isinstance(d, (int, float)) and not isinstance(d, bool) else None
 
 
 def nearest_rank(values, q: float, *, presorted: bool = False) -> float:

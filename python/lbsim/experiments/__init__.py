@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+import tomllib
 from pathlib import Path
 from typing import Optional
 
-from lbsim.experiments.sweep import Sweep, SweepError, load, run_sweep
+from lbsim.experiments.sweep import SweepError, load, run_sweep
 
 
 def experiments_dir() -> Path:
@@ -34,8 +34,6 @@ def experiments_dir() -> Path:
 
 def registry() -> list[Path]:
     """Sweep files in report order (the [experiment].order key, then name)."""
-    import tomllib
-
     files = sorted(experiments_dir().glob("*.toml"))
     keyed = []
     for f in files:
@@ -70,8 +68,9 @@ def reproduce(name: str, quick: bool = False, workers: int = 1, ray: Optional[st
     fig_dir, frag_dir, out = _report_paths(quick, Path(root))
     frag_dir.mkdir(parents=True, exist_ok=True)
     # the run index (axes, hash, headline metrics) travels with the report
-    from lbsim.experiments.sweep import catalog_dir
     import shutil
+
+    from lbsim.experiments.sweep import catalog_dir
 
     idx = catalog_dir(root, sw) / "index.parquet"
     if idx.exists():

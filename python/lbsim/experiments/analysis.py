@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from lbsim.experiments.sweep import Point, Sweep, catalog_dir
-from lbsim.stats import nearest_rank
-
+from lbsim.stats import nearest_rank, summary_value
 
 # ---------------------------------------------------------------- per-run statistics
 
@@ -23,17 +22,6 @@ def _flows(run: Path) -> pd.DataFrame:
 
 def _summary(run: Path) -> dict:
     return json.loads((run / "summary.json").read_text())
-
-
-def _dig(d: Any, dotted: str) -> Any:
-    for p in dotted.split("."):
-        if isinstance(d, list):
-            d = d[int(p)]
-        elif isinstance(d, dict):
-            d = d.get(p)
-        else:
-            return None
-    return d
 
 
 def _until_last_start(run: Path, t_col: str, scale: float) -> Optional[float]:
@@ -233,8 +221,8 @@ def run_stat(run: Path, name: str) -> float:
         f = _flows(run)
         f = f[f.completed & (f.size_bytes >= float(lo or 0)) & (f.size_bytes < float(hi or "inf"))]
         return float(f.fct_us.mean())
-    v = _dig(_summary(run), name)
-    return float(v) if v is not None else math.nan
+    v = summary_value(_summary(run), name)
+    return math.nan if v is None else v
 
 
 class Runs:

@@ -57,19 +57,17 @@ import signal
 import socket
 import sys
 import time
+import tomllib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from lbsim.errors import LbsimError
 
 
-class SweepError(ValueError):
-    pass
+class SweepError(LbsimError, ValueError):
+    """A bad sweep file or ``lbsim reproduce`` request (one line naming it)."""
 
 
 @dataclass
@@ -281,7 +279,8 @@ def _run_point(args: tuple[str, Optional[str], str]) -> dict:
     renamed into place) and returns its summary. Top-level so that process
     pools and Ray can ship it."""
     text, base_dir, run_dir = args
-    from lbsim import _lbsim, _api
+    from lbsim import _api, _lbsim
+    from lbsim.errors import native
 
     final = Path(run_dir)
     if (final / "summary.json").exists():
@@ -289,7 +288,7 @@ def _run_point(args: tuple[str, Optional[str], str]) -> dict:
     tmp = final.parent / f"{final.name}.tmp-{os.getpid()}"
     if tmp.exists():
         shutil.rmtree(tmp)
-    res = _api._result(_lbsim.run(text, [], base_dir, None))
+    res = _api._result(native(_lbsim.run, text, [], base_dir, None))
     res.write(tmp)
     (tmp / "scenario.toml").write_text(text)
     os.replace(tmp, final)
