@@ -44,3 +44,18 @@ def test_a_base_off_the_branch_is_an_error(tmp_path):
     subprocess.run(["git", "-C", str(tmp_path), "checkout", "-q", "main"], check=True)
     (line,) = check_commits.problems(tmp_path, side)
     assert "not an ancestor of HEAD" in line
+
+
+def test_a_shallow_clone_checks_every_commit_it_holds(tmp_path):
+    src = tmp_path / "src"
+    subprocess.run(["git", "init", "-q", str(src)], check=True)
+    base = _commit(src, "base")
+    _commit(src, "w" * 80)
+    _commit(src, "fine")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{src}", str(clone)], check=True)
+    (line,) = check_commits.problems(clone, base)  # base is cut off; both held commits are checked
+    assert "80 characters" in line
+    shallow1 = tmp_path / "one"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{src}", str(shallow1)], check=True)
+    assert check_commits.problems(shallow1, base) == []

@@ -7,8 +7,9 @@ characters.
 
 Exits 0 when all pass; otherwise prints one line per offending commit
 (hash, length, subject) and exits 1. A BASE that is missing or not an
-ancestor of HEAD (a shallow clone, or a branch cut before it) is an error
-with its own message, never a silent pass.
+ancestor of HEAD (a branch cut before it) is an error with its own
+message, never a silent pass; a shallow clone that ends before BASE checks
+every commit it holds and says so.
 """
 
 from __future__ import annotations
@@ -28,13 +29,16 @@ def _git(repo: Path, *args: str) -> subprocess.CompletedProcess:
 
 def problems(repo: Path, base: str = BASE, limit: int = MAX_SUBJECT) -> list[str]:
     """The lines to print: empty when every subject after ``base`` fits."""
+    span = f"{base}..HEAD"
     if _git(repo, "cat-file", "-e", f"{base}^{{commit}}").returncode != 0:
-        shallow = _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"
-        hint = " (this is a shallow clone: git fetch --unshallow)" if shallow else ""
-        return [f"commit {base} is not in this repository{hint}; cannot check the subjects after it"]
-    if _git(repo, "merge-base", "--is-ancestor", base, "HEAD").returncode != 0:
+        if _git(repo, "rev-parse", "--is-shallow-repository").stdout.strip() != "true":
+            return [f"commit {base} is not in this repository; cannot check the subjects after it"]
+        # A shallow clone ends before BASE: every commit it holds is after it.
+        print(f"check_commits: shallow clone without {base}; checking the commits it holds", file=sys.stderr)
+        span = "HEAD"
+    elif _git(repo, "merge-base", "--is-ancestor", base, "HEAD").returncode != 0:
         return [f"commit {base} is not an ancestor of HEAD; cannot check the subjects after it"]
-    log = _git(repo, "log", "--format=%h%x00%s", f"{base}..HEAD")
+    log = _git(repo, "log", "--format=%h%x00%s", span)
     if log.returncode != 0:
         return [f"git log {base}..HEAD failed: {log.stderr.strip()}"]
     out = []
