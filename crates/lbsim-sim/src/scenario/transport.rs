@@ -232,7 +232,7 @@ mod tests {
             let same = match value {
                 serde_json::Value::Null => cell.is_empty(),
                 serde_json::Value::Number(x) => cell.parse::<f64>().ok() == x.as_f64(),
-                v => cell == v.to_string(),
+                v => cell == serde_json::to_string(v).unwrap(),
             };
             assert!(same, "transport.{key}: the reference says {cell:?}, the parser defaults to {value}");
         }
