@@ -124,7 +124,10 @@ impl Scenario {
             ecn: t.ecn,
             ece_response: t.ece_response || t.ecn,
             restart_after_idle: t.restart_after_idle,
-            reordering: t.reordering,
+            reordering: match (t.reordering, t.max_reordering_pkts) {
+                (Reordering::Adaptive { .. }, Some(max_pkts)) => Reordering::Adaptive { max_pkts },
+                (r, _) => r,
+            },
             // D-SACK feeds the adaptive threshold's undo
             dsack: t.dsack.unwrap_or(matches!(t.reordering, Reordering::Adaptive { .. })),
             rto_ssthresh: t.rto_ssthresh,

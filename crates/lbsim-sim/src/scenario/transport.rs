@@ -67,6 +67,12 @@ pub struct TransportCfg {
     /// 3708/3522/4015). Use "linux" where the paper's hosts ran Linux.
     #[serde(deserialize_with = "word")]
     pub reordering: Reordering,
+    /// With `reordering = "linux"`: the highest the duplicate-ACK threshold
+    /// rises to, packets (Linux `net.ipv4.tcp_max_reordering`; absent:
+    /// Linux's 300). Spraying schemes can reorder deeper than that on
+    /// asymmetric paths: a higher cap lets the sender learn the degree
+    /// instead of retransmitting spuriously.
+    pub max_reordering_pkts: Option<u32>,
     /// Receivers report duplicate segments with D-SACK (RFC 2883); default:
     /// on with `reordering = "linux"`, else off.
     pub dsack: Option<bool>,
@@ -147,6 +153,7 @@ impl Default for TransportCfg {
             cwnd_growth: CwndGrowth::of(d.byte_counting),
             tso_bytes: d.tso_bytes,
             reordering: d.reordering,
+            max_reordering_pkts: None,
             dsack: None,
             restart_after_idle: d.restart_after_idle,
             ece_response: d.ece_response,
@@ -202,6 +209,17 @@ impl TransportCfg {
         if self.sack && self.recover != Recover::SndMax {
             return Err(bad("transport.recover", "\"snd_nxt\" applies without SACK: needs transport.sack = false"));
         }
+        if let Some(m) = self.max_reordering_pkts {
+            if !matches!(self.reordering, Reordering::Adaptive { .. }) {
+                return Err(bad("transport.max_reordering_pkts", "applies with transport.reordering = \"linux\" (\"fixed\" keeps dupack_threshold)"));
+            }
+            if m < self.dupack_threshold {
+                return Err(bad(
+                    "transport.max_reordering_pkts",
+                    format!("must be at least transport.dupack_threshold ({}), where the threshold starts; got {m}", self.dupack_threshold),
+                ));
+            }
+        }
         if self.dsack == Some(true) && !self.sack {
             return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
         }
@@ -253,6 +271,19 @@ mod tests {
         assert_eq!((e.field.as_str(), e.msg.as_str()), ("transport.cwnd_growth", "must be \"bytes\" or \"per_ack\", got \"bites\""));
         let e = Scenario::from_toml(MIN, &["transport.prr_bound=3".into()]).unwrap_err();
         assert_eq!((e.field.as_str(), e.msg.as_str()), ("transport.prr_bound", "invalid type: integer `3`, expected a string"));
+    }
+
+    #[test]
+    fn max_reordering_caps_the_linux_threshold_and_needs_it() {
+        let sets = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let s = Scenario::from_toml(MIN, &sets(&["transport.reordering=linux", "transport.max_reordering_pkts=1000"])).unwrap();
+        assert_eq!(s.tcp_config().reordering, Reordering::Adaptive { max_pkts: 1000 });
+        let s = Scenario::from_toml(MIN, &sets(&["transport.reordering=linux"])).unwrap();
+        assert_eq!(s.tcp_config().reordering, Reordering::LINUX);
+        let e = Scenario::from_toml(MIN, &sets(&["transport.max_reordering_pkts=1000"])).unwrap_err();
+        assert!(e.field == "transport.max_reordering_pkts" && e.msg.contains("reordering = \"linux\""), "{e}");
+        let e = Scenario::from_toml(MIN, &sets(&["transport.reordering=linux", "transport.max_reordering_pkts=2"])).unwrap_err();
+        assert!(e.field == "transport.max_reordering_pkts" && e.msg.contains("dupack_threshold (3)"), "{e}");
     }
 
     #[test]
