@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes docs/scenario.md, the scenario-file reference, from the code that
-reads scenario files (crates/lbsim-sim/src/scenario.rs): every key, its
-type, unit, default and the field's doc comment. tests/test_reference.py
-regenerates it and fails if the committed file differs, so it cannot go
-stale.
+reads scenario files (crates/lbsim-sim/src/scenario.rs and its sections in
+scenario/): every key, its type, unit, default and the field's doc comment.
+The `[transport]` defaults are lbsim-tcp's (`TcpConfig::default()` in
+crates/lbsim-tcp/src/config.rs), read through `TransportCfg::default()`,
+and its enums are strings of their snake_case variant names (a Rust test,
+`transport_defaults_in_the_reference_are_the_parsers`, checks what this
+reads there). tests/test_reference.py regenerates it and fails if the
+committed file differs, so it cannot go stale.
 
     python3 tools/scenario_reference.py          # rewrite docs/scenario.md
     python3 tools/scenario_reference.py --check  # exit 1 if it is stale
@@ -17,6 +21,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "crates/lbsim-sim/src/scenario.rs"
+SECTION_DIR = ROOT / "crates/lbsim-sim/src/scenario"
+TCP_CONFIG = ROOT / "crates/lbsim-tcp/src/config.rs"
 OUT = ROOT / "docs/scenario.md"
 
 # (heading, struct, how the table is written, note)
@@ -63,16 +69,19 @@ Failures, samplers, drops, pcap and link overrides name the fabric's parts:
 UNITS = {"_us": "µs", "_ms": "ms", "_ns": "ns", "_gbps": "Gb/s", "_pkts": "packets", "_bytes": "bytes"}
 
 
-def rust_type(t: str) -> tuple[str, bool]:
-    """(words, optional) for a Rust field type."""
+def rust_type(t: str, words: dict[str, list[str]] | None = None) -> tuple[str, bool]:
+    """(words, optional) for a Rust field type; `words` maps the enums read
+    as a word (lbsim-tcp's) to their words."""
     t = t.strip()
     m = re.fullmatch(r"Option<(.+)>", t)
     if m:
-        return rust_type(m.group(1))[0], True
+        return rust_type(m.group(1), words)[0], True
     m = re.fullmatch(r"Vec<(.+)>", t)
     if m:
-        inner = rust_type(m.group(1))[0]
+        inner = rust_type(m.group(1), words)[0]
         return ("list of tables" if inner == "table" else f"list of {inner}s"), False
+    if words and t in words:
+        return "string", False
     return {
         "u8": "integer", "u16": "integer", "u32": "integer", "u64": "integer", "usize": "integer",
         "f64": "number", "bool": "boolean", "String": "string", "toml::Table": "table",
@@ -81,16 +90,61 @@ def rust_type(t: str) -> tuple[str, bool]:
     }.get(t, "table"), False
 
 
-def value_text(v: str, fns: dict[str, str]) -> str:
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def read_tcp(src: str) -> dict:
+    """What `TransportCfg::default()` reads in lbsim-tcp's config.rs: the
+    fields of `TcpConfig::default()` (`d.<field>`), the associated consts
+    (`Type::NAME`) and each enum's words, in variant order (a variant's
+    `#[serde(rename = "...")]`, wherever it is given, else its snake_case
+    name)."""
+    _, _, defaults = parse(src)
+    consts = {}
+    for m in re.finditer(r"\nimpl (\w+) \{(.*?)\n\}", src, re.S):
+        for c in re.finditer(r"pub const (\w+): [^=]+ = ([^;]+);", m.group(2)):
+            consts[f"{m.group(1)}::{c.group(1)}"] = c.group(2)
+    renamed = {m.group(2): m.group(1) for m in re.finditer(r'#\[serde\(rename = "(\w+)"\)\]\s*(\w+)', src)}
+    words = {}
+    for m in re.finditer(r"\npub enum (\w+) \{\n(.*?)\n\}", src, re.S):
+        variants = re.findall(r"^    (\w+)(?: \{[^}]*\})?,$", m.group(2), re.M)
+        words[m.group(1)] = {v: renamed.get(v, snake(v)) for v in variants}
+    return {"fields": defaults["TcpConfig"], "consts": consts, "words": words}
+
+
+def tcp_value(v: str, tcp: dict) -> str:
+    """A `TransportCfg::default()` expression that reads lbsim-tcp's
+    defaults, as Rust source of the plain value ("" if it reads none)."""
+    m = re.fullmatch(r"d\.(\w+)\.as_(ms|us)_f64\(\)", v)
+    if m:
+        t = re.fullmatch(r"SimTime::(?:from_(ms|us|ns)\((.+)\)|ZERO)", tcp["fields"][m.group(1)])
+        ps = 0 if t.group(1) is None else eval(t.group(2).replace("_", ""), {"__builtins__": {}}) * {"ms": 10**9, "us": 10**6, "ns": 10**3}[t.group(1)]
+        return repr(ps / {"ms": 1e9, "us": 1e6}[m.group(2)])
+    m = re.fullmatch(r"(\w+)::of\(d\.(\w+)\)", v)  # a flag as its enum: the first variant when set
+    if m:
+        return f"{m.group(1)}::{list(tcp['words'][m.group(1)])[0 if tcp['fields'][m.group(2)] == 'true' else 1]}"
+    m = re.fullmatch(r"d\.(\w+)", v)
+    if m:
+        return tcp["fields"][m.group(1)]
+    return tcp["consts"].get(v, "")
+
+
+def value_text(v: str, fns: dict[str, str], tcp: dict | None = None) -> str:
     """A Rust default expression as TOML-ish text."""
     v = v.strip()
     if v in fns:
         v = fns[v]
+    if tcp and tcp_value(v, tcp):
+        v = tcp_value(v, tcp)
     if v == "None":
         return ""
-    m = re.fullmatch(r's\("(.*)"\)', v)
+    m = re.fullmatch(r's\("(.*)"\)', v) or re.fullmatch(r'"(.*)"\.to_string\(\)', v)
     if m:
         return f'"{m.group(1)}"'
+    m = re.fullmatch(r"(\w+)::(\w+)(?: \{.*\})?", v)
+    if tcp and m and m.group(1) in tcp["words"]:
+        return f'"{tcp["words"][m.group(1)][m.group(2)]}"'
     m = re.fullmatch(r"vec!\[(.*)\]", v, re.S)
     if m:
         items = [value_text(x, fns) for x in m.group(1).split(",") if x.strip()]
@@ -126,7 +180,7 @@ def parse(src: str):
                 doc, fdefault = [], None
         structs[name] = (container_default, fields)
     defaults = {}
-    for m in re.finditer(r"impl Default for (\w+) \{\s*fn default\(\) -> Self \{\s*\w+ \{(.*?)\}\s*\}\s*\}", src, re.S):
+    for m in re.finditer(r"impl Default for (\w+) \{\s*(?:///[^\n]*\s*)*fn default\(\) -> Self \{\s*(?:let [^;]*;\s*)*\w+ \{(.*?)\}\s*\}\s*\}", src, re.S):
         name, body = m.groups()
         vals, depth, cur = {}, 0, ""
         for ch in body + ",":
@@ -145,12 +199,13 @@ def parse(src: str):
     return fns, structs, defaults
 
 
-def render(src: str) -> str:
+def render(src: str, tcp_src: str) -> str:
     fns, structs, defaults = parse(src)
+    tcp = read_tcp(tcp_src)
     out = [
         "# Scenario file reference",
         "",
-        "<!-- Generated by tools/scenario_reference.py from crates/lbsim-sim/src/scenario.rs; do not edit. -->",
+        "<!-- Generated by tools/scenario_reference.py from crates/lbsim-sim/src/scenario.rs, scenario/ and lbsim-tcp's config.rs; do not edit. -->",
         "",
         "A scenario is a TOML file; every key below can also be set from the",
         "command line with `--set key=value` (e.g. `--set transport.min_rto_ms=1`);",
@@ -171,14 +226,14 @@ def render(src: str) -> str:
             out += [note, ""]
         out += ["| key | type | unit | default | description |", "|---|---|---|---|---|"]
         for name, ty, doc, fdefault in fields:
-            words, optional = rust_type(ty)
+            words, optional = rust_type(ty, tcp["words"])
             if struct == "Scenario" and (words == "table" or words == "list of tables"):
                 continue  # a section of its own
             if name == "incast":
                 continue
             unit = next((u for suf, u in UNITS.items() if name.endswith(suf)), "")
             if name in dv:
-                default = value_text(dv[name], fns)
+                default = value_text(dv[name], fns, tcp)
             elif fdefault and fdefault != "Default":
                 default = value_text(fdefault, fns)
             elif fdefault == "Default" or container_default or optional:
@@ -197,7 +252,8 @@ def render(src: str) -> str:
 
 
 def main() -> None:
-    text = render(SOURCE.read_text())
+    src = "\n".join(p.read_text() for p in [SOURCE, *sorted(SECTION_DIR.glob("*.rs"))])
+    text = render(src, TCP_CONFIG.read_text())
     if "--check" in sys.argv:
         if not OUT.exists() or OUT.read_text() != text:
             print(f"{OUT.relative_to(ROOT)} is stale: run python3 tools/scenario_reference.py", file=sys.stderr)

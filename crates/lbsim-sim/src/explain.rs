@@ -115,117 +115,201 @@ fn gbps(bps: f64) -> f64 {
 
 /// [`explain`] on an already built run.
 pub(crate) fn explain_built(sc: &Scenario, b: &Built) -> Value {
-    let w = &b.w;
-    let topo = &w.topo;
-    let flows = &w.arrivals;
-    let t = &sc.transport;
-    let mss = t.mss_bytes as f64;
-    let pkt_bits = 8.0 * (t.mss_bytes + t.header_bytes) as f64;
-    let acks = 1.0 / t.delayed_ack.max(1) as f64;
-    let rtt_s = b.rtt.as_secs_f64();
-    let hosts = topo.num_hosts();
-    let switches = topo.nodes.len() - hosts;
-    let nic_rate = |h: u32| topo.ports[topo.nic(topo.host(h)).idx()].rate.0 as f64;
-    let down_rate = |h: u32| topo.ports[topo.ports[topo.nic(topo.host(h)).idx()].peer.idx()].rate.0 as f64;
-    let line = |s: u32, d: u32| nic_rate(s).min(down_rate(d));
-    let stop_s = b.hard_stop.as_secs_f64();
-    let mut hops = Hops { topo, rows: Default::default() };
-    let mut warnings: Vec<Value> = vec![];
-    let mut warn = |key: &str, msg: String| warnings.push(json!({"key": key, "message": msg}));
+    let cx = Ctx::new(sc, b);
+    let mut hops = Hops { topo: cx.topo, rows: Default::default() };
+    let span = Span::of(&cx, &mut hops);
+    let work = Work::of(&cx, &span, &mut hops);
+    let mut warnings = vec![];
+    let (racks, overloaded) = rack_loads(&cx, &span, &work, &mut warnings);
+    known_traps(&cx, &span, &work, &mut warnings);
+    report(&cx, &span, &work, racks, overloaded, warnings)
+}
 
-    // -------------------------------------------------- open-loop flows
-    let n = flows.len();
-    let first = flows.first().map(|f| f.start.as_secs_f64()).unwrap_or(0.0);
-    let last = flows.last().map(|f| f.start.as_secs_f64()).unwrap_or(0.0);
-    let mut natural_end = first;
-    let mut total_bytes = 0.0;
-    let mut largest = (0u64, 0.0f64); // bytes, seconds at line rate
-    for f in flows {
-        let s = f.start.as_secs_f64() + f.size as f64 * 8.0 * (pkt_bits / 8.0 / mss) / line(f.src, f.dst) + rtt_s;
-        natural_end = natural_end.max(s);
-        total_bytes += f.size as f64;
-        let need = f.size as f64 * 8.0 / line(f.src, f.dst);
-        if need > largest.1 {
-            largest = (f.size, need);
+/// What every part of an explanation reads: the scenario, the built run
+/// and the packet sizes and times of its TCP configuration.
+struct Ctx<'a> {
+    sc: &'a Scenario,
+    b: &'a Built,
+    topo: &'a Topology,
+    /// Payload bytes per full segment.
+    mss: f64,
+    /// Bits of a full segment on the wire.
+    pkt_bits: f64,
+    /// ACKs per data packet.
+    acks: f64,
+    rtt_s: f64,
+    stop_s: f64,
+}
+
+impl<'a> Ctx<'a> {
+    fn new(sc: &'a Scenario, b: &'a Built) -> Self {
+        let tcp = &b.w.tcp;
+        Ctx {
+            sc,
+            b,
+            topo: &b.w.topo,
+            mss: tcp.mss as f64,
+            pkt_bits: 8.0 * (tcp.mss + tcp.header_bytes) as f64,
+            acks: 1.0 / tcp.delack_count as f64,
+            rtt_s: b.rtt.as_secs_f64(),
+            stop_s: b.hard_stop.as_secs_f64(),
         }
     }
-    // incast: requests in sequence, each limited by the client's downlink
-    let incast = sc.workload.kind == "incast";
-    let wl = &sc.workload;
-    let start_s = SimTime::from_us_f64(wl.start_us).as_secs_f64();
-    let (mut inc_req_s, mut inc_hops) = (0.0, 4.0);
-    if let Some(i) = &w.incast {
-        let c = i.client;
-        let rate = down_rate(c);
-        inc_req_s = i.request_bytes as f64 * pkt_bits / mss / rate + 2.0 * rtt_s;
-        let cr = topo.host_rack[c as usize];
-        let k = i.servers.len().clamp(1, 64);
-        inc_hops = i.servers.iter().take(k).map(|&s| hops.get(topo.host_rack[s as usize], cr)).sum::<f64>() / k as f64;
-        natural_end = natural_end.max(start_s + i.requests as f64 * inc_req_s);
+    /// Rate of host `h`'s link to its switch, b/s.
+    fn nic_rate(&self, h: u32) -> f64 {
+        self.topo.ports[self.topo.nic(self.topo.host(h)).idx()].rate.0 as f64
     }
-    // UDP sources run until their stop (or the run's)
-    let udp_until = w.udp_until.as_secs_f64();
-    natural_end = natural_end.max(if w.udp_until > SimTime::ZERO { udp_until } else { 0.0 });
-    let has_work = n > 0 || incast;
-    let sim_end = if has_work || !sc.udp.is_empty() { stop_s.min(natural_end.max(first)) } else { stop_s };
+    /// Rate of the link from host `h`'s switch down to it, b/s.
+    fn down_rate(&self, h: u32) -> f64 {
+        let t = self.topo;
+        t.ports[t.ports[t.nic(t.host(h)).idx()].peer.idx()].rate.0 as f64
+    }
+    /// Line rate from host `s` to host `d`.
+    fn line(&self, s: u32, d: u32) -> f64 {
+        self.nic_rate(s).min(self.down_rate(d))
+    }
+}
 
-    // packet-hops: by source of work, to name the key that dominates
-    let mut flow_pkt_hops = 0.0;
-    let mut started = 0usize;
-    let mut out_bytes = vec![0.0f64; topo.racks.len()];
-    let mut in_bytes = vec![0.0f64; topo.racks.len()];
-    for f in flows {
-        let st = f.start.as_secs_f64();
-        if st >= sim_end {
-            continue;
-        }
-        started += 1;
-        let (rs, rd) = (topo.host_rack[f.src as usize], topo.host_rack[f.dst as usize]);
-        let pkts = (f.size as f64 / mss).ceil().min((sim_end - st) * line(f.src, f.dst) / pkt_bits).max(1.0);
-        flow_pkt_hops += pkts * (1.0 + acks) * hops.get(rs, rd);
-        if rs != rd {
-            out_bytes[rs as usize] += f.size as f64;
-            in_bytes[rd as usize] += f.size as f64;
-        }
-    }
-    let (mut inc_pkt_hops, mut inc_flows) = (0.0, 0.0);
-    if let Some(i) = &w.incast {
-        let reqs = (i.requests as f64).min(((sim_end - start_s) / inc_req_s.max(1e-12)).max(0.0).ceil());
-        inc_pkt_hops = reqs * (i.request_bytes as f64 / mss).ceil() * (1.0 + acks) * inc_hops;
-        inc_flows = reqs * i.fan_in as f64;
-    }
-    let mut udp_pkt_hops = vec![];
-    for (k, u) in w.udp.iter().enumerate() {
-        let cfg = &sc.udp[k];
-        let from = cfg.start_ms / 1e3;
-        let to = u.stop.as_secs_f64().min(sim_end);
-        let dur = (to - from).max(0.0);
-        let bits = 8.0 * u.size as f64;
-        let sent = dur * u.rate.0 as f64 / bits;
-        let through = dur * (u.rate.0 as f64).min(line(cfg.src, cfg.dst)) / bits;
-        udp_pkt_hops.push(sent + through * hops.get(topo.host_rack[cfg.src as usize], topo.host_rack[cfg.dst as usize]));
-    }
-    let pkt_hops = flow_pkt_hops + inc_pkt_hops + udp_pkt_hops.iter().sum::<f64>();
-    let n_flows = started as f64 + inc_flows;
-    let events = EVENTS_PER_PKT_HOP * pkt_hops + EVENTS_PER_FLOW * n_flows;
-    let wall_s = events / EVENTS_PER_S;
-    let rss = RSS_BASE + RSS_PER_FLOW * (n as f64 + inc_flows.min(1e7)) + RSS_PER_PORT * topo.ports.len() as f64;
+/// When the run's work starts and ends: its open-loop flows, incast
+/// requests and UDP sources.
+struct Span {
+    n: usize,
+    first: f64,
+    last: f64,
+    total_bytes: f64,
+    /// The largest flow: bytes, seconds at line rate.
+    largest: (u64, f64),
+    start_s: f64,
+    inc_req_s: f64,
+    inc_hops: f64,
+    has_work: bool,
+    /// Simulated time the run is expected to end at.
+    sim_end: f64,
+}
 
-    // the key that decides the amount of work
-    let mut heavy: (f64, String) = (flow_pkt_hops, flow_key(sc).to_string());
-    if inc_pkt_hops > heavy.0 {
-        heavy = (inc_pkt_hops, "workload.incast.requests".into());
-    }
-    for (k, &u) in udp_pkt_hops.iter().enumerate() {
-        if u > heavy.0 {
-            let c = &sc.udp[k];
-            let beyond_line = w.udp[k].rate.0 as f64 > line(c.src, c.dst);
-            heavy = (u, format!("udp[{k}].{}", if c.stop_ms.is_some() && !beyond_line { "stop_ms" } else { "rate_gbps" }));
+impl Span {
+    fn of(cx: &Ctx, hops: &mut Hops) -> Span {
+        let (w, flows) = (&cx.b.w, &cx.b.w.arrivals);
+        let n = flows.len();
+        let first = flows.first().map(|f| f.start.as_secs_f64()).unwrap_or(0.0);
+        let last = flows.last().map(|f| f.start.as_secs_f64()).unwrap_or(0.0);
+        let mut natural_end = first;
+        let mut total_bytes = 0.0;
+        let mut largest = (0u64, 0.0f64); // bytes, seconds at line rate
+        for f in flows {
+            let s = f.start.as_secs_f64() + f.size as f64 * 8.0 * (cx.pkt_bits / 8.0 / cx.mss) / cx.line(f.src, f.dst) + cx.rtt_s;
+            natural_end = natural_end.max(s);
+            total_bytes += f.size as f64;
+            let need = f.size as f64 * 8.0 / cx.line(f.src, f.dst);
+            if need > largest.1 {
+                largest = (f.size, need);
+            }
         }
+        // incast: requests in sequence, each limited by the client's downlink
+        let incast = cx.sc.workload.kind == "incast";
+        let start_s = SimTime::from_us_f64(cx.sc.workload.start_us).as_secs_f64();
+        let (mut inc_req_s, mut inc_hops) = (0.0, 4.0);
+        if let Some(i) = &w.incast {
+            let c = i.client;
+            let rate = cx.down_rate(c);
+            inc_req_s = i.request_bytes as f64 * cx.pkt_bits / cx.mss / rate + 2.0 * cx.rtt_s;
+            let cr = cx.topo.host_rack[c as usize];
+            let k = i.servers.len().clamp(1, 64);
+            inc_hops = i.servers.iter().take(k).map(|&s| hops.get(cx.topo.host_rack[s as usize], cr)).sum::<f64>() / k as f64;
+            natural_end = natural_end.max(start_s + i.requests as f64 * inc_req_s);
+        }
+        // UDP sources run until their stop (or the run's)
+        let udp_until = w.udp_until.as_secs_f64();
+        natural_end = natural_end.max(if w.udp_until > SimTime::ZERO { udp_until } else { 0.0 });
+        let has_work = n > 0 || incast;
+        let sim_end = if has_work || !cx.sc.udp.is_empty() { cx.stop_s.min(natural_end.max(first)) } else { cx.stop_s };
+        Span { n, first, last, total_bytes, largest, start_s, inc_req_s, inc_hops, has_work, sim_end }
     }
+}
 
-    // -------------------------------------------------- per-rack load
-    let arrivals_s = last - first;
+/// The run's work until it ends: packet-hops by source, the resulting
+/// estimate and the key that dominates it.
+struct Work {
+    started: usize,
+    out_bytes: Vec<f64>,
+    in_bytes: Vec<f64>,
+    pkt_hops: f64,
+    n_flows: f64,
+    events: f64,
+    wall_s: f64,
+    rss: f64,
+    /// The key that decides the amount of work.
+    heavy: String,
+}
+
+impl Work {
+    fn of(cx: &Ctx, span: &Span, hops: &mut Hops) -> Work {
+        let (sc, w, topo, sim_end) = (cx.sc, &cx.b.w, cx.topo, span.sim_end);
+        let mut flow_pkt_hops = 0.0;
+        let mut started = 0usize;
+        let mut out_bytes = vec![0.0f64; topo.racks.len()];
+        let mut in_bytes = vec![0.0f64; topo.racks.len()];
+        for f in &w.arrivals {
+            let st = f.start.as_secs_f64();
+            if st >= sim_end {
+                continue;
+            }
+            started += 1;
+            let (rs, rd) = (topo.host_rack[f.src as usize], topo.host_rack[f.dst as usize]);
+            let pkts = (f.size as f64 / cx.mss).ceil().min((sim_end - st) * cx.line(f.src, f.dst) / cx.pkt_bits).max(1.0);
+            flow_pkt_hops += pkts * (1.0 + cx.acks) * hops.get(rs, rd);
+            if rs != rd {
+                out_bytes[rs as usize] += f.size as f64;
+                in_bytes[rd as usize] += f.size as f64;
+            }
+        }
+        let (mut inc_pkt_hops, mut inc_flows) = (0.0, 0.0);
+        if let Some(i) = &w.incast {
+            let reqs = (i.requests as f64).min(((sim_end - span.start_s) / span.inc_req_s.max(1e-12)).max(0.0).ceil());
+            inc_pkt_hops = reqs * (i.request_bytes as f64 / cx.mss).ceil() * (1.0 + cx.acks) * span.inc_hops;
+            inc_flows = reqs * i.fan_in as f64;
+        }
+        let mut udp_pkt_hops = vec![];
+        for (k, u) in w.udp.iter().enumerate() {
+            let cfg = &sc.udp[k];
+            let from = cfg.start_ms / 1e3;
+            let to = u.stop.as_secs_f64().min(sim_end);
+            let dur = (to - from).max(0.0);
+            let bits = 8.0 * u.size as f64;
+            let sent = dur * u.rate.0 as f64 / bits;
+            let through = dur * (u.rate.0 as f64).min(cx.line(cfg.src, cfg.dst)) / bits;
+            udp_pkt_hops.push(sent + through * hops.get(topo.host_rack[cfg.src as usize], topo.host_rack[cfg.dst as usize]));
+        }
+        let pkt_hops = flow_pkt_hops + inc_pkt_hops + udp_pkt_hops.iter().sum::<f64>();
+        let n_flows = started as f64 + inc_flows;
+        let events = EVENTS_PER_PKT_HOP * pkt_hops + EVENTS_PER_FLOW * n_flows;
+        let rss = RSS_BASE + RSS_PER_FLOW * (span.n as f64 + inc_flows.min(1e7)) + RSS_PER_PORT * topo.ports.len() as f64;
+        // the key that decides the amount of work
+        let mut heavy: (f64, String) = (flow_pkt_hops, flow_key(sc).to_string());
+        if inc_pkt_hops > heavy.0 {
+            heavy = (inc_pkt_hops, "workload.incast.requests".into());
+        }
+        for (k, &u) in udp_pkt_hops.iter().enumerate() {
+            if u > heavy.0 {
+                let c = &sc.udp[k];
+                let beyond_line = w.udp[k].rate.0 as f64 > cx.line(c.src, c.dst);
+                heavy = (u, format!("udp[{k}].{}", if c.stop_ms.is_some() && !beyond_line { "stop_ms" } else { "rate_gbps" }));
+            }
+        }
+        Work { started, out_bytes, in_bytes, pkt_hops, n_flows, events, wall_s: events / EVENTS_PER_S, rss, heavy: heavy.1 }
+    }
+}
+
+/// Adds a warning naming `key`.
+fn warn(warnings: &mut Vec<Value>, key: &str, msg: String) {
+    warnings.push(json!({"key": key, "message": msg}));
+}
+
+/// The offered load of every rack against its uplinks and downlinks (one
+/// row each), and the racks overloaded (warned about).
+fn rack_loads(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) -> (Vec<Value>, Vec<String>) {
+    let topo = cx.topo;
+    let arrivals_s = span.last - span.first;
     let mut racks = vec![];
     let mut overloaded = vec![];
     for (r, &leaf) in topo.racks.iter().enumerate() {
@@ -238,7 +322,7 @@ pub(crate) fn explain_built(sc: &Scenario, b: &Built) -> Value {
         }
         let name = topo.nodes[leaf.idx()].name.clone();
         let hosts_here = topo.host_rack.iter().filter(|&&x| x as usize == r).count();
-        let (o, i) = if arrivals_s > 0.0 { (out_bytes[r] * 8.0 / arrivals_s, in_bytes[r] * 8.0 / arrivals_s) } else { (0.0, 0.0) };
+        let (o, i) = if arrivals_s > 0.0 { (work.out_bytes[r] * 8.0 / arrivals_s, work.in_bytes[r] * 8.0 / arrivals_s) } else { (0.0, 0.0) };
         let (lu, ld) = (if up > 0 { o / up as f64 } else { 0.0 }, if down > 0 { i / down as f64 } else { 0.0 });
         if arrivals_s > 0.0 && (lu >= 1.0 || ld >= 1.0) {
             overloaded.push(format!(
@@ -256,61 +340,73 @@ pub(crate) fn explain_built(sc: &Scenario, b: &Built) -> Value {
         }));
     }
     if !overloaded.is_empty() {
-        let key = if wl.kind == "poisson" { "workload.load" } else { "workload" };
-        warn(key, format!("offered load exceeds capacity at {}: queues there grow without bound", overloaded.join(", ")));
+        let key = if cx.sc.workload.kind == "poisson" { "workload.load" } else { "workload" };
+        warn(warnings, key, format!("offered load exceeds capacity at {}: queues there grow without bound", overloaded.join(", ")));
     }
+    (racks, overloaded)
+}
 
-    // -------------------------------------------------- known traps
-    if t.delayed_ack > 1 && t.min_rto_ms * 1e3 <= t.delayed_ack_timeout_us {
+/// Warnings for known traps: timers that fire spuriously, flows or requests
+/// that cannot finish before the run stops, jitter as long as the run.
+fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
+    let (sc, stop_s, first, n) = (cx.sc, cx.stop_s, span.first, span.n);
+    let tcp = &cx.b.w.tcp;
+    if tcp.delack_count > 1 && tcp.min_rto <= tcp.delack_timeout {
         warn(
+            warnings,
             "transport.min_rto_ms",
             format!(
                 "transport.min_rto_ms ({} ms) is at or below transport.delayed_ack_timeout_us ({} us): a sender waiting for a delayed ACK times out spuriously",
-                fmt_num(t.min_rto_ms),
-                fmt_num(t.delayed_ack_timeout_us)
+                fmt_num(tcp.min_rto.as_ms_f64()),
+                fmt_num(tcp.delack_timeout.as_us_f64())
             ),
         );
     }
+    let flows = &cx.b.w.arrivals;
     let cant_finish =
-        flows.iter().filter(|f| f.start.as_secs_f64() < stop_s && f.start.as_secs_f64() + f.size as f64 * 8.0 / line(f.src, f.dst) > stop_s).count();
+        flows.iter().filter(|f| f.start.as_secs_f64() < stop_s && f.start.as_secs_f64() + f.size as f64 * 8.0 / cx.line(f.src, f.dst) > stop_s).count();
     if cant_finish > 0 {
-        let key = stop_key(sc, has_work);
+        let key = stop_key(sc, span.has_work);
         warn(
-            if wl.size_bytes.is_some() && largest.1 > stop_s - first { "workload.size_bytes" } else { key },
+            warnings,
+            if sc.workload.size_bytes.is_some() && span.largest.1 > stop_s - first { "workload.size_bytes" } else { key },
             format!(
                 "{cant_finish} of {n} flows cannot finish before the run stops at {} ms even at line rate (the largest, {} bytes, needs {} ms); \
                  see {key}",
                 fmt_num(stop_s * 1e3),
-                fmt_num(largest.0 as f64),
-                fmt_num(largest.1 * 1e3)
+                fmt_num(span.largest.0 as f64),
+                fmt_num(span.largest.1 * 1e3)
             ),
         );
     }
-    if n > 0 && started == 0 {
+    if n > 0 && work.started == 0 {
         warn(
-            if wl.kind == "poisson" { "workload.load" } else { stop_key(sc, has_work) },
+            warnings,
+            if sc.workload.kind == "poisson" { "workload.load" } else { stop_key(sc, span.has_work) },
             format!("no flow starts before the run stops at {} ms (first start {} ms)", fmt_num(stop_s * 1e3), fmt_num(first * 1e3)),
         );
     }
     let jitter_s = sc.network.host_jitter_ns.unwrap_or(1000.0) * 1e-9;
-    if let Some(i) = &w.incast {
-        let need = i.requests as f64 * inc_req_s;
-        if start_s + need > stop_s {
+    if let Some(i) = &cx.b.w.incast {
+        let need = i.requests as f64 * span.inc_req_s;
+        if span.start_s + need > stop_s {
             warn(
+                warnings,
                 "workload.incast.requests",
                 format!(
                     "{} requests need ~{} s even at the client's line rate; the run stops at {} s ({}) after ~{}",
                     i.requests,
                     fmt_num((need * 10.0).round() / 10.0),
                     fmt_num(stop_s),
-                    stop_key(sc, has_work),
-                    fmt_num(((stop_s - start_s) / inc_req_s).floor().max(0.0))
+                    stop_key(sc, span.has_work),
+                    fmt_num(((stop_s - span.start_s) / span.inc_req_s).floor().max(0.0))
                 ),
             );
         }
     }
-    if has_work && stop_s > first && jitter_s >= 0.1 * (stop_s - first) {
+    if span.has_work && stop_s > first && jitter_s >= 0.1 * (stop_s - first) {
         warn(
+            warnings,
             "network.host_jitter_ns",
             format!(
                 "host jitter of up to {} ms per packet against {} ms of run: few flows (perhaps none) can complete",
@@ -319,14 +415,19 @@ pub(crate) fn explain_built(sc: &Scenario, b: &Built) -> Value {
             ),
         );
     }
+}
 
-    let info = &b.workload_info;
+/// The explanation's JSON.
+fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec<String>, warnings: Vec<Value>) -> Value {
+    let (sc, b, topo) = (cx.sc, cx.b, cx.topo);
+    let (w, wl, info) = (&b.w, &sc.workload, &b.workload_info);
+    let hosts = topo.num_hosts();
     json!({
         "scenario": sc.name,
         "seed": sc.seed,
         "scheme": sc.lb.scheme,
         "topology": {
-            "kind": topo.kind, "hosts": hosts, "switches": switches, "links": topo.links.len(), "ports": topo.ports.len(),
+            "kind": topo.kind, "hosts": hosts, "switches": topo.nodes.len() - hosts, "links": topo.links.len(), "ports": topo.ports.len(),
             "racks": topo.racks.len(), "base_rtt_us": b.rtt.as_secs_f64() * 1e6,
         },
         "workload": {
@@ -334,24 +435,24 @@ pub(crate) fn explain_built(sc: &Scenario, b: &Built) -> Value {
             "load": info.get("load"), "load_of": info.get("load_of"),
             "capacity_gbps": info.get("capacity_gbps"), "capacity_definition": info.get("capacity_definition"),
             "offered_gbps": info.get("offered_gbps"),
-            "flows": n, "bytes": total_bytes,
-            "first_start_ms": first * 1e3, "last_start_ms": last * 1e3,
+            "flows": span.n, "bytes": span.total_bytes,
+            "first_start_ms": span.first * 1e3, "last_start_ms": span.last * 1e3,
             "incast_requests": w.incast.as_ref().map(|i| i.requests), "udp_sources": w.udp.len(),
         },
         "racks": racks,
         "overloaded": overloaded,
         "sim_time": {
-            "stop_ms": stop_s * 1e3,
-            "stop_by": stop_key(sc, has_work),
-            "expected_ms": sim_end * 1e3,
+            "stop_ms": cx.stop_s * 1e3,
+            "stop_by": stop_key(sc, span.has_work),
+            "expected_ms": span.sim_end * 1e3,
         },
         "estimate": {
-            "packet_hops": pkt_hops.round(),
-            "flows": n_flows,
-            "events": events.round(),
-            "wall_s": wall_s,
-            "peak_rss_mb": (rss / 1e6).round(),
-            "dominated_by": heavy.1,
+            "packet_hops": work.pkt_hops.round(),
+            "flows": work.n_flows,
+            "events": work.events.round(),
+            "wall_s": work.wall_s,
+            "peak_rss_mb": (work.rss / 1e6).round(),
+            "dominated_by": work.heavy,
             "model": format!("events = {EVENTS_PER_PKT_HOP} x packet-hops + {EVENTS_PER_FLOW} x flows; wall = events / {} M/s", EVENTS_PER_S / 1e6),
             "calibration": CALIBRATION,
         },

@@ -16,6 +16,7 @@ pub mod columns;
 pub mod explain;
 pub mod metrics;
 pub mod provenance;
+mod resolve;
 mod run;
 pub mod scenario;
 mod summary;

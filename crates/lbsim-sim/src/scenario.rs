@@ -29,14 +29,26 @@
 //! scheme = "ecmp"
 //! ```
 //! See `examples/` for every section, commented.
+//!
+//! This module is the schema and its checks only: the larger sections live
+//! in `scenario/` (topology, transport, the shared value checks), and
+//! `crate::resolve` turns a checked scenario into the run's fabric, TCP
+//! configuration and scheme parameters.
 
-use lbsim_engine::{BitsPerSec, SimTime};
-use lbsim_lb::Value;
-use lbsim_net::topology::{self, Clos3, ExplicitLink, ExplicitNode, LeafSpine, LinkSpec};
-use lbsim_net::Topology;
-use lbsim_tcp::{CongestionControl, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
+mod check;
+mod memory;
+mod topology;
+mod transport;
+
+pub use memory::MAX_HOSTS;
+#[cfg(test)]
+pub(crate) use memory::{BYTES_PER_CONN, BYTES_PER_FLOW};
+pub use topology::{Clos3Cfg, ExplicitCfg, ExplicitLinkCfg, ExplicitNodeCfg, FatTreeCfg, HostsPerLeaf, LeafSpineCfg, TopologyCfg};
+pub use transport::TransportCfg;
+
+use check::{dur_ms, dur_us, pos, rate, unit_bytes};
+use lbsim_engine::SimTime;
 use serde::Deserialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 /// A scenario error: the dotted path of the offending field and what is wrong.
@@ -105,226 +117,12 @@ pub struct Scenario {
     pub run: RunCfg,
 }
 
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
-pub enum HostsPerLeaf {
-    Same(u32),
-    Each(Vec<u32>),
-}
-
 fn d1() -> f64 {
     1.0
 }
 fn one_u32() -> u32 {
     1
 }
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum TopologyCfg {
-    LeafSpine(LeafSpineCfg),
-    Clos3(Clos3Cfg),
-    FatTree(FatTreeCfg),
-    Explicit(ExplicitCfg),
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LeafSpineCfg {
-    /// Leaf (ToR) switches.
-    pub leaves: u32,
-    /// Spine switches; every leaf connects to every spine.
-    pub spines: u32,
-    /// Parallel links between each leaf and each spine.
-    #[serde(default = "one_u32")]
-    pub links_per_pair: u32,
-    /// Hosts under each leaf: one number, or a list with one per leaf.
-    pub hosts_per_leaf: HostsPerLeaf,
-    /// Host-to-leaf link rate.
-    pub host_rate_gbps: f64,
-    /// Leaf-to-spine link rate.
-    pub fabric_rate_gbps: f64,
-    /// Propagation delay of every link, microseconds.
-    #[serde(default = "d1")]
-    pub link_delay_us: f64,
-    /// Spines forward in-link k to out-link k toward the destination
-    /// leaf (the Clove testbed's static routes; 4 disjoint paths on the
-    /// 2×2×2 fabric) instead of re-hashing over the parallel links.
-    #[serde(default)]
-    pub spine_pinning: bool,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Clos3Cfg {
-    /// Pods; every ToR of a pod connects to every aggregation switch of it.
-    pub pods: u32,
-    /// ToRs in each pod.
-    pub tors_per_pod: u32,
-    /// Aggregation switches in each pod.
-    pub aggs_per_pod: u32,
-    /// Core switches, split evenly into one plane per aggregation index:
-    /// aggregation switch i of every pod connects to the cores of plane i.
-    pub cores: u32,
-    /// Hosts under each ToR.
-    pub hosts_per_tor: u32,
-    /// Host-to-ToR link rate.
-    pub host_rate_gbps: f64,
-    /// ToR-to-aggregation link rate.
-    pub tor_agg_rate_gbps: f64,
-    /// Aggregation-to-core link rate.
-    pub agg_core_rate_gbps: f64,
-    /// Propagation delay of every link.
-    #[serde(default = "d1")]
-    pub link_delay_us: f64,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FatTreeCfg {
-    /// Ports per switch (even): k pods, k^3/4 hosts.
-    pub k: u32,
-    /// Host-to-ToR link rate.
-    pub host_rate_gbps: f64,
-    /// Rate of every switch-to-switch link.
-    pub fabric_rate_gbps: f64,
-    /// Propagation delay of every link.
-    #[serde(default = "d1")]
-    pub link_delay_us: f64,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitCfg {
-    /// The nodes, hosts and switches.
-    pub nodes: Vec<ExplicitNodeCfg>,
-    /// The links between them.
-    pub links: Vec<ExplicitLinkCfg>,
-}
-
-impl TopologyCfg {
-    /// Checks a `[topology]` table against its kind's fields, so an error
-    /// names the key (`topology.leaves`), which serde's tagged-enum path
-    /// loses.
-    fn precheck(t: &toml::Table) -> Result<(), ScenarioError> {
-        let kind = match t.get("kind") {
-            Some(toml::Value::String(k)) => k.as_str(),
-            Some(v) => return Err(bad("topology.kind", format!("must be a string, got {v}"))),
-            None => return Err(bad("topology.kind", "missing: one of leaf_spine, clos3, fat_tree, explicit")),
-        };
-        let mut rest = t.clone();
-        rest.remove("kind");
-        fn check<T: serde::de::DeserializeOwned>(rest: toml::Table) -> Result<(), ScenarioError> {
-            serde_path_to_error::deserialize::<_, T>(toml::Value::Table(rest)).map(|_| ()).map_err(|e| {
-                let path = e.path().to_string();
-                bad(if path == "." { "topology".to_string() } else { format!("topology.{path}") }, human(&e.into_inner().to_string()))
-            })
-        }
-        match kind {
-            "leaf_spine" => check::<LeafSpineCfg>(rest),
-            "clos3" => check::<Clos3Cfg>(rest),
-            "fat_tree" => check::<FatTreeCfg>(rest),
-            "explicit" => check::<ExplicitCfg>(rest),
-            other => Err(bad("topology.kind", format!("unknown kind {other:?}: one of leaf_spine, clos3, fat_tree, explicit"))),
-        }
-    }
-}
-
-impl TopologyCfg {
-    /// (hosts, nodes, racks, uplinks per rack) the topology will have, from
-    /// its parameters alone (racks: host attachment classes, the routing
-    /// table's columns; for an explicit topology the switches hosts link to,
-    /// their uplinks bounded by their largest degree).
-    fn size(&self) -> (u64, u64, u64, u64) {
-        let m = |a: u64, b: u64| a.saturating_mul(b);
-        match self {
-            TopologyCfg::LeafSpine(c) => {
-                let h: u64 = match &c.hosts_per_leaf {
-                    HostsPerLeaf::Same(n) => m(*n as u64, c.leaves as u64),
-                    HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u64).sum(),
-                };
-                (h, h.saturating_add(c.leaves as u64 + c.spines as u64), c.leaves as u64, m(c.spines as u64, c.links_per_pair as u64))
-            }
-            TopologyCfg::Clos3(c) => {
-                let tors = m(c.pods as u64, c.tors_per_pod as u64);
-                let h = m(tors, c.hosts_per_tor as u64);
-                (h, h.saturating_add(tors).saturating_add(m(c.pods as u64, c.aggs_per_pod as u64)).saturating_add(c.cores as u64), tors, c.aggs_per_pod as u64)
-            }
-            TopologyCfg::FatTree(c) => {
-                let k = c.k as u64;
-                let h = m(m(k, k), k) / 4;
-                (h, h.saturating_add(m(m(k, k), 5) / 4), m(k, k) / 2, k / 2)
-            }
-            TopologyCfg::Explicit(c) => {
-                // a host has one link, so the racks are the switches linked
-                // to a host; their uplinks at most their degree
-                let hosts: HashSet<&str> = c.nodes.iter().filter(|n| n.host).map(|n| n.name.as_str()).collect();
-                let mut degree: HashMap<&str, u64> = HashMap::new();
-                let mut racks: HashSet<&str> = HashSet::new();
-                for l in &c.links {
-                    *degree.entry(l.a.as_str()).or_default() += l.count as u64;
-                    *degree.entry(l.b.as_str()).or_default() += l.count as u64;
-                    match (hosts.contains(l.a.as_str()), hosts.contains(l.b.as_str())) {
-                        (true, false) => racks.insert(l.b.as_str()),
-                        (false, true) => racks.insert(l.a.as_str()),
-                        _ => false,
-                    };
-                }
-                let uplinks = racks.iter().map(|r| degree[r]).max().unwrap_or(0);
-                (hosts.len() as u64, c.nodes.len() as u64, (racks.len() as u64).min(hosts.len() as u64), uplinks)
-            }
-        }
-    }
-
-    /// The key that sets the fabric's size (its largest count), named when
-    /// it is too large.
-    fn size_key(&self) -> &'static str {
-        let largest = |keys: &[(&'static str, u64)]| keys.iter().max_by_key(|k| k.1).map_or("topology", |k| k.0);
-        match self {
-            TopologyCfg::LeafSpine(c) => {
-                let per_leaf = match &c.hosts_per_leaf {
-                    HostsPerLeaf::Same(n) => *n as u64,
-                    HostsPerLeaf::Each(v) => v.iter().map(|&n| n as u64).max().unwrap_or(0),
-                };
-                largest(&[("topology.leaves", c.leaves as u64), ("topology.hosts_per_leaf", per_leaf), ("topology.spines", c.spines as u64)])
-            }
-            TopologyCfg::Clos3(c) => largest(&[
-                ("topology.pods", c.pods as u64),
-                ("topology.tors_per_pod", c.tors_per_pod as u64),
-                ("topology.hosts_per_tor", c.hosts_per_tor as u64),
-                ("topology.aggs_per_pod", c.aggs_per_pod as u64),
-                ("topology.cores", c.cores as u64),
-            ]),
-            TopologyCfg::FatTree(_) => "topology.k",
-            TopologyCfg::Explicit(_) => "topology.nodes",
-        }
-    }
-}
-
-/// Memory this machine has (MemTotal), bytes; 64 GiB where unknown.
-fn machine_memory() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()))
-        .map_or(64 << 30, |kb| kb * 1024)
-}
-
-/// Largest fabric and flow count accepted: beyond these, tables that scale
-/// with them would not fit (or would take hours to build).
-pub const MAX_HOSTS: u64 = 1_000_000;
-/// Bytes per flow: its record (`FlowRecord`, 128 bytes), its arrival
-/// (`FlowSpec`, 32) and a share of a per-flow connection at peak (most
-/// per-flow connections have closed before the last flows start).
-pub(crate) const BYTES_PER_FLOW: u64 = 600;
-/// Bytes per open connection: the boxed `Conn` (sender, receiver and the
-/// simulator's bookkeeping: 1,048 bytes when measured, see the test
-/// `connection_state_fits_its_memory_estimate`), its slot in the connection
-/// table and in its pair's pool, allocator rounding and the first heap
-/// buffers of its queues.
-pub(crate) const BYTES_PER_CONN: u64 = 1536;
-/// Bytes per node before any traffic: its ports, queues, NIC and scheme
-/// state (measured: 24 MB for the 4,176 nodes of a k = 24 fat-tree).
-const BYTES_PER_NODE: u64 = 8 << 10;
 
 /// A deserialiser message in words: Rust type names become what a user
 /// writes ("a non-negative integer", "a number").
@@ -359,35 +157,15 @@ fn human(msg: &str) -> String {
             m.truncate(i);
         }
     }
+    // an unknown word of an enum is listed as `one_of` lists allowed words
+    if let Some(rest) = m.strip_prefix("unknown variant `") {
+        if let Some((got, expected)) = rest.split_once("`, expected ") {
+            let words: Vec<String> =
+                expected.trim_start_matches("one of ").split(", ").flat_map(|w| w.split(" or ")).map(|w| format!("{:?}", w.trim_matches('`'))).collect();
+            return check::must_be(&words, got);
+        }
+    }
     m
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitNodeCfg {
-    /// Unique name, used by links, failures and samplers.
-    pub name: String,
-    /// A host (sends and receives, never forwards); else a switch. Hosts
-    /// are numbered in the order they are listed.
-    #[serde(default)]
-    pub host: bool,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ExplicitLinkCfg {
-    /// One end (a node name).
-    pub a: String,
-    /// The other end.
-    pub b: String,
-    /// Link rate (both directions).
-    pub rate_gbps: f64,
-    /// Propagation delay.
-    #[serde(default = "d1")]
-    pub delay_us: f64,
-    /// Parallel links between a and b (at least 1).
-    #[serde(default = "one_u32")]
-    pub count: u32,
 }
 
 #[derive(Clone, Debug, Deserialize, Default)]
@@ -422,140 +200,6 @@ pub struct NetworkCfg {
 
 fn s(x: &str) -> String {
     x.to_string()
-}
-
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TransportCfg {
-    /// "newreno" or "dctcp".
-    pub cc: String,
-    /// DCTCP's gain g for the marked-fraction average (RFC 8257).
-    pub dctcp_g: f64,
-    /// Classic ECN (RFC 3168) for NewReno.
-    pub ecn: bool,
-    /// TCP payload bytes per full segment.
-    pub mss_bytes: u32,
-    /// IP + TCP header bytes per segment (52 = 20 + 20 + 12-byte timestamp option).
-    pub header_bytes: u32,
-    /// Initial window, segments (RFC 6928).
-    pub init_cwnd_pkts: u32,
-    /// Initial slow-start threshold, bytes (absent: unlimited, RFC 5681).
-    pub init_ssthresh_bytes: Option<u64>,
-    /// Selective acknowledgements (RFC 2018) with RFC 6675 loss recovery.
-    pub sack: bool,
-    /// ACK every N full segments (1 = no delayed ACKs).
-    pub delayed_ack: u32,
-    /// Longest an ACK is delayed.
-    pub delayed_ack_timeout_us: f64,
-    /// Lower bound of the retransmission timeout (RFC 6298 §2.4).
-    pub min_rto_ms: f64,
-    /// RTO before the first RTT sample, and the SYN retransmission timeout
-    /// (default: `min_rto_ms`).
-    pub initial_rto_ms: Option<f64>,
-    /// Upper bound of the backed-off retransmission timeout.
-    pub max_rto_ms: f64,
-    /// Retransmission timers expire only on a grid of this period: at the
-    /// first multiple of it after the deadline (htsim checks every
-    /// connection's timer every 10 ms); 0 = at the deadline.
-    pub rto_tick_ms: f64,
-    /// Duplicate ACKs that start fast retransmit (with `reordering = "fixed"`).
-    pub dupack_threshold: u32,
-    /// Receive window advertised by every receiver.
-    pub rcv_wnd_bytes: u32,
-    /// Window growth per ACK: "bytes" (RFC 3465 byte counting, Linux-like:
-    /// growth follows the data acknowledged) or "per_ack" (RFC 5681 §3.1 as
-    /// written and as ns-2/ns-3 do: one MSS per ACK in slow start,
-    /// MSS²/cwnd in congestion avoidance, so delayed ACKs halve it).
-    pub cwnd_growth: String,
-    /// Segmentation offload burst, bytes (0 = off, the default, as in ns-3):
-    /// the sender defers until it can send this much (or cwnd/2) back to
-    /// back, as Linux TSO does. Flowlet schemes need these bursts to find
-    /// flowlets (Clove §4 encapsulates 64 KB TSO segments): the Clove and
-    /// CONGA reproductions set 65536.
-    pub tso_bytes: u32,
-    /// Duplicate-ACK threshold: "fixed" (`dupack_threshold`, RFC 5681;
-    /// ns-2/ns-3) or "linux" (Linux before RACK: the threshold rises to the
-    /// reordering measured from SACKs, up to 300 packets, and spurious
-    /// window cuts are undone on D-SACK or timestamp evidence, RFC
-    /// 3708/3522/4015). Use "linux" where the paper's hosts ran Linux.
-    pub reordering: String,
-    /// Receivers report duplicate segments with D-SACK (RFC 2883); default:
-    /// on with `reordering = "linux"`, else off.
-    pub dsack: Option<bool>,
-    /// Restart after idle (RFC 5681 §4.1; Linux `tcp_slow_start_after_idle`,
-    /// on by default there): cwnd halves per idle RTO before new data.
-    pub restart_after_idle: bool,
-    /// The sender reduces its window on ECE (RFC 3168 §6.1.2) even though it
-    /// does not set ECT itself: a guest whose hypervisor relays path
-    /// congestion to it (Clove §3.2: "relays ECN to the sending VM,
-    /// triggering it to throttle back"). `ecn = true` implies it.
-    pub ece_response: bool,
-    /// What a retransmission timeout halves into ssthresh: "flight_size"
-    /// (RFC 5681 eq. 4, held on repeated timeouts; Linux-like), "pipe"
-    /// (ns-3 3.44: the RFC 6675 pipe before the timeout, SACKed and lost
-    /// bytes excluded, recomputed on every timeout) or "cwnd" (htsim: cwnd,
-    /// in fast recovery min(ssthresh, FlightSize + MSS), on every timeout).
-    pub rto_ssthresh: String,
-    /// What fast-recovery entry halves into ssthresh: "flight_size" (RFC
-    /// 5681 eq. 4) or "cwnd" (RFC 2001; htsim).
-    pub fr_ssthresh: String,
-    /// cwnd when a full ACK ends fast recovery without SACK (RFC 6582 §3.2
-    /// step 3): "ssthresh" (option 2; ns-3) or "flight_size" (option 1,
-    /// min(ssthresh, FlightSize + MSS), no burst; htsim). Needs sack = false.
-    pub recovery_exit: String,
-    /// What `recover` records at fast-recovery entry and at a timeout
-    /// without SACK: "snd_max" (RFC 6582) or "snd_nxt" (htsim, whose one
-    /// highest-sent variable falls back to snd.una on a timeout). Needs
-    /// sack = false.
-    pub recover: String,
-    /// PRR reduction bound (RFC 6937 §3): "ssrb" (slow-start bound, the
-    /// RFC's recommendation, Linux) or "crb" (conservative, ns-3 3.44).
-    pub prr_bound: String,
-    /// "per_flow": a new connection (with handshake) per flow;
-    /// "persistent": `connections_per_pair` connections per (src, dst), open
-    /// from the pair's first flow to the end, flows queued on the
-    /// least-loaded one.
-    pub connections: String,
-    /// Connections per (src, dst) pair with `connections = "persistent"`.
-    /// Each holds about 1.5 KB; a run whose pairs × connections would not
-    /// fit in half of the machine's memory is refused before it starts.
-    pub connections_per_pair: u32,
-}
-
-impl Default for TransportCfg {
-    fn default() -> Self {
-        TransportCfg {
-            cc: s("newreno"),
-            dctcp_g: 1.0 / 16.0,
-            ecn: false,
-            mss_bytes: 1448,
-            header_bytes: 52,
-            init_cwnd_pkts: 10,
-            init_ssthresh_bytes: None,
-            sack: true,
-            delayed_ack: 2,
-            delayed_ack_timeout_us: 1000.0,
-            min_rto_ms: 10.0,
-            rto_tick_ms: 0.0,
-            initial_rto_ms: None,
-            max_rto_ms: 60_000.0,
-            dupack_threshold: 3,
-            rcv_wnd_bytes: 4 << 20,
-            cwnd_growth: s("bytes"),
-            tso_bytes: 0,
-            reordering: s("fixed"),
-            dsack: None,
-            restart_after_idle: false,
-            ece_response: false,
-            rto_ssthresh: s("flight_size"),
-            fr_ssthresh: s("flight_size"),
-            recovery_exit: s("ssthresh"),
-            recover: s("snd_max"),
-            prr_bound: s("ssrb"),
-            connections: s("per_flow"),
-            connections_per_pair: 3,
-        }
-    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -1077,7 +721,7 @@ impl Scenario {
         // needs transport and network together; it followed transport.cc's
         // check, which it excludes (cc = "dctcp" passes that check), so
         // checking it just before reports the same first error
-        if self.transport.cc == "dctcp" && self.network.ecn_k_pkts.is_none() && self.network.ecn_k_bytes.is_none() {
+        if matches!(self.transport.cc, lbsim_tcp::CongestionControl::Dctcp { .. }) && self.network.ecn_k_pkts.is_none() && self.network.ecn_k_bytes.is_none() {
             return Err(bad("network.ecn_k_pkts", "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)"));
         }
         self.transport.validate()?;
@@ -1102,302 +746,6 @@ impl Scenario {
         }
         self.metrics.validate()?;
         self.run.validate()
-    }
-
-    /// Refuses a fabric or a flow count whose state would not fit in this machine's memory.
-    fn check_memory(&self) -> Result<(), ScenarioError> {
-        // memory: refuse before allocating what cannot fit
-        let (hosts, nodes, racks, uplinks) = self.topology.size();
-        let mem = machine_memory();
-        let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
-        // per-node state, plus routing: a next-hop group per (node, rack),
-        // plus the scheme's tables that scale with the fabric (AG and CONGA
-        // keep state per pair of leaves and uplink)
-        let routing = nodes.saturating_mul(BYTES_PER_NODE).saturating_add(nodes.saturating_mul(racks).saturating_mul(4));
-        let param = |k: &str| self.lb.params.get(k).and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)));
-        let tables = lbsim_lb::fabric_table_bytes(&self.lb.scheme, hosts, nodes, racks, uplinks, param);
-        let fabric = routing.saturating_add(tables);
-        if hosts > MAX_HOSTS || fabric > mem / 2 {
-            let limit = if hosts > MAX_HOSTS {
-                format!("lbsim runs fabrics of up to {MAX_HOSTS} hosts")
-            } else {
-                format!("more than half of this machine's {}", gb(mem))
-            };
-            return Err(bad(
-                self.topology.size_key(),
-                if tables > 0 {
-                    format!(
-                        "{hosts} hosts and {nodes} nodes would need ~{} ({} of node state and routing tables, {} of {}'s {}); {limit}",
-                        gb(fabric),
-                        gb(routing),
-                        gb(tables),
-                        self.lb.scheme,
-                        lbsim_lb::fabric_table_kind(&self.lb.scheme)
-                    )
-                } else {
-                    format!("{hosts} hosts and {nodes} nodes would need ~{} (node state and routing tables); {limit}", gb(fabric))
-                },
-            ));
-        }
-        let flows = self.workload.flows as u64 * BYTES_PER_FLOW;
-        if flows > mem / 2 {
-            return Err(bad(
-                "workload.flows",
-                format!("{} flows need ~{} of flow state, more than half of this machine's {}", self.workload.flows, gb(flows), gb(mem)),
-            ));
-        }
-        // persistent connections: a pool per (src, dst) pair that carries a
-        // flow, opened at the pair's first flow and kept to the end; the
-        // pairs are bounded here by the hosts and the flow count (a flow
-        // list is checked once read, with its exact pairs)
-        let all_pairs = hosts.saturating_mul(hosts.saturating_sub(1));
-        let pairs = match self.workload.kind.as_str() {
-            "poisson" | "per_sender" => Some(all_pairs.min(self.workload.flows as u64)),
-            "incast" => Some(hosts.saturating_sub(1)), // servers to the one client
-            "flow_list" => None,
-            _ => Some(0),
-        };
-        match pairs {
-            Some(p) => self.check_connections(p, self.workload.flows as u64),
-            None => Ok(()),
-        }
-    }
-
-    /// Refuses persistent connections (`connections_per_pair` for each of
-    /// `pairs` host pairs) that, with the state of `flows` flows, would not
-    /// fit in half of this machine's memory. Per-flow connections are
-    /// counted in the flow state.
-    pub(crate) fn check_connections(&self, pairs: u64, flows: u64) -> Result<(), ScenarioError> {
-        if self.transport.connections != "persistent" {
-            return Ok(());
-        }
-        let mem = machine_memory();
-        let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
-        let cpp = self.transport.connections_per_pair as u64;
-        let conns = pairs.saturating_mul(cpp);
-        let need = conns.saturating_mul(BYTES_PER_CONN).saturating_add(flows.saturating_mul(BYTES_PER_FLOW));
-        if need > mem / 2 {
-            return Err(bad(
-                "transport.connections_per_pair",
-                format!(
-                    "{cpp} persistent connections for each of up to {pairs} host pairs ({conns} connections, ~{BYTES_PER_CONN} bytes each) and the flow state need ~{}, more than half of this machine's {}",
-                    gb(need),
-                    gb(mem)
-                ),
-            ));
-        }
-        Ok(())
-    }
-
-    /// Builds the topology with link overrides applied (failures are events).
-    pub fn build_topology(&self) -> Result<Topology, ScenarioError> {
-        let spec = |g: f64, d: f64| LinkSpec { rate: BitsPerSec::from_gbps_f64(g), delay: SimTime::from_us_f64(d) };
-        let tr = |e: lbsim_net::TopologyError| bad(e.field, e.msg);
-        let mut topo = match &self.topology {
-            TopologyCfg::LeafSpine(LeafSpineCfg {
-                leaves,
-                spines,
-                links_per_pair,
-                hosts_per_leaf,
-                host_rate_gbps,
-                fabric_rate_gbps,
-                link_delay_us,
-                spine_pinning,
-            }) => {
-                let hpl = match hosts_per_leaf {
-                    HostsPerLeaf::Same(n) => vec![*n; *leaves as usize],
-                    HostsPerLeaf::Each(v) => v.clone(),
-                };
-                topology::leaf_spine(&LeafSpine {
-                    leaves: *leaves,
-                    spines: *spines,
-                    links_per_pair: *links_per_pair,
-                    hosts_per_leaf: hpl,
-                    host_link: spec(*host_rate_gbps, *link_delay_us),
-                    fabric_link: spec(*fabric_rate_gbps, *link_delay_us),
-                })
-                .map(|mut t| {
-                    t.pin_lanes = *spine_pinning;
-                    t
-                })
-                .map_err(tr)?
-            }
-            TopologyCfg::Clos3(Clos3Cfg {
-                pods,
-                tors_per_pod,
-                aggs_per_pod,
-                cores,
-                hosts_per_tor,
-                host_rate_gbps,
-                tor_agg_rate_gbps,
-                agg_core_rate_gbps,
-                link_delay_us,
-            }) => topology::clos3(&Clos3 {
-                pods: *pods,
-                tors_per_pod: *tors_per_pod,
-                aggs_per_pod: *aggs_per_pod,
-                cores: *cores,
-                hosts_per_tor: *hosts_per_tor,
-                host_link: spec(*host_rate_gbps, *link_delay_us),
-                tor_agg_link: spec(*tor_agg_rate_gbps, *link_delay_us),
-                agg_core_link: spec(*agg_core_rate_gbps, *link_delay_us),
-            })
-            .map_err(tr)?,
-            TopologyCfg::FatTree(FatTreeCfg { k, host_rate_gbps, fabric_rate_gbps, link_delay_us }) => {
-                topology::fat_tree(*k, spec(*host_rate_gbps, *link_delay_us), spec(*fabric_rate_gbps, *link_delay_us)).map_err(tr)?
-            }
-            TopologyCfg::Explicit(ExplicitCfg { nodes, links }) => {
-                let ns: Vec<ExplicitNode> = nodes.iter().map(|n| ExplicitNode { name: n.name.clone(), host: n.host }).collect();
-                let ls: Vec<ExplicitLink> =
-                    links.iter().map(|l| ExplicitLink { a: l.a.clone(), b: l.b.clone(), spec: spec(l.rate_gbps, l.delay_us), count: l.count }).collect();
-                Topology::explicit(&ns, &ls).map_err(tr)?
-            }
-        };
-        for (i, o) in self.link_overrides.iter().enumerate() {
-            let ports = topo.match_ports(&o.link);
-            if ports.is_empty() {
-                return Err(bad(format!("link_overrides[{i}].link"), format!("no link or port matches {:?}", o.link)));
-            }
-            for p in ports {
-                if let Some(r) = o.rate_gbps {
-                    topo.ports[p.idx()].rate = BitsPerSec::from_gbps_f64(r);
-                }
-                if let Some(d) = o.delay_us {
-                    topo.ports[p.idx()].delay = SimTime::from_us_f64(d);
-                }
-            }
-        }
-        Ok(topo)
-    }
-
-    pub fn tcp_config(&self) -> TcpConfig {
-        let t = &self.transport;
-        TcpConfig {
-            mss: t.mss_bytes,
-            header_bytes: t.header_bytes,
-            init_cwnd_pkts: t.init_cwnd_pkts,
-            init_ssthresh: t.init_ssthresh_bytes.unwrap_or(u64::MAX),
-            sack: t.sack,
-            delack_count: t.delayed_ack.max(1),
-            delack_timeout: SimTime::from_us_f64(t.delayed_ack_timeout_us),
-            min_rto: SimTime::from_us_f64(t.min_rto_ms * 1e3),
-            rto_tick: SimTime::from_us_f64(t.rto_tick_ms * 1e3),
-            max_rto: SimTime::from_us_f64(t.max_rto_ms * 1e3),
-            initial_rto: SimTime::from_us_f64(t.initial_rto_ms.unwrap_or(t.min_rto_ms) * 1e3),
-            dupack_threshold: t.dupack_threshold,
-            rcv_wnd: t.rcv_wnd_bytes,
-            byte_counting: t.cwnd_growth == "bytes",
-            tso_bytes: t.tso_bytes,
-            cc: if t.cc == "dctcp" { CongestionControl::Dctcp { g: t.dctcp_g } } else { CongestionControl::NewReno },
-            ecn: t.ecn,
-            ece_response: t.ece_response || t.ecn,
-            restart_after_idle: t.restart_after_idle,
-            reordering: if t.reordering == "linux" { Reordering::LINUX } else { Reordering::Fixed },
-            dsack: t.dsack.unwrap_or(t.reordering == "linux"),
-            rto_ssthresh: match t.rto_ssthresh.as_str() {
-                "pipe" => RtoSsthresh::Pipe,
-                "cwnd" => RtoSsthresh::Cwnd,
-                _ => RtoSsthresh::FlightSize,
-            },
-            fr_ssthresh: if t.fr_ssthresh == "cwnd" { FrSsthresh::Cwnd } else { FrSsthresh::FlightSize },
-            recovery_exit: if t.recovery_exit == "flight_size" { RecoveryExit::FlightSize } else { RecoveryExit::Ssthresh },
-            recover: if t.recover == "snd_nxt" { Recover::SndNxt } else { Recover::SndMax },
-            prr_bound: if t.prr_bound == "crb" { PrrBound::Crb } else { PrrBound::Ssrb },
-        }
-    }
-
-    /// The scheme parameters as generic values.
-    pub fn lb_params(&self) -> Result<BTreeMap<String, Value>, ScenarioError> {
-        let mut m = BTreeMap::new();
-        for (k, v) in &self.lb.params {
-            let val = match v {
-                toml::Value::Integer(i) => Value::Num(*i as f64),
-                toml::Value::Float(f) => Value::Num(*f),
-                toml::Value::Boolean(b) => Value::Bool(*b),
-                toml::Value::String(s) => Value::Str(s.clone()),
-                toml::Value::Array(a) => Value::List(
-                    a.iter()
-                        .map(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64)))
-                        .collect::<Option<Vec<f64>>>()
-                        .ok_or_else(|| bad(format!("lb.params.{k}"), "lists must hold numbers"))?,
-                ),
-                _ => return Err(bad(format!("lb.params.{k}"), "unsupported value type")),
-            };
-            m.insert(k.clone(), val);
-        }
-        Ok(m)
-    }
-}
-
-// --------------------------------------------------------------- validation
-
-/// Bytes per packet of a packet-form CDF: absent, or a number >= 1.
-fn unit_bytes(field: &str, u: Option<f64>) -> Result<(), ScenarioError> {
-    match u {
-        Some(u) if !(u.is_finite() && u >= 1.0) => Err(bad(field, format!("must be a number of bytes >= 1, got {}", lbsim_engine::fmt_num(u)))),
-        _ => Ok(()),
-    }
-}
-/// A finite number > 0.
-fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
-    if !(x.is_finite() && x > 0.0) {
-        return Err(bad(field, format!("must be > 0, got {x}")));
-    }
-    Ok(())
-}
-// times and rates are checked after conversion to the engine's units
-// (>= 1 ps / >= 1 Mb/s after rounding, at most a day / 100 Tb/s)
-/// A time in µs the engine's clock can hold (> 0 if `positive`).
-fn dur_us(field: &str, us: f64, positive: bool) -> Result<(), ScenarioError> {
-    SimTime::input_us(us, positive).map(|_| ()).map_err(|m| bad(field, m))
-}
-/// A string key that must be one of `allowed`: `must be "a", "b" or "c"`.
-fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ScenarioError> {
-    if allowed.contains(&value) {
-        return Ok(());
-    }
-    let q: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
-    let (last, rest) = q.split_last().expect("at least one allowed value");
-    let list = if rest.is_empty() { last.clone() } else { format!("{} or {last}", rest.join(", ")) };
-    Err(bad(field, format!("must be {list}, got {value:?}")))
-}
-/// A time in ms the engine's clock can hold (> 0 if `positive`).
-fn dur_ms(field: &str, ms: f64, positive: bool) -> Result<(), ScenarioError> {
-    SimTime::input(ms, 1e9, "ms", positive).map(|_| ()).map_err(|m| bad(field, m))
-}
-/// A link rate in Gb/s the engine can hold.
-fn rate(field: &str, gbps: f64) -> Result<(), ScenarioError> {
-    BitsPerSec::input_gbps(gbps).map(|_| ()).map_err(|m| bad(field, m))
-}
-
-impl TopologyCfg {
-    /// Checks the link rates and delays.
-    fn validate(&self) -> Result<(), ScenarioError> {
-        match self {
-            TopologyCfg::LeafSpine(LeafSpineCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
-                rate("topology.host_rate_gbps", *host_rate_gbps)?;
-                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
-                dur_us("topology.link_delay_us", *link_delay_us, false)?;
-            }
-            TopologyCfg::Clos3(Clos3Cfg { host_rate_gbps, tor_agg_rate_gbps, agg_core_rate_gbps, link_delay_us, .. }) => {
-                rate("topology.host_rate_gbps", *host_rate_gbps)?;
-                rate("topology.tor_agg_rate_gbps", *tor_agg_rate_gbps)?;
-                rate("topology.agg_core_rate_gbps", *agg_core_rate_gbps)?;
-                dur_us("topology.link_delay_us", *link_delay_us, false)?;
-            }
-            TopologyCfg::FatTree(FatTreeCfg { host_rate_gbps, fabric_rate_gbps, link_delay_us, .. }) => {
-                rate("topology.host_rate_gbps", *host_rate_gbps)?;
-                rate("topology.fabric_rate_gbps", *fabric_rate_gbps)?;
-                dur_us("topology.link_delay_us", *link_delay_us, false)?;
-            }
-            TopologyCfg::Explicit(ExplicitCfg { links, .. }) => {
-                for (i, l) in links.iter().enumerate() {
-                    rate(&format!("topology.links[{i}].rate_gbps"), l.rate_gbps)?;
-                    dur_us(&format!("topology.links[{i}].delay_us"), l.delay_us, false)?;
-                }
-            }
-        }
-        Ok(())
     }
 }
 
@@ -1449,65 +797,6 @@ impl LbCfg {
     fn validate(&self) -> Result<(), ScenarioError> {
         if let Some(r) = self.rtt_us {
             dur_us("lb.rtt_us", r, true)?;
-        }
-        Ok(())
-    }
-}
-
-impl TransportCfg {
-    /// Checks the congestion control, segment sizes, windows, timers and TCP variants.
-    fn validate(&self) -> Result<(), ScenarioError> {
-        one_of("transport.cc", &self.cc, &["newreno", "dctcp"])?;
-        if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
-            return Err(bad("transport.dctcp_g", format!("must be in (0, 1], got {}", self.dctcp_g)));
-        }
-        if !(64..=65_000).contains(&self.mss_bytes) {
-            return Err(bad("transport.mss_bytes", format!("must be from 64 to 65000 bytes, got {}", self.mss_bytes)));
-        }
-        if !(20..=1000).contains(&self.header_bytes) {
-            return Err(bad("transport.header_bytes", format!("must be from 20 to 1000 bytes (IP + TCP headers and options), got {}", self.header_bytes)));
-        }
-        if self.init_ssthresh_bytes.is_some_and(|b| b < 2 * self.mss_bytes as u64) {
-            return Err(bad("transport.init_ssthresh_bytes", format!("must be at least 2 segments ({} bytes)", 2 * self.mss_bytes)));
-        }
-        if self.init_cwnd_pkts == 0 {
-            return Err(bad("transport.init_cwnd_pkts", "must be >= 1"));
-        }
-        if self.dupack_threshold == 0 {
-            return Err(bad("transport.dupack_threshold", "must be >= 1"));
-        }
-        dur_ms("transport.min_rto_ms", self.min_rto_ms, true)?;
-        dur_ms("transport.max_rto_ms", self.max_rto_ms, true)?;
-        dur_ms("transport.rto_tick_ms", self.rto_tick_ms, false)?;
-        if let Some(x) = self.initial_rto_ms {
-            dur_ms("transport.initial_rto_ms", x, true)?;
-        }
-        dur_us("transport.delayed_ack_timeout_us", self.delayed_ack_timeout_us, false)?;
-        if self.rcv_wnd_bytes < self.mss_bytes {
-            return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
-        }
-        one_of("transport.connections", &self.connections, &["per_flow", "persistent"])?;
-        one_of("transport.cwnd_growth", &self.cwnd_growth, &["bytes", "per_ack"])?;
-        one_of("transport.reordering", &self.reordering, &["fixed", "linux"])?;
-        one_of("transport.rto_ssthresh", &self.rto_ssthresh, &["flight_size", "pipe", "cwnd"])?;
-        one_of("transport.fr_ssthresh", &self.fr_ssthresh, &["flight_size", "cwnd"])?;
-        one_of("transport.recovery_exit", &self.recovery_exit, &["ssthresh", "flight_size"])?;
-        one_of("transport.recover", &self.recover, &["snd_max", "snd_nxt"])?;
-        if self.sack && self.recovery_exit != "ssthresh" {
-            return Err(bad(
-                "transport.recovery_exit",
-                "\"flight_size\" is NewReno's exit without SACK (with SACK, PRR sets the window): needs transport.sack = false",
-            ));
-        }
-        if self.sack && self.recover != "snd_max" {
-            return Err(bad("transport.recover", "\"snd_nxt\" applies without SACK: needs transport.sack = false"));
-        }
-        one_of("transport.prr_bound", &self.prr_bound, &["ssrb", "crb"])?;
-        if self.dsack == Some(true) && !self.sack {
-            return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
-        }
-        if self.connections_per_pair == 0 {
-            return Err(bad("transport.connections_per_pair", "must be >= 1"));
         }
         Ok(())
     }

@@ -4,8 +4,13 @@
 //! no restart after idle, no D-SACK). A Linux host of the CONGA/Clove
 //! testbeds is closer to `reordering: Reordering::LINUX`, `dsack: true`,
 //! `restart_after_idle: true`: the scenario layer chooses.
+//!
+//! The enums are the scenario's words themselves: each reads and writes as
+//! the snake_case name of its variant (`transport.rto_ssthresh = "pipe"`),
+//! so the scenario layer holds them directly and a word has one spelling.
 
 use lbsim_engine::SimTime;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Congestion control.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,6 +20,41 @@ pub enum CongestionControl {
     NewReno,
     /// DCTCP (RFC 8257): ECN-fraction window cut, `g` the EWMA gain.
     Dctcp { g: f64 },
+}
+
+impl CongestionControl {
+    /// DCTCP's gain for the marked-fraction average (RFC 8257 §4.2 and
+    /// Alizadeh et al. 2010 use 1/16).
+    pub const DCTCP_G: f64 = 1.0 / 16.0;
+}
+
+/// The scenario word of a [`CongestionControl`] (`transport.cc`); DCTCP's
+/// gain is a setting of its own, so the word alone reads as `DCTCP_G`.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum CcWord {
+    #[serde(rename = "newreno")]
+    NewReno,
+    Dctcp,
+}
+
+impl Serialize for CongestionControl {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CongestionControl::NewReno => CcWord::NewReno,
+            CongestionControl::Dctcp { .. } => CcWord::Dctcp,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for CongestionControl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match CcWord::deserialize(d)? {
+            CcWord::NewReno => CongestionControl::NewReno,
+            CcWord::Dctcp => CongestionControl::Dctcp { g: CongestionControl::DCTCP_G },
+        })
+    }
 }
 
 /// How the sender's duplicate-ACK threshold (DupThresh) evolves.
@@ -37,8 +77,65 @@ impl Reordering {
     pub const LINUX: Reordering = Reordering::Adaptive { max_pkts: 300 };
 }
 
+/// The scenario word of a [`Reordering`] (`transport.reordering`):
+/// "fixed", or "linux" for [`Reordering::LINUX`].
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ReorderingWord {
+    Fixed,
+    Linux,
+}
+
+impl Serialize for Reordering {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Reordering::Fixed => ReorderingWord::Fixed,
+            Reordering::Adaptive { .. } => ReorderingWord::Linux,
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Reordering {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match ReorderingWord::deserialize(d)? {
+            ReorderingWord::Fixed => Reordering::Fixed,
+            ReorderingWord::Linux => Reordering::LINUX,
+        })
+    }
+}
+
+/// How the window grows per ACK of new data (`TcpConfig::byte_counting`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CwndGrowth {
+    /// RFC 3465 appropriate byte counting (L = 2), Linux-like: growth
+    /// follows the bytes acknowledged.
+    Bytes,
+    /// RFC 5681 §3.1 as written (ns-2/ns-3): at most one MSS per ACK in slow
+    /// start, MSS²/cwnd in congestion avoidance.
+    PerAck,
+}
+
+impl CwndGrowth {
+    /// The growth a `byte_counting` flag selects.
+    pub fn of(byte_counting: bool) -> CwndGrowth {
+        if byte_counting {
+            CwndGrowth::Bytes
+        } else {
+            CwndGrowth::PerAck
+        }
+    }
+
+    /// Whether this growth counts bytes (the `TcpConfig::byte_counting` flag).
+    pub fn byte_counting(self) -> bool {
+        self == CwndGrowth::Bytes
+    }
+}
+
 /// The window a retransmission timeout halves into ssthresh.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RtoSsthresh {
     /// RFC 5681 §3.1 eq. (4): FlightSize / 2 (bytes sent and not
     /// cumulatively acknowledged), held on a repeated timeout of the same
@@ -56,7 +153,8 @@ pub enum RtoSsthresh {
 }
 
 /// The window fast-recovery entry halves into ssthresh (NewReno).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FrSsthresh {
     /// RFC 5681 §3.2 step 2, eq. (4): FlightSize / 2.
     #[default]
@@ -68,7 +166,8 @@ pub enum FrSsthresh {
 
 /// cwnd when a full ACK ends NewReno fast recovery (RFC 6582 §3.2 step 3
 /// offers both).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum RecoveryExit {
     /// Option 2: cwnd = ssthresh (ns-3); a sender with little in flight
     /// then sends up to ssthresh back to back.
@@ -80,7 +179,8 @@ pub enum RecoveryExit {
 }
 
 /// What `recover` records at fast-recovery entry and at a timeout.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Recover {
     /// RFC 6582 §3.2 step 2 / §4.1: the highest sequence number transmitted
     /// (snd.max). Duplicate ACKs drawn by the copies of a go-back-N pass
@@ -96,7 +196,8 @@ pub enum Recover {
 }
 
 /// PRR's bound once the pipe is at or below ssthresh (RFC 6937 §3).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PrrBound {
     /// Slow-start reduction bound: up to one MSS more than delivered per ACK
     /// (RFC 6937's recommendation; Linux when snd_una advances).

@@ -24,7 +24,7 @@ pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
-pub use config::{CongestionControl, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
+pub use config::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
 pub use header::TcpHeader;
 pub use ranges::RangeSet;
 pub use receiver::{ReceiverState, TcpReceiver};
