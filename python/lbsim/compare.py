@@ -8,8 +8,9 @@ no scheme touches), so arms are compared seed by seed. For each metric the
 result is the paired ratio arm / baseline over the seeds with a 95 %
 interval (``lbsim.stats``) and a plain verdict; where the baseline is 0 in
 a seed (ECMP without drops) that seed has no ratio, and the paired
-difference arm - baseline per seed is judged instead, saying so. Beside it stands each
-arm's own value: the mean over seeds with its 95 % t interval over seeds.
+difference arm - baseline per seed is judged instead, saying so. Beside it
+stands each arm's own value: the mean over seeds with its 95 % t interval
+over seeds.
 With ``until``, seeds are added in batches until every interval that can be
 judged is within ±``until`` % of its estimate or excludes no difference, or
 ``max_seeds`` is reached; then the intervals still open are listed with the
@@ -328,8 +329,8 @@ def _spread(row: dict, until_pct: float) -> tuple[float, float]:
     ±until % or excluding 1), the difference itself for a difference
     (closed within ±until % of it or excluding 0)."""
     r = row["_r"]
-    if row["basis"] == "difference":
-        return max(r.ci_high - r.ratio, r.ratio - r.ci_low), max(until_pct / 100, 1.0) * abs(r.ratio)
+    if row["basis"] == "difference":  # excluding 0 (half-width < |d|) comes before ±until % (< 100 %) of d
+        return max(r.ci_high - r.ratio, r.ratio - r.ci_low), abs(r.ratio)
     if not (r.ratio > 0 and r.ci_low > 0):
         return math.inf, math.log1p(until_pct / 100)
     w = max(math.log(r.ci_high / r.ratio), math.log(r.ratio / r.ci_low))
@@ -339,7 +340,8 @@ def _spread(row: dict, until_pct: float) -> tuple[float, float]:
 def _closed(row: dict, until_pct: float) -> bool:
     r = row["_r"]
     if row["basis"] == "difference":
-        return r.ci_low > 0 or r.ci_high < 0 or max(r.ci_high - r.ratio, r.ratio - r.ci_low) <= until_pct / 100 * abs(r.ratio)
+        half = max(r.ci_high - r.ratio, r.ratio - r.ci_low)
+        return r.ci_low > 0 or r.ci_high < 0 or half <= until_pct / 100 * abs(r.ratio)
     return r.excludes_one() or r.half_width() <= until_pct / 100
 
 
@@ -488,8 +490,9 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
         print(f"compare: --max-seeds {max_seeds} reached with {len(still_open)} interval(s) still open (the seeds each "
               f"would need at the spread seen so far):\n  " + "\n  ".join(still_open), file=sys.stderr)
     for r in rows:
+        need = r.pop("seeds_needed", None)
         r["open"] = None if until is None else (_judgeable(r) and not _closed(r, until))
-        r.setdefault("seeds_needed", None)
+        r["seeds_needed"] = need
     if command_line is None:
         command_line = f"lbsim.compare({os.fspath(scenario)!r}, {list(schemes)!r}" + \
             "".join(f", {k}={v!r}" for k, v in [("baseline", baseline), ("seeds", seeds), ("until", until),
