@@ -580,8 +580,9 @@ def add_command(sub) -> None:
     c.add_argument("--baseline", default=None, help="the arm the others are compared with (default: the first)")
     c.add_argument("--seeds", type=int, default=3, help="seeds 1..N (default 3; with --until, the first batch)")
     c.add_argument("--until", type=float, default=None, metavar="PCT",
-                   help="add seeds until every interval is within ±PCT %% or excludes 1")
-    c.add_argument("--max-seeds", type=int, default=20, help="most seeds --until runs (default 20)")
+                   help="add seeds until every interval that can be judged is within ±PCT %% or excludes no difference")
+    c.add_argument("--max-seeds", type=int, default=20,
+                   help="most seeds --until runs (default 20); there it lists the intervals still open and the seeds each needs")
     c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a scenario key for every arm")
     c.add_argument("--metrics", default=None, metavar="LIST",
                    help="comma-separated metrics to compare instead of the default set: names (fct_mean, fct_p99, "
