@@ -11,6 +11,12 @@ same flows (common random numbers), so the arms are compared seed by seed:
   the ratio of the arms' means, with a percentile interval over 10,000
   resamples of the seeds (same seeds in both arms, a fixed random seed so
   the interval is reproducible).
+- **paired t interval on differences** (where no ratio is defined: the
+  baseline is 0 in every seed): with ``d_i = b_i - a_i`` per seed, the mean
+  of ``d_i`` and its Student t interval with n - 1 degrees of freedom.
+
+``seeds_needed`` projects how many seeds an interval needs to reach a
+half-width, from the spread observed so far.
 """
 
 from __future__ import annotations
@@ -196,3 +202,46 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> Ratio:
     sd = math.sqrt(sum((x - m) ** 2 for x in v) / (n - 1))
     h = t_quantile(0.5 + level / 2, n - 1) * sd / math.sqrt(n)
     return Ratio(m, m - h, m + h, n, "t on values")
+
+
+def paired_difference(base: Sequence[float], arm: Sequence[float], level: float = 0.95) -> Ratio:
+    """``arm - base`` over paired seeds: the mean of the per-seed
+    differences with its Student t interval (``Ratio.ratio`` holds the mean
+    difference). Seeds where either value is missing are left out."""
+    if len(base) != len(arm):
+        raise ValueError("paired samples must have the same length")
+    d = [b - a for a, b in zip(base, arm) if a is not None and b is not None and math.isfinite(a) and math.isfinite(b)]
+    r = mean_interval(d, level)
+    return Ratio(r.ratio, r.ci_low, r.ci_high, r.seeds, "t on paired differences" if d else "none")
+
+
+def seeds_needed(half_width: float, seeds: int, target: float, level: float = 0.95, most: int = 1_000_000) -> Optional[int]:
+    """How many seeds a Student t interval needs to be at most ``target``
+    wide on each side, at the spread observed so far: an interval of
+    ``half_width`` over ``seeds`` seeds implies a standard deviation
+    ``s = half_width * sqrt(seeds) / t(seeds - 1)``; the answer is the
+    smallest ``m >= 2`` with ``t(m - 1) * s / sqrt(m) <= target`` (``t(k)``:
+    the ``(1 + level) / 2`` quantile of Student's t with ``k`` degrees of
+    freedom). ``seeds`` if the interval is that narrow already; None if no
+    number up to ``most`` is enough (or ``target`` is 0)."""
+    if not (math.isfinite(half_width) and seeds >= 2):
+        return None
+    if half_width <= target:
+        return seeds
+    if not target > 0:
+        return None
+    q = 0.5 + level / 2
+    s = half_width * math.sqrt(seeds) / t_quantile(q, seeds - 1)
+
+    def ok(m: int) -> bool:
+        return t_quantile(q, m - 1) * s / math.sqrt(m) <= target
+
+    lo, hi = seeds, max(seeds + 1, 2)  # ok(lo) is false; t(m - 1) / sqrt(m) falls with m
+    while not ok(hi):
+        if hi >= most:
+            return None
+        lo, hi = hi, min(most, hi * 2)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
