@@ -18,6 +18,7 @@
 //! (RFC 3708, RFC 3522 Eifel detection, RFC 4015 response).
 
 pub mod config;
+pub mod congestion;
 pub mod header;
 pub mod ranges;
 pub mod receiver;
