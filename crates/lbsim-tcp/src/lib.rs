@@ -26,10 +26,11 @@ pub mod rtt;
 pub mod sender;
 
 pub use config::{CongestionControl, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
+pub use congestion::{lia_alpha, Congestion};
 pub use header::TcpHeader;
 pub use ranges::RangeSet;
 pub use receiver::{ReceiverState, TcpReceiver};
-pub use sender::{lia_alpha, Recovery, SenderState, SenderStats, TcpSender};
+pub use sender::{Recovery, SenderState, SenderStats, TcpSender};
 
 #[cfg(test)]
 mod tests;
