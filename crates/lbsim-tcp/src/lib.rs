@@ -18,6 +18,7 @@
 //! (RFC 3708, RFC 3522 Eifel detection, RFC 4015 response).
 
 pub mod config;
+pub mod congestion;
 pub mod header;
 pub mod ranges;
 pub mod receiver;
@@ -25,10 +26,11 @@ pub mod rtt;
 pub mod sender;
 
 pub use config::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
+pub use congestion::{lia_alpha, Congestion};
 pub use header::TcpHeader;
 pub use ranges::RangeSet;
 pub use receiver::{ReceiverState, TcpReceiver};
-pub use sender::{lia_alpha, Recovery, SenderState, SenderStats, TcpSender};
+pub use sender::{Recovery, SenderState, SenderStats, TcpSender};
 
 #[cfg(test)]
 mod tests;

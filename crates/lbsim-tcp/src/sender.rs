@@ -8,67 +8,29 @@
 //!
 //! Loss recovery states (the RFC text names them; Linux calls them
 //! Open/Recovery/Loss):
-//! - `Open`: slow start / congestion avoidance (RFC 5681 §3.1), with
-//!   appropriate byte counting (RFC 3465, L = 2);
-//! - `Fast`: fast retransmit / fast recovery entered on `dupack_threshold`
-//!   duplicate ACKs (RFC 5681 §3.2). Without SACK it is NewReno
-//!   (RFC 6582: window inflation, partial ACKs retransmit the next hole).
-//!   With SACK it is RFC 6675 (scoreboard, `IsLost`, `pipe`, `NextSeg`
-//!   rules 1–4: rule 3 resends only holes below the highest SACKed byte,
-//!   rule 4 is one rescue retransmission of the highest un-SACKed segment
-//!   per recovery) with the sending rate set by Proportional Rate
-//!   Reduction (RFC 6937), as in Linux and ns-3. A retransmission is lost
-//!   when more than (DupThresh − 1)·MSS of data sent after it is SACKed
-//!   (Linux `tcp_mark_lost_retrans`, RACK's rule in transmission order):
-//!   HighRxt falls back to `snd_una` and the hole is resent, without an RTO;
+//! - `Open`: slow start / congestion avoidance (RFC 5681 §3.1);
+//! - `Fast`: fast retransmit / fast recovery entered on DupThresh
+//!   duplicate ACKs (RFC 5681 §3.2): NewReno (RFC 6582) without SACK,
+//!   RFC 6675 with Proportional Rate Reduction (RFC 6937) with it;
 //! - `Loss`: after a retransmission timeout (RFC 6298 §5): cwnd = 1 MSS,
-//!   go-back-N from `snd_una`, skipping SACKed ranges. Duplicate ACKs start
-//!   no fast retransmit (RFC 6582 §4.1), but with SACK the sender still
-//!   uses the scoreboard (RFC 6675 §5.1): it logs what the go-back-N pass
-//!   sends, in transmission order, and a segment of that pass below
-//!   `recover` is lost again once more than (DupThresh − 1)·MSS of data the
-//!   pass sent *after* it has been SACKed (IsLost applied to transmission
-//!   order). Such segments are retransmitted before the pass continues
-//!   (tracked like HighRxt, with the pass position at the time of each
-//!   re-retransmission, so these too can be declared lost again) and leave
-//!   `pipe`, so a retransmission lost during Loss costs no second timeout.
-//!   The timeout sets ssthresh = FlightSize/2 once per episode (RFC 5681
-//!   eq. 4; during fast recovery no more than the ssthresh that recovery
-//!   set, as Linux's `tcp_enter_loss` keeps it: FlightSize then includes
-//!   what window inflation sent) or, with `RtoSsthresh::Pipe`, pipe/2 on
-//!   every timeout as ns-3 3.44 does; PRR's bound is SSRB or, with `PrrBound::Crb`, CRB (ns-3).
-//!   Both ns-3 rules together explain most of B1's drop excess over ns-3
-//!   (docs/performance.md).
+//!   go-back-N from `snd_una`, skipping SACKed ranges.
 //!
-//! Duplicate-ACK threshold (`reordering`): `Fixed` keeps DupThresh =
-//! `dupack_threshold`. `Adaptive` follows Linux before RACK
-//! (`tp->reordering`): when a cumulative ACK or a SACK block covers data
-//! that was never retransmitted and lies below data already SACKed, that
-//! data arrived late, not lost; the reordering degree is the distance from
-//! its start to the highest SACKed byte, in segments rounded up, and
-//! DupThresh (for fast recovery entry, `IsLost`, `pipe`, `NextSeg`) rises to
-//! it, up to `max_pkts` (RFC 4653 and RFC 5827 discuss such thresholds). An
-//! RTO puts DupThresh back to `dupack_threshold` (Linux does, so a stale
-//! large threshold cannot turn every loss into a timeout). `Adaptive` also
-//! undoes spurious reductions: cwnd and ssthresh are saved before a
-//! reduction (fast recovery entry, or an RTO from `Open`) and the episode's
-//! retransmissions counted; each D-SACK (RFC 2883) reporting a retransmitted
-//! segment as a duplicate cancels one (RFC 3708 §3), and once none is left,
-//! or when the first ACK advancing `snd_una` echoes a timestamp older than
-//! the episode's first retransmission (RFC 3522 Eifel detection), the
-//! reduction was spurious: cwnd = max(cwnd, saved), ssthresh = max(ssthresh,
-//! saved), back to `Open` (RFC 4015 response, Linux `tcp_undo_cwnd_reduction`),
-//! and DupThresh rises to the reordering this revealed. The saved state
-//! lives until the next reduction, so a D-SACK arriving after recovery
-//! ended still undoes it.
+//! The parts live in child modules, each an `impl TcpSender` block over the
+//! same state: `scoreboard` (RFC 6675 §4 IsLost, pipe and NextSeg),
+//! `recovery` (fast recovery and the go-back-N pass after a timeout) and
+//! `undo` (the adaptive duplicate-ACK threshold and undo of spurious
+//! reductions). Congestion control (window growth, the ssthresh and cwnd
+//! choices on loss, ECN and DCTCP, MPTCP coupling) is [`crate::congestion`]:
+//! the sender owns cwnd and ssthresh and calls the [`Congestion`] hooks on
+//! ACKs, ECN-Echo, fast-recovery entry and exit, and timeouts.
 //!
-//! Loss-response variants of other simulators (all default to the RFC
-//! rule): `fr_ssthresh = Cwnd` halves cwnd, not FlightSize, at fast
-//! retransmit (RFC 2001); `rto_ssthresh = Cwnd` halves cwnd on every
-//! timeout; `recovery_exit = FlightSize` leaves NewReno recovery with
-//! min(ssthresh, FlightSize + MSS) (RFC 6582 §3.2 step 3 option 1);
-//! `recover = SndNxt` records snd.nxt, not snd.max, as `recover`. Together
-//! they are htsim's `TcpSrc` (docs/fidelity.md).
+//! An ACK is processed in the steps of RFC 5681 §3.2 and RFC 6675 §5:
+//! update the scoreboard from its SACK blocks, then either advance
+//! `snd_una` (congestion control, then the recovery state's rule for a full
+//! or partial ACK) or count a duplicate ACK (enter fast recovery, inflate or
+//! pace by PRR), then respond to ECN-Echo, then send what the window
+//! allows. `recover = SndNxt` records snd.nxt, not snd.max (RFC 6582), as
+//! `recover`, as htsim's `TcpSrc` does (docs/fidelity.md).
 //!
 //! Restart after idle (`restart_after_idle`, RFC 5681 §4.1): when the sender
 //! is about to send with nothing in flight and nothing sent for more than an
@@ -76,21 +38,21 @@
 //! cwnd = min(IW, cwnd): ssthresh = max(ssthresh, ¾·cwnd), then cwnd is
 //! halved once per RTO of idle time, not below min(IW, cwnd).
 //!
-//! Congestion control: NewReno, or DCTCP (RFC 8257 §3.3: α ← (1−g)α + gF
-//! once per window of data, cwnd ← cwnd(1−α/2) at most once per window on
-//! ECE). Classic ECN (RFC 3168 §6.1.2) halves cwnd once per window on ECE.
-//! MPTCP subflows replace the congestion-avoidance increase with the coupled
-//! LIA increase (RFC 6356 §3) through [`TcpSender::set_coupling`].
-//!
 //! RTT is measured with timestamps (RFC 7323 §4) on every ACK that
 //! acknowledges new data; the RTO follows RFC 6298 with exponential backoff.
 
-use crate::config::{CongestionControl, FrSsthresh, PrrBound, Recover, RecoveryExit, RtoSsthresh, TcpConfig};
-use crate::header::{TcpHeader, ACK, CWR, SYN};
+mod recovery;
+mod scoreboard;
+mod undo;
+
+use crate::config::{Recover, TcpConfig};
+use crate::congestion::{Ack, Congestion, Controller, Lia, Window};
+use crate::header::{TcpHeader, ACK, CWR, ECE, SYN};
 use crate::ranges::RangeSet;
 use crate::rtt::RttEstimator;
-use lbsim_engine::SimTime;
+use lbsim_engine::{BitsPerSec, SimTime};
 use std::collections::VecDeque;
+use undo::Undo;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SenderState {
@@ -140,20 +102,6 @@ impl std::ops::AddAssign<&SenderStats> for SenderStats {
     }
 }
 
-/// What an undo (RFC 4015) restores, and the evidence gathered so far.
-#[derive(Clone, Copy, Debug)]
-struct Undo {
-    /// cwnd and ssthresh before the reduction.
-    cwnd: u64,
-    ssthresh: u64,
-    /// Retransmissions of the episode not yet D-SACKed (RFC 3708 §3).
-    retrans: u64,
-    /// Time and sequence number of the episode's first retransmission.
-    first_rtx: Option<(SimTime, u64)>,
-    /// RFC 3522: the first ACK advancing `snd_una` is still to come.
-    eifel_pending: bool,
-}
-
 #[derive(Clone, Debug)]
 pub struct TcpSender {
     cfg: TcpConfig,
@@ -168,8 +116,8 @@ pub struct TcpSender {
     app_end: u64,
     cwnd: u64,
     pub(crate) ssthresh: u64,
-    ca_acc: u64,
-    ca_frac: f64,
+    /// Congestion control: grows and cuts `cwnd` and `ssthresh`.
+    cc: Controller,
     peer_wnd: u64,
     dupacks: u32,
     recovery: Recovery,
@@ -186,15 +134,10 @@ pub struct TcpSender {
     rto_deadline: Option<SimTime>,
     syn_time: SimTime,
     syn_retx: u32,
-    // ECN / DCTCP
-    alpha: f64,
-    dctcp_acked: u64,
-    dctcp_marked: u64,
-    dctcp_window_end: u64,
+    /// ECN (RFC 3168 §6.1.2): no further reduction until `snd_una`
+    /// reaches this; CWR goes out on the next segment.
     cwr_until: u64,
     cwr_pending: bool,
-    /// MPTCP LIA coupling: (alpha, total cwnd of all subflows, bytes).
-    coupling: Option<(f64, u64)>,
     /// MPTCP: (subflow seq, data seq) at the start of each mapped chunk.
     dsn_map: VecDeque<(u64, u64)>,
     /// A retransmission that goes out regardless of cwnd (fast retransmit,
@@ -243,8 +186,7 @@ impl TcpSender {
             app_end: 0,
             cwnd: cfg.init_cwnd_pkts as u64 * mss,
             ssthresh: cfg.init_ssthresh,
-            ca_acc: 0,
-            ca_frac: 0.0,
+            cc: Controller::new(&cfg),
             peer_wnd: cfg.rcv_wnd as u64,
             dupacks: 0,
             recovery: Recovery::Open,
@@ -259,13 +201,8 @@ impl TcpSender {
             rto_deadline: None,
             syn_time: SimTime::ZERO,
             syn_retx: 0,
-            alpha: 1.0,
-            dctcp_acked: 0,
-            dctcp_marked: 0,
-            dctcp_window_end: 0,
             cwr_until: 0,
             cwr_pending: false,
-            coupling: None,
             dsn_map: VecDeque::new(),
             force: None,
             tx_budget: u32::MAX,
@@ -323,7 +260,12 @@ impl TcpSender {
         self.current_rto()
     }
     pub fn dctcp_alpha(&self) -> f64 {
-        self.alpha
+        self.cc.dctcp_alpha()
+    }
+    /// The rate a rate-based congestion control paces at; `None` for the
+    /// window-based ones.
+    pub fn pacing_rate(&self) -> Option<BitsPerSec> {
+        self.cc.pacing_rate()
     }
     pub fn config(&self) -> &TcpConfig {
         &self.cfg
@@ -375,9 +317,9 @@ impl TcpSender {
 
     /// MPTCP LIA (RFC 6356 §3): in congestion avoidance, increase by
     /// min(alpha·acked·MSS/cwnd_total, acked·MSS/cwnd) per ACK; `alpha`
-    /// from [`lia_alpha`].
+    /// from [`crate::lia_alpha`].
     pub fn set_coupling(&mut self, alpha: f64, cwnd_total: u64) {
-        self.coupling = Some((alpha, cwnd_total.max(1)));
+        self.cc.set_coupling(Lia::new(alpha, cwnd_total));
     }
 
     /// Local back-pressure (Linux: a full qdisc makes `tcp_transmit_skb`
@@ -471,136 +413,14 @@ impl TcpSender {
         if !h.has(ACK) || h.has(SYN) {
             return;
         }
-        let mss = self.cfg.mss as u64;
         let ack = h.ack.min(self.max);
         self.peer_wnd = h.wnd as u64;
-        let adaptive = self.adaptive();
-        let prior_fack = self.fack;
-        // lowest byte found to have arrived late (never retransmitted, below
-        // data SACKed earlier)
-        let mut late = u64::MAX;
-        let mut dsack = None;
-        let mut newly_sacked = 0;
-        if self.cfg.sack {
-            if adaptive {
-                dsack = dsack_block(h);
-            }
-            for (i, &(a, b)) in h.sack_blocks().iter().enumerate() {
-                if i == 0 && dsack.is_some() {
-                    continue; // RFC 2883 §5: not SACK information
-                }
-                let (a, b) = (a.max(ack), b.min(self.max));
-                if a < b {
-                    if adaptive {
-                        if let Some(x) = first_fresh(&self.scoreboard, &self.retx_set, a, b.min(prior_fack)) {
-                            late = late.min(x);
-                        }
-                        self.fack = self.fack.max(b);
-                    }
-                    newly_sacked += self.scoreboard.insert(a, b);
-                }
-            }
-        }
-        if adaptive {
-            if ack > self.una {
-                // newly acknowledged data that was neither SACKed nor
-                // retransmitted, below what had been SACKed: it arrived late
-                if let Some(x) = first_fresh(&self.scoreboard, &self.retx_set, self.una, ack.min(prior_fack)) {
-                    late = late.min(x);
-                }
-            }
-            if late != u64::MAX {
-                self.note_reordering(late);
-            }
-            if let Some((a, b)) = dsack {
-                self.on_dsack(a, b);
-            }
-            if ack > self.una {
-                self.eifel(h.ts_ecr);
-            }
-        }
-        let ece = h.has(crate::header::ECE);
+        let newly_sacked = self.on_sack_info(h, ack);
+        let ece = h.has(ECE);
         if ack > self.una {
-            let acked = ack - self.una;
-            // RFC 6937 DeliveredData: bytes newly acknowledged cumulatively that
-            // were not SACKed before, plus bytes newly SACKed
-            let delivered = acked - self.scoreboard.covered_in(self.una, ack) + newly_sacked;
-            // RFC 7323 §4.1: RTT from the echoed timestamp of the segment that
-            // caused this ACK; valid for retransmissions too.
-            if h.ts_ecr > SimTime::ZERO && now >= h.ts_ecr {
-                self.rtt.sample(now - h.ts_ecr);
-            }
-            self.una = ack;
-            self.scoreboard.remove_below(ack);
-            if self.nxt < ack {
-                self.nxt = ack;
-            }
-            if self.high_rxt < ack {
-                self.high_rxt = ack;
-            }
-            while self.dsn_map.len() > 1 && self.dsn_map[1].0 <= ack {
-                self.dsn_map.pop_front();
-            }
-            self.backoff = 0;
-            self.dctcp_account(acked, ece);
-            match self.recovery {
-                Recovery::Fast { recover } => {
-                    if ack >= recover {
-                        // RFC 6582 §3.2 step 3 / RFC 6937: leave with cwnd = ssthresh
-                        // (option 2), or option 1 without SACK
-                        self.cwnd = match self.cfg.recovery_exit {
-                            RecoveryExit::FlightSize if !self.cfg.sack => self.ssthresh.min((self.max - ack).max(mss) + mss),
-                            _ => self.ssthresh.max(mss),
-                        };
-                        self.recovery = Recovery::Open;
-                        self.dupacks = 0;
-                    } else if self.cfg.sack {
-                        self.prr_update(delivered);
-                    } else {
-                        // RFC 6582 §3.2 step 4: partial ACK — retransmit the first
-                        // unacknowledged segment, deflate by the amount acked.
-                        let len = mss.min(self.max - self.una) as u32;
-                        self.force = Some((self.una, len));
-                        self.cwnd = self.cwnd.saturating_sub(acked) + mss;
-                        self.cwnd = self.cwnd.max(mss);
-                    }
-                }
-                Recovery::Loss { recover } => {
-                    self.grow(acked);
-                    if ack >= recover {
-                        self.recovery = Recovery::Open;
-                        self.end_loss_pass();
-                    }
-                    self.dupacks = 0;
-                }
-                Recovery::Open => {
-                    self.grow(acked);
-                    self.dupacks = 0;
-                }
-            }
-            // RFC 6298 (5.2)/(5.3)
-            self.rto_deadline = if self.una < self.max { Some(self.rto_expiry(now)) } else { None };
+            self.on_new_ack(h, ack, newly_sacked, ece, now);
         } else if h.len == 0 && ack == self.una && self.una < self.max && (!self.cfg.sack || newly_sacked > 0) {
-            // A duplicate ACK (RFC 5681 §2); with SACK, one that SACKs new data (RFC 6675 §2).
-            self.dupacks += 1;
-            match self.recovery {
-                Recovery::Open => {
-                    let lost = self.cfg.sack && self.is_lost(self.una);
-                    if self.dupacks >= self.reordering || lost {
-                        self.enter_fast_recovery();
-                    }
-                }
-                Recovery::Fast { .. } => {
-                    if self.cfg.sack {
-                        self.prr_update(newly_sacked);
-                    } else {
-                        self.cwnd += mss; // RFC 6582 §3.2 step 3 (inflation)
-                    }
-                }
-                // RFC 6582 §4.1: no new fast retransmit for losses of the
-                // window that timed out.
-                Recovery::Loss { .. } => {}
-            }
+            self.on_dupack(newly_sacked);
         }
         if ece {
             self.on_ece();
@@ -608,6 +428,108 @@ impl TcpSender {
         self.update_loss_pass();
         self.detect_lost_retransmissions();
         self.poll(now, out);
+    }
+
+    /// The ACK's SACK blocks update the scoreboard (RFC 2018, RFC 6675
+    /// §5); with `Adaptive`, the ACK is also evidence of reordering and of
+    /// spurious retransmissions (see `undo`). Returns the bytes newly SACKed.
+    fn on_sack_info(&mut self, h: &TcpHeader, ack: u64) -> u64 {
+        if self.adaptive() {
+            return self.on_sack_info_adaptive(h, ack);
+        }
+        let mut newly_sacked = 0;
+        if self.cfg.sack {
+            for &(a, b) in h.sack_blocks() {
+                let (a, b) = (a.max(ack), b.min(self.max));
+                if a < b {
+                    newly_sacked += self.scoreboard.insert(a, b);
+                }
+            }
+        }
+        newly_sacked
+    }
+
+    /// An ACK that advances `snd_una` (RFC 5681 §3.2 step 6, RFC 6582 §3.2
+    /// steps 3–4): the RTT sample, congestion control, then what the
+    /// recovery state does with a full or a partial ACK, then the timer.
+    fn on_new_ack(&mut self, h: &TcpHeader, ack: u64, newly_sacked: u64, ece: bool, now: SimTime) {
+        let mss = self.cfg.mss as u64;
+        let acked = ack - self.una;
+        // RFC 6937 DeliveredData: bytes newly acknowledged cumulatively that
+        // were not SACKed before, plus bytes newly SACKed
+        let delivered = acked - self.scoreboard.covered_in(self.una, ack) + newly_sacked;
+        // RFC 7323 §4.1: RTT from the echoed timestamp of the segment that
+        // caused this ACK; valid for retransmissions too.
+        if h.ts_ecr > SimTime::ZERO && now >= h.ts_ecr {
+            self.rtt.sample(now - h.ts_ecr);
+        }
+        self.una = ack;
+        self.scoreboard.remove_below(ack);
+        if self.nxt < ack {
+            self.nxt = ack;
+        }
+        if self.high_rxt < ack {
+            self.high_rxt = ack;
+        }
+        while self.dsn_map.len() > 1 && self.dsn_map[1].0 <= ack {
+            self.dsn_map.pop_front();
+        }
+        self.backoff = 0;
+        let info = Ack { acked, ece, snd_una: ack, snd_max: self.max, recovery: self.recovery, cwnd_limited: self.cwnd_limited };
+        self.congestion(|cc, w| cc.on_ack(w, &info));
+        match self.recovery {
+            Recovery::Fast { recover } => {
+                if ack >= recover {
+                    // RFC 6582 §3.2 step 3 / RFC 6937: congestion control sets cwnd
+                    self.congestion(|cc, w| cc.on_recovery_exit(w));
+                    self.recovery = Recovery::Open;
+                    self.dupacks = 0;
+                } else if self.cfg.sack {
+                    self.prr_update(delivered);
+                } else {
+                    // RFC 6582 §3.2 step 4: partial ACK — retransmit the first
+                    // unacknowledged segment, deflate by the amount acked.
+                    let len = mss.min(self.max - self.una) as u32;
+                    self.force = Some((self.una, len));
+                    self.cwnd = self.cwnd.saturating_sub(acked) + mss;
+                    self.cwnd = self.cwnd.max(mss);
+                }
+            }
+            Recovery::Loss { recover } => {
+                if ack >= recover {
+                    self.recovery = Recovery::Open;
+                    self.end_loss_pass();
+                }
+                self.dupacks = 0;
+            }
+            Recovery::Open => self.dupacks = 0,
+        }
+        // RFC 6298 (5.2)/(5.3)
+        self.rto_deadline = if self.una < self.max { Some(self.rto_expiry(now)) } else { None };
+    }
+
+    /// A duplicate ACK (RFC 5681 §2; with SACK, one that SACKs new data,
+    /// RFC 6675 §2): RFC 5681 §3.2 steps 2–4.
+    fn on_dupack(&mut self, newly_sacked: u64) {
+        self.dupacks += 1;
+        match self.recovery {
+            Recovery::Open => {
+                let lost = self.cfg.sack && self.is_lost(self.una);
+                if self.dupacks >= self.reordering || lost {
+                    self.enter_fast_recovery();
+                }
+            }
+            Recovery::Fast { .. } => {
+                if self.cfg.sack {
+                    self.prr_update(newly_sacked);
+                } else {
+                    self.cwnd += self.cfg.mss as u64; // RFC 6582 §3.2 step 3 (inflation)
+                }
+            }
+            // RFC 6582 §4.1: no new fast retransmit for losses of the
+            // window that timed out.
+            Recovery::Loss { .. } => {}
+        }
     }
 
     /// Handles the retransmission timer.
@@ -629,7 +551,6 @@ impl TcpSender {
                 if self.una >= self.max {
                     return;
                 }
-                let mss = self.cfg.mss as u64;
                 self.stats.timeouts += 1;
                 if self.adaptive() {
                     if self.recovery == Recovery::Open {
@@ -638,27 +559,10 @@ impl TcpSender {
                     // Linux (`tcp_enter_loss`): a timeout resets DupThresh
                     self.reordering = self.reordering.min(self.cfg.dupack_threshold);
                 }
-                // RFC 5681 §3.1 eq. (4), once per loss episode (or ns-3's
-                // pipe, on every timeout); cwnd = LW = 1 MSS.
-                match self.cfg.rto_ssthresh {
-                    RtoSsthresh::Cwnd => {
-                        let w = match self.recovery {
-                            Recovery::Fast { .. } => self.ssthresh.min(self.max - self.una + mss),
-                            _ => self.cwnd,
-                        };
-                        self.ssthresh = (w / 2).max(2 * mss);
-                    }
-                    RtoSsthresh::FlightSize if matches!(self.recovery, Recovery::Fast { .. }) => {
-                        self.ssthresh = self.ssthresh.min(((self.max - self.una) / 2).max(2 * mss));
-                    }
-                    RtoSsthresh::FlightSize if !matches!(self.recovery, Recovery::Loss { .. }) => {
-                        self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
-                    }
-                    RtoSsthresh::FlightSize => {}
-                    RtoSsthresh::Pipe => self.ssthresh = (self.pipe() / 2).max(2 * mss),
-                }
-                self.cwnd = mss;
-                self.ca_acc = 0;
+                // congestion control: ssthresh (RFC 5681 §3.1 eq. (4) or a
+                // variant) and cwnd = LW = 1 MSS
+                let (recovery, pipe) = (self.recovery, self.pipe());
+                self.congestion(|cc, w| cc.on_timeout(w, recovery, pipe));
                 self.recovery = Recovery::Loss { recover: self.recover_point() };
                 self.nxt = self.una;
                 self.high_rxt = self.una;
@@ -729,113 +633,6 @@ impl TcpSender {
         matches!(self.cfg.reordering, crate::config::Reordering::Adaptive { .. })
     }
 
-    /// RFC 6675 IsLost: more than (DupThresh − 1)·MSS bytes SACKed above.
-    fn lost_threshold(&self) -> u64 {
-        (self.reordering.saturating_sub(1)) as u64 * self.cfg.mss as u64
-    }
-
-    fn is_lost(&self, seq: u64) -> bool {
-        matches!(self.scoreboard.loss_point(self.lost_threshold()), Some(l) if seq < l)
-    }
-
-    /// RFC 6675 §5.1 during Loss: the first byte not deemed lost among the
-    /// go-back-N pass's transmissions below `recover` (see the module docs).
-    fn loss_limit(&self) -> Option<u64> {
-        match (self.recovery, self.loss_point) {
-            (Recovery::Loss { recover }, Some(l)) if self.cfg.sack => Some(l.min(recover).min(self.nxt).max(self.una)),
-            _ => None,
-        }
-    }
-
-    /// Forgets the go-back-N pass log (a new pass starts, or Loss ends).
-    fn end_loss_pass(&mut self) {
-        self.loss_log.clear();
-        self.loss_point = None;
-        self.rxt2 = self.una;
-        self.rxt2_mark = u64::MAX;
-    }
-
-    /// Loss with SACK: recomputes which bytes of the go-back-N pass are lost
-    /// again: walking the pass log from its latest transmission back, the
-    /// point above which more than (DupThresh − 1)·MSS bytes were SACKed.
-    fn update_loss_pass(&mut self) {
-        if !self.cfg.sack || !matches!(self.recovery, Recovery::Loss { .. }) {
-            return;
-        }
-        while matches!(self.loss_log.front(), Some(&(_, e)) if e <= self.una) {
-            self.loss_log.pop_front();
-        }
-        self.rxt2 = self.rxt2.max(self.una);
-        let thr = self.lost_threshold();
-        let mut acc = 0;
-        self.loss_point = None;
-        for &(s, e) in self.loss_log.iter().rev() {
-            match self.scoreboard.nth_covered_from_top(s.max(self.una), e, thr - acc) {
-                Ok(x) => {
-                    self.loss_point = Some(x);
-                    break;
-                }
-                Err(c) => acc += c,
-            }
-        }
-        if matches!(self.loss_point, Some(l) if self.rxt2_mark <= l) {
-            // data sent after the latest re-retransmission has been SACKed
-            // beyond DupThresh: the re-retransmissions are lost as well
-            self.rxt2 = self.una;
-            self.rxt2_mark = u64::MAX;
-        }
-    }
-
-    /// Fast recovery with SACK: a retransmission is lost when more than
-    /// (DupThresh − 1)·MSS of data sent after it has been SACKed (IsLost in
-    /// transmission order, as Linux's `tcp_mark_lost_retrans` and RACK
-    /// decide). Then every retransmitted byte still un-SACKed is lost:
-    /// HighRxt goes back to `snd_una`, those bytes leave `pipe` and NextSeg
-    /// rule 1 resends them, instead of an RTO.
-    fn detect_lost_retransmissions(&mut self) {
-        if !self.cfg.sack || self.rxt_mark == u64::MAX || !matches!(self.recovery, Recovery::Fast { .. }) {
-            return;
-        }
-        if matches!(self.scoreboard.loss_point(self.lost_threshold()), Some(l) if l >= self.rxt_mark) {
-            self.high_rxt = self.una;
-            self.rxt_mark = u64::MAX;
-        }
-    }
-
-    /// RFC 6675 NextSeg rule 4, once per fast recovery with SACK: when
-    /// rules 1-3 have nothing to send, resend the segment holding the
-    /// highest un-SACKed byte (a lost tail gets no SACK to reveal it).
-    /// HighRxt is not updated.
-    fn rescue(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
-        if !self.cfg.sack || self.rescued || !matches!(self.recovery, Recovery::Fast { .. }) || self.next_segment().is_some() {
-            return;
-        }
-        // the hole holding the highest un-SACKed byte: [start, end)
-        let sb = self.scoreboard.as_slice();
-        let mut end = self.max;
-        let mut i = sb.len();
-        while i > 0 && sb[i - 1].1 >= end && sb[i - 1].0 < end {
-            end = sb[i - 1].0;
-            i -= 1;
-        }
-        let start = if i > 0 { sb[i - 1].1.max(self.una) } else { self.una };
-        if end <= start || end <= self.una {
-            return;
-        }
-        let mss = self.cfg.mss as u64;
-        // one segment ending there, inside the hole and one MPTCP mapping
-        let mapping = self.dsn_map.iter().rev().map(|&(s, _)| s).find(|&s| s < end).unwrap_or(0);
-        let seq = end.saturating_sub(mss).max(start).max(mapping);
-        let len = (end - seq) as u32;
-        if self.pipe() + len as u64 > self.cwnd || self.tx_budget == 0 {
-            return;
-        }
-        self.rescued = true;
-        let high_rxt = self.high_rxt;
-        self.emit(seq, len, true, now, out);
-        self.high_rxt = high_rxt;
-    }
-
     /// Restart after idle (RFC 5681 §4.1 in Linux's form, `tcp_cwnd_restart`).
     fn restart_after_idle(&mut self, now: SimTime) {
         if self.max == 0 || self.una < self.max || self.app_end <= self.max {
@@ -856,157 +653,6 @@ impl TcpSender {
         self.last_send = now; // once per idle period
     }
 
-    /// `Adaptive`: saves what an undo restores, before a reduction.
-    fn start_undo_episode(&mut self) {
-        self.undo = Some(Undo { cwnd: self.cwnd, ssthresh: self.ssthresh, retrans: 0, first_rtx: None, eifel_pending: true });
-        self.retx_set.remove_below(self.una);
-    }
-
-    /// Raises DupThresh to the reordering that data arriving late at `late`
-    /// reveals: the distance to the highest SACKed byte, in segments.
-    fn note_reordering(&mut self, late: u64) {
-        let crate::config::Reordering::Adaptive { max_pkts } = self.cfg.reordering else {
-            return;
-        };
-        if self.fack > late {
-            let degree = (self.fack - late).div_ceil(self.cfg.mss as u64).min(max_pkts as u64) as u32;
-            self.reordering = self.reordering.max(degree);
-        }
-    }
-
-    /// RFC 3708 §3: a D-SACK for a retransmitted range cancels one
-    /// retransmission of the episode; with none left, undo.
-    fn on_dsack(&mut self, a: u64, b: u64) {
-        if self.retx_set.covered_in(a, b) == 0 {
-            return; // a duplicate of an original transmission (the network)
-        }
-        let Some(u) = self.undo.as_mut() else {
-            return;
-        };
-        if u.retrans == 0 {
-            return;
-        }
-        let segs = (b - a).div_ceil(self.cfg.mss as u64).min(u.retrans);
-        u.retrans -= segs;
-        self.stats.spurious_retransmits += segs;
-        if u.retrans == 0 {
-            self.undo_reduction();
-        }
-    }
-
-    /// RFC 3522 §3: the first ACK advancing `snd_una` in the episode echoes
-    /// a timestamp older than the first retransmission: the original arrived.
-    fn eifel(&mut self, ts_ecr: SimTime) {
-        let Some(u) = self.undo.as_mut() else {
-            return;
-        };
-        if !u.eifel_pending {
-            return;
-        }
-        u.eifel_pending = false;
-        if let Some((t, _)) = u.first_rtx {
-            if ts_ecr > SimTime::ZERO && ts_ecr < t {
-                self.stats.spurious_retransmits += u.retrans;
-                self.undo_reduction();
-            }
-        }
-    }
-
-    /// RFC 4015 §3 (Linux `tcp_undo_cwnd_reduction`): restore the window,
-    /// leave recovery, and raise DupThresh to the reordering now evident.
-    fn undo_reduction(&mut self) {
-        let Some(u) = self.undo.take() else {
-            return;
-        };
-        self.cwnd = self.cwnd.max(u.cwnd);
-        self.ssthresh = self.ssthresh.max(u.ssthresh);
-        if let Recovery::Loss { .. } = self.recovery {
-            // the go-back-N pass stops: what it has not reached is in flight
-            self.nxt = self.max;
-            self.end_loss_pass();
-        }
-        self.recovery = Recovery::Open;
-        self.force = None;
-        if let Some((_, low)) = u.first_rtx {
-            if self.cfg.sack {
-                self.note_reordering(low);
-            } else if let crate::config::Reordering::Adaptive { max_pkts } = self.cfg.reordering {
-                // without SACK: each duplicate ACK was one segment above the hole
-                self.reordering = self.reordering.max((self.dupacks + 1).min(max_pkts));
-            }
-        }
-        self.dupacks = 0;
-        self.stats.undos += 1;
-    }
-
-    /// Bytes in flight. In SACK fast recovery this is RFC 6675 `SetPipe`:
-    /// every un-SACKed byte not deemed lost, plus every retransmitted byte.
-    /// Otherwise: bytes sent since `snd_una` (or since the RTO rewound
-    /// `snd_nxt`) that are not SACKed.
-    #[inline]
-    fn pipe(&self) -> u64 {
-        // the common case, asked several times per ACK: nothing SACKed, no
-        // recovery (what `pipe_slow` returns then, without the call)
-        if self.recovery == Recovery::Open && self.scoreboard.is_empty() {
-            debug_assert_eq!(self.nxt - self.una, self.pipe_slow());
-            return self.nxt - self.una;
-        }
-        self.pipe_slow()
-    }
-
-    /// The full computation; [`TcpSender::pipe`] answers the common state
-    /// inline.
-    #[inline(never)]
-    fn pipe_slow(&self) -> u64 {
-        if self.cfg.sack {
-            if let Recovery::Fast { .. } = self.recovery {
-                let sacked = self.scoreboard.covered_in(self.una, self.max);
-                let holes = (self.max - self.una) - sacked;
-                let th = self.lost_threshold();
-                let lp = self.scoreboard.loss_point(th);
-                let l = lp.unwrap_or(self.una).clamp(self.una, self.max);
-                // Exactly th + 1 SACKed bytes lie at or above the loss point,
-                // so when the scoreboard is inside [una, max) the bytes below
-                // it need no scan.
-                let inside = self.scoreboard.as_slice().first().is_some_and(|r| r.0 >= self.una) && self.scoreboard.max_end().is_some_and(|e| e <= self.max);
-                let sacked_below = match lp {
-                    Some(x) if inside && x == l => sacked - (th + 1),
-                    _ => self.scoreboard.covered_in(self.una, l),
-                };
-                debug_assert_eq!(sacked_below, self.scoreboard.covered_in(self.una, l));
-                let lost = (l - self.una) - sacked_below;
-                let hr = self.high_rxt.clamp(self.una, self.max);
-                let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
-                return holes - lost + rtx;
-            }
-        }
-        let flight = (self.nxt - self.una) - self.scoreboard.covered_in(self.una, self.nxt);
-        if let Some(lim) = self.loss_limit() {
-            // Loss with SACK: bytes lost again leave the pipe until resent
-            let lost = (lim - self.una) - self.scoreboard.covered_in(self.una, lim);
-            let hr = self.rxt2.clamp(self.una, lim);
-            let rtx = (hr - self.una) - self.scoreboard.covered_in(self.una, hr);
-            return flight - lost + rtx;
-        }
-        flight
-    }
-
-    /// The first un-SACKed range at or after `x` and below `limit`.
-    fn hole_at_or_after(&self, x: u64, limit: u64) -> Option<(u64, u64)> {
-        let mut s = x;
-        if let Some((_, e)) = self.scoreboard.containing(s) {
-            s = e;
-        }
-        if s >= limit {
-            return None;
-        }
-        let e = match self.scoreboard.next_at_or_after(s) {
-            Some((ns, _)) => ns.min(limit),
-            None => limit,
-        };
-        Some((s, e))
-    }
-
     /// The start of the next MPTCP mapping above `seq` (u64::MAX if none):
     /// a segment never spans two mappings, since it carries one DSN.
     fn mapping_end(&self, seq: u64) -> u64 {
@@ -1015,71 +661,6 @@ impl TcpSender {
         }
         let i = self.dsn_map.partition_point(|&(s, _)| s <= seq);
         self.dsn_map.get(i).map_or(u64::MAX, |&(s, _)| s)
-    }
-
-    /// Chooses the next segment to send: (seq, len, is_retransmission).
-    #[inline]
-    fn next_segment(&self) -> Option<(u64, u32, bool)> {
-        if self.recovery == Recovery::Open && self.nxt >= self.max && self.dsn_map.len() < 2 {
-            // the common case: nothing to resend, one mapping; new data if
-            // any (what `next_segment_slow` returns then, without the call)
-            let from = self.nxt;
-            let next = (from < self.app_end).then(|| (from, (self.app_end - from).min(self.cfg.mss as u64) as u32, false));
-            debug_assert_eq!(next, self.next_segment_slow());
-            return next;
-        }
-        self.next_segment_slow()
-    }
-
-    /// The full choice; [`TcpSender::next_segment`] answers the common
-    /// state inline.
-    #[inline(never)]
-    fn next_segment_slow(&self) -> Option<(u64, u32, bool)> {
-        let mss = self.cfg.mss as u64;
-        let seg = |s: u64, e: u64| (s, (e.min(self.mapping_end(s)) - s).min(mss) as u32);
-        if let (Recovery::Fast { .. }, true) = (self.recovery, self.cfg.sack) {
-            // RFC 6675 NextSeg (rule 1): the first lost hole at or after HighRxt.
-            let from = self.high_rxt.max(self.una);
-            if let Some(l) = self.scoreboard.loss_point(self.lost_threshold()) {
-                if let Some((s, e)) = self.hole_at_or_after(from, l.min(self.max)) {
-                    let (s, n) = seg(s, e);
-                    return Some((s, n, true));
-                }
-            }
-            // (rule 2): new data
-            if self.nxt < self.app_end {
-                let (s, n) = seg(self.nxt, self.app_end);
-                return Some((s, n, false));
-            }
-            // (rule 3): any hole at or after HighRxt below the highest
-            // SACKed byte (above it, data is in flight, not missing)
-            let top = self.scoreboard.max_end().unwrap_or(self.una).min(self.max);
-            if let Some((s, e)) = self.hole_at_or_after(from, top) {
-                let (s, n) = seg(s, e);
-                return Some((s, n, true));
-            }
-            return None;
-        }
-        if let Some(lim) = self.loss_limit() {
-            // RFC 6675 §5.1: first, what the go-back-N pass sent and lost again
-            if let Some((s, e)) = self.hole_at_or_after(self.rxt2.max(self.una), lim) {
-                let (s, n) = seg(s, e);
-                return Some((s, n, true));
-            }
-        }
-        if self.nxt < self.max {
-            // go-back-N after an RTO, skipping what the receiver has SACKed
-            if let Some((s, e)) = self.hole_at_or_after(self.nxt, self.max) {
-                let (s, n) = seg(s, e);
-                return Some((s, n, true));
-            }
-        }
-        let from = self.nxt.max(self.max);
-        if from < self.app_end {
-            let (s, n) = seg(from, self.app_end);
-            return Some((s, n, false));
-        }
-        None
     }
 
     fn emit(&mut self, seq: u64, len: u32, retx: bool, now: SimTime, out: &mut Vec<TcpHeader>) {
@@ -1119,9 +700,7 @@ impl TcpSender {
         if self.nxt > self.max {
             self.max = self.nxt;
         }
-        if self.dctcp_window_end == 0 {
-            self.dctcp_window_end = self.max;
-        }
+        self.cc.on_send(self.max);
         let mut flags = ACK;
         if self.cwr_pending {
             flags |= CWR;
@@ -1157,173 +736,28 @@ impl TcpSender {
         d + (seq - s)
     }
 
-    fn enter_fast_recovery(&mut self) {
-        let mss = self.cfg.mss as u64;
-        if self.adaptive() {
-            self.start_undo_episode();
-        }
-        let flight = self.max - self.una;
-        // RFC 5681 eq. (4), or RFC 2001's cwnd / 2
-        self.ssthresh = match self.cfg.fr_ssthresh {
-            FrSsthresh::FlightSize => flight / 2,
-            FrSsthresh::Cwnd => self.cwnd / 2,
-        }
-        .max(2 * mss);
-        self.recovery = Recovery::Fast { recover: self.recover_point() };
-        self.stats.fast_recoveries += 1;
-        self.high_rxt = self.una;
-        self.rxt_mark = u64::MAX;
-        self.rescued = false;
-        if self.cfg.sack {
-            // RFC 6937 initialisation
-            self.prr_delivered = 0;
-            self.prr_out = 0;
-            self.recover_fs = flight;
-        } else {
-            self.cwnd = self.ssthresh + 3 * mss;
-        }
-        // Retransmit the first unacknowledged segment now (RFC 6675 §5 step 4.3,
-        // RFC 6582 §3.2 step 2), whatever the window says; `poll` sends it.
-        let (s, e) = self.hole_at_or_after(self.una, self.max).unwrap_or((self.una, self.max));
-        let len = (e - s).min(mss) as u32;
-        self.force = Some((s, len));
-        self.high_rxt = s + len as u64;
-        if self.cfg.sack {
-            // PRR starts from what is in flight once that segment is resent
-            self.cwnd = self.pipe();
-        }
+    /// Lends cwnd and ssthresh to congestion control as a [`Window`].
+    #[inline]
+    fn congestion<R>(&mut self, f: impl FnOnce(&mut Controller, &mut Window) -> R) -> R {
+        let mut w = Window { cwnd: self.cwnd, ssthresh: self.ssthresh, mss: self.cfg.mss as u64, flight: self.max - self.una };
+        let r = f(&mut self.cc, &mut w);
+        self.cwnd = w.cwnd;
+        self.ssthresh = w.ssthresh;
+        r
     }
 
-    /// RFC 6937 §3: on each ACK in recovery, send `sndcnt` more bytes.
-    fn prr_update(&mut self, delivered: u64) {
-        let mss = self.cfg.mss as u64;
-        self.prr_delivered += delivered;
-        let pipe = self.pipe();
-        let sndcnt = if pipe > self.ssthresh {
-            // proportional part
-            let target = (self.prr_delivered as u128 * self.ssthresh as u128).div_ceil(self.recover_fs.max(1) as u128) as u64;
-            target.saturating_sub(self.prr_out)
-        } else {
-            // slow-start (PRR-SSRB) or conservative (PRR-CRB) reduction bound
-            let extra = if self.cfg.prr_bound == PrrBound::Ssrb { mss } else { 0 };
-            let limit = (self.prr_delivered.saturating_sub(self.prr_out)).max(delivered) + extra;
-            (self.ssthresh - pipe).min(limit)
-        };
-        self.cwnd = pipe + sndcnt;
-    }
-
-    fn grow(&mut self, acked: u64) {
-        if !self.cwnd_limited {
-            return; // RFC 7661: no growth while application- or rwnd-limited
-        }
-        let mss = self.cfg.mss as u64;
-        if self.cwnd < self.ssthresh {
-            // slow start: RFC 3465 (L = 2) or RFC 5681 (one MSS per ACK)
-            let inc = if self.cfg.byte_counting { acked.min(2 * mss) } else { acked.min(mss) };
-            self.cwnd = (self.cwnd + inc).min(self.ssthresh.max(self.cwnd));
-            return;
-        }
-        match self.coupling {
-            None if self.cfg.byte_counting => {
-                // RFC 3465 congestion avoidance: one MSS per cwnd of bytes acked
-                self.ca_acc += acked;
-                if self.ca_acc >= self.cwnd {
-                    self.ca_acc -= self.cwnd;
-                    self.cwnd += mss;
-                }
-            }
-            None => {
-                // RFC 5681 eq. (3): MSS*MSS/cwnd per ACK
-                self.ca_frac += (mss * mss) as f64 / self.cwnd as f64;
-                let whole = self.ca_frac.floor();
-                self.cwnd += whole as u64;
-                self.ca_frac -= whole;
-            }
-            Some((alpha, total)) => {
-                let a = acked as f64 * mss as f64;
-                let inc = (alpha * a / total as f64).min(a / self.cwnd as f64);
-                self.ca_frac += inc;
-                let whole = self.ca_frac.floor();
-                self.cwnd += whole as u64;
-                self.ca_frac -= whole;
-            }
-        }
-    }
-
-    fn dctcp_account(&mut self, acked: u64, ece: bool) {
-        let CongestionControl::Dctcp { g } = self.cfg.cc else {
-            return;
-        };
-        self.dctcp_acked += acked;
-        if ece {
-            self.dctcp_marked += acked;
-        }
-        if self.una >= self.dctcp_window_end {
-            // RFC 8257 §3.3: once per window of data
-            let f = if self.dctcp_acked > 0 { self.dctcp_marked as f64 / self.dctcp_acked as f64 } else { 0.0 };
-            self.alpha = (1.0 - g) * self.alpha + g * f;
-            self.dctcp_acked = 0;
-            self.dctcp_marked = 0;
-            self.dctcp_window_end = self.max.max(self.una + 1);
-        }
-    }
-
+    /// ECN-Echo (RFC 3168 §6.1.2, RFC 8257 §3.3): at most one reduction per
+    /// window of data and none during loss recovery; congestion control
+    /// chooses the reduction, and CWR tells the receiver.
     fn on_ece(&mut self) {
         if self.una < self.cwr_until || self.recovery != Recovery::Open {
-            return; // at most one reduction per window of data
+            return;
         }
-        let mss = self.cfg.mss as u64;
-        match self.cfg.cc {
-            CongestionControl::Dctcp { .. } => {
-                self.cwnd = ((self.cwnd as f64 * (1.0 - self.alpha / 2.0)) as u64).max(mss);
-                self.ssthresh = self.cwnd.max(2 * mss);
-            }
-            CongestionControl::NewReno => {
-                if !self.cfg.ecn && !self.cfg.ece_response {
-                    return;
-                }
-                self.ssthresh = ((self.max - self.una) / 2).max(2 * mss);
-                self.cwnd = self.ssthresh;
-            }
+        if !self.congestion(|cc, w| cc.on_ece(w)) {
+            return;
         }
         self.stats.ecn_reductions += 1;
         self.cwr_until = self.max;
         self.cwr_pending = true;
     }
-}
-
-/// RFC 6356 §3: alpha = cwnd_total · max_i(cwnd_i / rtt_i²) / (Σ_i cwnd_i / rtt_i)²
-/// over the subflows' (cwnd in bytes, smoothed RTT), and cwnd_total. `None`
-/// until some subflow has an RTT sample.
-pub fn lia_alpha(subflows: impl IntoIterator<Item = (u64, SimTime)>) -> Option<(f64, u64)> {
-    let (mut total, mut best, mut sum) = (0u64, 0.0f64, 0.0f64);
-    for (cwnd, rtt) in subflows {
-        let (w, r) = (cwnd as f64, rtt.as_secs_f64().max(1e-9));
-        total += cwnd;
-        best = best.max(w / (r * r));
-        sum += w / r;
-    }
-    (sum > 0.0).then(|| (total as f64 * best / (sum * sum), total))
-}
-
-/// RFC 2883 §4 / RFC 3708 §2: the first SACK block is a D-SACK when it lies
-/// below the cumulative ACK or inside the second block.
-fn dsack_block(h: &TcpHeader) -> Option<(u64, u64)> {
-    let blocks = h.sack_blocks();
-    let &(a, b) = blocks.first()?;
-    let inside_second = blocks.get(1).is_some_and(|&(s, e)| s <= a && b <= e);
-    (a < b && (b <= h.ack || inside_second)).then_some((a, b))
-}
-
-/// The lowest byte in `[a, b)` covered by neither set.
-fn first_fresh(x: &RangeSet, y: &RangeSet, a: u64, b: u64) -> Option<u64> {
-    let mut p = a;
-    while p < b {
-        let q = y.skip(x.skip(p));
-        if q == p {
-            return Some(p);
-        }
-        p = q;
-    }
-    None
 }
