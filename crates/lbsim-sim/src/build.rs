@@ -127,146 +127,9 @@ fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
 pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
     let topo = sc.build_topology()?;
     let w = &sc.workload;
-    let mss = sc.transport.mss_bytes as u64;
-    let mut rng = Rng::stream(sc.seed, "traffic");
-    let start = SimTime::from_us_f64(w.start_us);
     let (flows, info) = match w.kind.as_str() {
-        "poisson" | "per_sender" => {
-            let sizes = if w.classes.is_empty() {
-                FlowSizes::single(size_dist(
-                    base_dir,
-                    "workload",
-                    w.size_bytes,
-                    w.pareto.as_ref(),
-                    Some(w.cdf.as_str()),
-                    w.cdf_file.as_deref(),
-                    w.cdf_unit_bytes,
-                )?)
-            } else {
-                let mut classes = vec![];
-                for (i, c) in w.classes.iter().enumerate() {
-                    let dist = size_dist(
-                        base_dir,
-                        &format!("workload.classes[{i}]"),
-                        c.size_bytes,
-                        c.pareto.as_ref(),
-                        c.cdf.as_deref(),
-                        c.cdf_file.as_deref(),
-                        c.cdf_unit_bytes,
-                    )?;
-                    classes.push(SizeClass { name: c.name.clone(), fraction: c.fraction, dist });
-                }
-                FlowSizes { classes }
-            };
-            let pattern = match w.pattern.as_str() {
-                "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
-                "all_to_all" => Pattern::AllToAll,
-                "stride" => Pattern::Stride { stride: w.stride },
-                "bijection" => Pattern::Bijection,
-                "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
-                "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
-                p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
-            };
-            for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
-                if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
-                    return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
-                }
-            }
-            let n_pods = topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).max().unwrap_or(0) + 1;
-            if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
-                return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
-            }
-            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
-                .map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
-            let mean = sizes.mean(mss);
-            if w.kind == "per_sender" {
-                let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
-                let info = json!({
-                    "kind": "per_sender",
-                    "cdf": sizes.name(),
-                    "classes": class_info(&sizes, mss),
-                    "mean_flow_bytes": mean,
-                    "pattern": w.pattern,
-                    "start_gap_us": w.start_gap_us,
-                    "flows": flows.len(),
-                });
-                (flows, info)
-            } else {
-                let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
-                let (rate, offered) = match w.rate_per_s {
-                    Some(r) => (r, r * 8.0 * mean),
-                    None => (w.load * cap / (8.0 * mean), w.load * cap),
-                };
-                if w.rate_per_s.is_some() && offered >= cap && !w.allow_overload {
-                    return Err(bad(
-                        "workload.rate_per_s",
-                        format!(
-                            "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
-                            lbsim_engine::fmt_num(offered / cap),
-                            w.load_of,
-                            lbsim_engine::fmt_num(offered / 1e9)
-                        ),
-                    ));
-                }
-                // the arrivals must fit the clock: refuse a span beyond the 1-day limit
-                let span_s = w.flows as f64 / rate;
-                if span_s > SimTime::MAX_INPUT.as_secs_f64() {
-                    let key = if w.rate_per_s.is_some() {
-                        "workload.rate_per_s"
-                    } else if w.size_bytes.is_some() {
-                        "workload.size_bytes"
-                    } else {
-                        "workload.load"
-                    };
-                    return Err(bad(
-                        key,
-                        format!(
-                            "{} flows at {} arrivals/s (mean flow {} bytes) would arrive over {} days of simulated time, beyond the 1-day limit",
-                            w.flows,
-                            lbsim_engine::fmt_num(rate),
-                            lbsim_engine::fmt_num(mean),
-                            lbsim_engine::fmt_num((span_s / 86_400.0 * 10.0).round() / 10.0)
-                        ),
-                    ));
-                }
-                let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
-                let info = json!({
-                    "kind": "poisson",
-                    "cdf": sizes.name(),
-                    "classes": class_info(&sizes, mss),
-                    "size_sampling": "CDFs: linear interpolation between points, first point a point mass; Pareto: inverse CDF; clamped to >= 1 MSS",
-                    "mean_flow_bytes": mean,
-                    "pattern": w.pattern,
-                    "load": if w.rate_per_s.is_some() { offered / cap } else { w.load },
-                    "load_of": w.load_of,
-                    "capacity_gbps": cap / 1e9,
-                    "capacity_definition": cap_desc,
-                    "offered_gbps": offered / 1e9,
-                    "arrival_rate_per_s": rate,
-                    "flows": flows.len(),
-                });
-                (flows, info)
-            }
-        }
-        "flow_list" => {
-            let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
-            let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
-            let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
-            if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.start > SimTime::MAX_INPUT) {
-                return Err(bad(
-                    "workload.flow_list",
-                    format!(
-                        "{}: flow {i} starts beyond the 1-day limit on any time input (start_us of {src} -> {dst})",
-                        path.display(),
-                        src = f.src,
-                        dst = f.dst
-                    ),
-                ));
-            }
-            let bytes: u64 = flows.iter().map(|f| f.size).sum();
-            let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
-            (flows, info)
-        }
+        "poisson" | "per_sender" => generated_flows(sc, &topo, base_dir)?,
+        "flow_list" => listed_flows(sc, &topo, base_dir)?,
         "incast" => {
             let i = &w.incast;
             let info = json!({"kind": "incast", "client": i.client, "fan_in": i.fan_in, "request_bytes": i.request_bytes, "requests": i.requests});
@@ -275,6 +138,158 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
         _ => (vec![], json!({"kind": "none"})),
     };
     Ok(Prepared { topo, flows, workload_info: info, base_dir: base_dir.map(|p| p.to_path_buf()) })
+}
+
+/// The flow sizes of a generated workload: one distribution, or its classes.
+fn flow_sizes(sc: &Scenario, base_dir: Option<&Path>) -> Result<FlowSizes, ScenarioError> {
+    let w = &sc.workload;
+    if w.classes.is_empty() {
+        return Ok(FlowSizes::single(size_dist(
+            base_dir,
+            "workload",
+            w.size_bytes,
+            w.pareto.as_ref(),
+            Some(w.cdf.as_str()),
+            w.cdf_file.as_deref(),
+            w.cdf_unit_bytes,
+        )?));
+    }
+    let mut classes = vec![];
+    for (i, c) in w.classes.iter().enumerate() {
+        let dist =
+            size_dist(base_dir, &format!("workload.classes[{i}]"), c.size_bytes, c.pareto.as_ref(), c.cdf.as_deref(), c.cdf_file.as_deref(), c.cdf_unit_bytes)?;
+        classes.push(SizeClass { name: c.name.clone(), fraction: c.fraction, dist });
+    }
+    Ok(FlowSizes { classes })
+}
+
+/// The (source, destination) sampler of `workload.pattern`, its racks and
+/// pods checked against the topology.
+fn pair_sampler(sc: &Scenario, topo: &Topology, rng: &mut Rng) -> Result<PairSampler, ScenarioError> {
+    let w = &sc.workload;
+    let pattern = match w.pattern.as_str() {
+        "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
+        "all_to_all" => Pattern::AllToAll,
+        "stride" => Pattern::Stride { stride: w.stride },
+        "bijection" => Pattern::Bijection,
+        "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
+        "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
+        p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
+    };
+    for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
+        if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
+            return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
+        }
+    }
+    let n_pods = topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).max().unwrap_or(0) + 1;
+    if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
+        return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
+    }
+    PairSampler::new(pattern, &layout(topo), rng).map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))
+}
+
+/// The flows of a generated workload (`poisson`, `per_sender`) and their
+/// description for the summary.
+fn generated_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> Result<(Vec<FlowSpec>, Value), ScenarioError> {
+    let w = &sc.workload;
+    let mss = sc.transport.mss_bytes as u64;
+    let mut rng = Rng::stream(sc.seed, "traffic");
+    let start = SimTime::from_us_f64(w.start_us);
+    let sizes = flow_sizes(sc, base_dir)?;
+    let pairs = pair_sampler(sc, topo, &mut rng)?;
+    let mean = sizes.mean(mss);
+    if w.kind == "per_sender" {
+        let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
+        let info = json!({
+            "kind": "per_sender",
+            "cdf": sizes.name(),
+            "classes": class_info(&sizes, mss),
+            "mean_flow_bytes": mean,
+            "pattern": w.pattern,
+            "start_gap_us": w.start_gap_us,
+            "flows": flows.len(),
+        });
+        return Ok((flows, info));
+    }
+    let (cap, cap_desc) = capacity(sc, topo, &pairs)?;
+    let (rate, offered) = match w.rate_per_s {
+        Some(r) => (r, r * 8.0 * mean),
+        None => (w.load * cap / (8.0 * mean), w.load * cap),
+    };
+    check_arrival_rate(sc, rate, offered, cap, mean)?;
+    let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
+    let info = json!({
+        "kind": "poisson",
+        "cdf": sizes.name(),
+        "classes": class_info(&sizes, mss),
+        "size_sampling": "CDFs: linear interpolation between points, first point a point mass; Pareto: inverse CDF; clamped to >= 1 MSS",
+        "mean_flow_bytes": mean,
+        "pattern": w.pattern,
+        "load": if w.rate_per_s.is_some() { offered / cap } else { w.load },
+        "load_of": w.load_of,
+        "capacity_gbps": cap / 1e9,
+        "capacity_definition": cap_desc,
+        "offered_gbps": offered / 1e9,
+        "arrival_rate_per_s": rate,
+        "flows": flows.len(),
+    });
+    Ok((flows, info))
+}
+
+/// Refuses a Poisson arrival rate (per second; `offered` bits/s of
+/// capacity `cap`, mean flow `mean` bytes) that overloads the capacity
+/// without `allow_overload`, or whose arrivals would outrun the clock.
+fn check_arrival_rate(sc: &Scenario, rate: f64, offered: f64, cap: f64, mean: f64) -> Result<(), ScenarioError> {
+    let w = &sc.workload;
+    if w.rate_per_s.is_some() && offered >= cap && !w.allow_overload {
+        return Err(bad(
+            "workload.rate_per_s",
+            format!(
+                "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
+                lbsim_engine::fmt_num(offered / cap),
+                w.load_of,
+                lbsim_engine::fmt_num(offered / 1e9)
+            ),
+        ));
+    }
+    // the arrivals must fit the clock: refuse a span beyond the 1-day limit
+    let span_s = w.flows as f64 / rate;
+    if span_s > SimTime::MAX_INPUT.as_secs_f64() {
+        let key = if w.rate_per_s.is_some() {
+            "workload.rate_per_s"
+        } else if w.size_bytes.is_some() {
+            "workload.size_bytes"
+        } else {
+            "workload.load"
+        };
+        return Err(bad(
+            key,
+            format!(
+                "{} flows at {} arrivals/s (mean flow {} bytes) would arrive over {} days of simulated time, beyond the 1-day limit",
+                w.flows,
+                lbsim_engine::fmt_num(rate),
+                lbsim_engine::fmt_num(mean),
+                lbsim_engine::fmt_num((span_s / 86_400.0 * 10.0).round() / 10.0)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The flows of a `flow_list` file and their description for the summary.
+fn listed_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> Result<(Vec<FlowSpec>, Value), ScenarioError> {
+    let path = resolve(base_dir, sc.workload.flow_list.as_deref().unwrap());
+    let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
+    let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
+    if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.start > SimTime::MAX_INPUT) {
+        return Err(bad(
+            "workload.flow_list",
+            format!("{}: flow {i} starts beyond the 1-day limit on any time input (start_us of {src} -> {dst})", path.display(), src = f.src, dst = f.dst),
+        ));
+    }
+    let bytes: u64 = flows.iter().map(|f| f.size).sum();
+    let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
+    Ok((flows, info))
 }
 
 /// The flow list a scenario generates (`lbsim flows`).
