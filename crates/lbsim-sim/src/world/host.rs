@@ -749,3 +749,90 @@ impl World {
         self.q.schedule(now + gap, Ev::Udp { src });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::World;
+    use crate::Scenario;
+    use lbsim_engine::SimTime;
+    use lbsim_tcp::header::ACK;
+    use lbsim_tcp::TcpHeader;
+
+    const FABRIC: &str = r#"
+[topology]
+kind = "leaf_spine"
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_rate_gbps = 10
+fabric_rate_gbps = 40
+[workload]
+kind = "none"
+[run]
+stop_ms = 1.0
+"#;
+
+    fn world(sets: &[&str]) -> World {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let sc = Scenario::from_toml(FABRIC, &sets).unwrap_or_else(|e| panic!("{e}"));
+        crate::build::build(&sc, None).unwrap_or_else(|e| panic!("{e}")).w
+    }
+
+    fn data(seq: u64, len: u32) -> TcpHeader {
+        TcpHeader { seq, len, flags: ACK, dsn: seq, ..Default::default() }
+    }
+
+    /// Goodput is split at the flows' ends in the stream, and a window is
+    /// written out when a segment lands in a later one.
+    #[test]
+    fn goodput_splits_at_flow_ends_and_windows() {
+        let mut w = world(&[]);
+        let id = w.new_conn(0, 2, true, true, 80);
+        let c = w.tcp.conns[id as usize].as_mut().unwrap();
+        c.flow_ends.extend([(1000, 7), (3000, 8)]);
+        let (win, mut rows, mut out) = (SimTime::from_ms(1), vec![], vec![]);
+        let now = SimTime::from_us(500);
+        assert_eq!(c.receiver.on_segment(&data(0, 2000), false, now, &mut out), 2000);
+        c.record_goodput(win, 0, now, &mut rows);
+        assert!(rows.is_empty());
+        assert_eq!(c.rate_acc, vec![(7, 1000), (8, 1000)]);
+        let now = SimTime::from_us(1500);
+        assert_eq!(c.receiver.on_segment(&data(2000, 1000), false, now, &mut out), 1000);
+        c.record_goodput(win, 2000, now, &mut rows);
+        assert_eq!(rows, vec![(win, 7, 1000), (win, 8, 1000)]);
+        assert_eq!(c.rate_acc, vec![(8, 1000)]);
+    }
+
+    /// A fast recovery resending a dropped segment counts as loss-driven
+    /// (once: the drop record is consumed); one with no drop and no
+    /// overtaking counts as neither.
+    #[test]
+    fn recovery_classified_by_drop_record() {
+        let mut w = world(&[]);
+        let id = w.new_conn(0, 2, true, true, 80);
+        let c = w.tcp.conns[id as usize].as_mut().unwrap();
+        let una = c.sender.snd_una();
+        c.lost.push(una);
+        c.classify_recovery();
+        assert_eq!((c.fr_loss, c.fr_reorder, c.fr_other), (1, 0, 0));
+        assert!(c.lost.is_empty());
+        c.classify_recovery();
+        assert_eq!((c.fr_loss, c.fr_reorder, c.fr_other), (1, 0, 1));
+    }
+
+    /// `World::new` leaves nothing for the builder to set: the links down
+    /// at t = 0 have failed ports and the UDP sources' first sends are
+    /// already in the queue, ahead of what `start` schedules.
+    #[test]
+    fn new_world_is_complete() {
+        let w = world(&["failures=[{link=\"L0-S0#0\"}]", "udp=[{src=0,dst=2,rate_gbps=1.0,start_ms=0.25,stop_ms=0.5}]"]);
+        let l = w.topo.match_links("L0-S0#0");
+        assert_eq!(l.len(), 1);
+        assert!(!w.link_up[l[0].idx()]);
+        for p in w.topo.links[l[0].idx()].ports {
+            assert!(!w.ports[p.idx()].up);
+        }
+        assert_eq!(w.q.peek_time(), Some(SimTime::from_us(250)));
+        assert_eq!(w.udp_until, SimTime::from_us(500));
+    }
+}
