@@ -5,11 +5,12 @@
 //! valid.
 
 use crate::scenario::{self, bad, Scenario, ScenarioError};
-use crate::world::{Incast, LinkEvent, UdpSource, World};
+use crate::world::{DropPlan, Incast, JobSpec, LinkEvent, SampleConfig, UdpSource, World, WorldConfig};
 use crate::{metrics, SimError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
-use lbsim_net::{NodeKind, PortEnds, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
+use lbsim_net::{LinkId, NodeKind, PortEnds, PortId, PortPlace, PortQueue, Routing, Threshold, Topology};
+use lbsim_tcp::TcpConfig;
 use lbsim_workload::{
     per_sender_flows, poisson_flows, read_flow_list, Cdf, CdfFormat, FlowSizes, FlowSpec, HostLayout, PairSampler, Pattern, SizeClass, SizeDist,
 };
@@ -126,146 +127,9 @@ fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
 pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
     let topo = sc.build_topology()?;
     let w = &sc.workload;
-    let mss = sc.transport.mss_bytes as u64;
-    let mut rng = Rng::stream(sc.seed, "traffic");
-    let start = SimTime::from_us_f64(w.start_us);
     let (flows, info) = match w.kind.as_str() {
-        "poisson" | "per_sender" => {
-            let sizes = if w.classes.is_empty() {
-                FlowSizes::single(size_dist(
-                    base_dir,
-                    "workload",
-                    w.size_bytes,
-                    w.pareto.as_ref(),
-                    Some(w.cdf.as_str()),
-                    w.cdf_file.as_deref(),
-                    w.cdf_unit_bytes,
-                )?)
-            } else {
-                let mut classes = vec![];
-                for (i, c) in w.classes.iter().enumerate() {
-                    let dist = size_dist(
-                        base_dir,
-                        &format!("workload.classes[{i}]"),
-                        c.size_bytes,
-                        c.pareto.as_ref(),
-                        c.cdf.as_deref(),
-                        c.cdf_file.as_deref(),
-                        c.cdf_unit_bytes,
-                    )?;
-                    classes.push(SizeClass { name: c.name.clone(), fraction: c.fraction, dist });
-                }
-                FlowSizes { classes }
-            };
-            let pattern = match w.pattern.as_str() {
-                "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
-                "all_to_all" => Pattern::AllToAll,
-                "stride" => Pattern::Stride { stride: w.stride },
-                "bijection" => Pattern::Bijection,
-                "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
-                "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
-                p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
-            };
-            for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
-                if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
-                    return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
-                }
-            }
-            let n_pods = topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).max().unwrap_or(0) + 1;
-            if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
-                return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
-            }
-            let pairs = PairSampler::new(pattern, &layout(&topo), &mut rng)
-                .map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))?;
-            let mean = sizes.mean(mss);
-            if w.kind == "per_sender" {
-                let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
-                let info = json!({
-                    "kind": "per_sender",
-                    "cdf": sizes.name(),
-                    "classes": class_info(&sizes, mss),
-                    "mean_flow_bytes": mean,
-                    "pattern": w.pattern,
-                    "start_gap_us": w.start_gap_us,
-                    "flows": flows.len(),
-                });
-                (flows, info)
-            } else {
-                let (cap, cap_desc) = capacity(sc, &topo, &pairs)?;
-                let (rate, offered) = match w.rate_per_s {
-                    Some(r) => (r, r * 8.0 * mean),
-                    None => (w.load * cap / (8.0 * mean), w.load * cap),
-                };
-                if w.rate_per_s.is_some() && offered >= cap && !w.allow_overload {
-                    return Err(bad(
-                        "workload.rate_per_s",
-                        format!(
-                            "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
-                            lbsim_engine::fmt_num(offered / cap),
-                            w.load_of,
-                            lbsim_engine::fmt_num(offered / 1e9)
-                        ),
-                    ));
-                }
-                // the arrivals must fit the clock: refuse a span beyond the 1-day limit
-                let span_s = w.flows as f64 / rate;
-                if span_s > SimTime::MAX_INPUT.as_secs_f64() {
-                    let key = if w.rate_per_s.is_some() {
-                        "workload.rate_per_s"
-                    } else if w.size_bytes.is_some() {
-                        "workload.size_bytes"
-                    } else {
-                        "workload.load"
-                    };
-                    return Err(bad(
-                        key,
-                        format!(
-                            "{} flows at {} arrivals/s (mean flow {} bytes) would arrive over {} days of simulated time, beyond the 1-day limit",
-                            w.flows,
-                            lbsim_engine::fmt_num(rate),
-                            lbsim_engine::fmt_num(mean),
-                            lbsim_engine::fmt_num((span_s / 86_400.0 * 10.0).round() / 10.0)
-                        ),
-                    ));
-                }
-                let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
-                let info = json!({
-                    "kind": "poisson",
-                    "cdf": sizes.name(),
-                    "classes": class_info(&sizes, mss),
-                    "size_sampling": "CDFs: linear interpolation between points, first point a point mass; Pareto: inverse CDF; clamped to >= 1 MSS",
-                    "mean_flow_bytes": mean,
-                    "pattern": w.pattern,
-                    "load": if w.rate_per_s.is_some() { offered / cap } else { w.load },
-                    "load_of": w.load_of,
-                    "capacity_gbps": cap / 1e9,
-                    "capacity_definition": cap_desc,
-                    "offered_gbps": offered / 1e9,
-                    "arrival_rate_per_s": rate,
-                    "flows": flows.len(),
-                });
-                (flows, info)
-            }
-        }
-        "flow_list" => {
-            let path = resolve(base_dir, w.flow_list.as_deref().unwrap());
-            let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
-            let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
-            if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.start > SimTime::MAX_INPUT) {
-                return Err(bad(
-                    "workload.flow_list",
-                    format!(
-                        "{}: flow {i} starts beyond the 1-day limit on any time input (start_us of {src} -> {dst})",
-                        path.display(),
-                        src = f.src,
-                        dst = f.dst
-                    ),
-                ));
-            }
-            let bytes: u64 = flows.iter().map(|f| f.size).sum();
-            let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
-            (flows, info)
-        }
+        "poisson" | "per_sender" => generated_flows(sc, &topo, base_dir)?,
+        "flow_list" => listed_flows(sc, &topo, base_dir)?,
         "incast" => {
             let i = &w.incast;
             let info = json!({"kind": "incast", "client": i.client, "fan_in": i.fan_in, "request_bytes": i.request_bytes, "requests": i.requests});
@@ -274,6 +138,158 @@ pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, Scena
         _ => (vec![], json!({"kind": "none"})),
     };
     Ok(Prepared { topo, flows, workload_info: info, base_dir: base_dir.map(|p| p.to_path_buf()) })
+}
+
+/// The flow sizes of a generated workload: one distribution, or its classes.
+fn flow_sizes(sc: &Scenario, base_dir: Option<&Path>) -> Result<FlowSizes, ScenarioError> {
+    let w = &sc.workload;
+    if w.classes.is_empty() {
+        return Ok(FlowSizes::single(size_dist(
+            base_dir,
+            "workload",
+            w.size_bytes,
+            w.pareto.as_ref(),
+            Some(w.cdf.as_str()),
+            w.cdf_file.as_deref(),
+            w.cdf_unit_bytes,
+        )?));
+    }
+    let mut classes = vec![];
+    for (i, c) in w.classes.iter().enumerate() {
+        let dist =
+            size_dist(base_dir, &format!("workload.classes[{i}]"), c.size_bytes, c.pareto.as_ref(), c.cdf.as_deref(), c.cdf_file.as_deref(), c.cdf_unit_bytes)?;
+        classes.push(SizeClass { name: c.name.clone(), fraction: c.fraction, dist });
+    }
+    Ok(FlowSizes { classes })
+}
+
+/// The (source, destination) sampler of `workload.pattern`, its racks and
+/// pods checked against the topology.
+fn pair_sampler(sc: &Scenario, topo: &Topology, rng: &mut Rng) -> Result<PairSampler, ScenarioError> {
+    let w = &sc.workload;
+    let pattern = match w.pattern.as_str() {
+        "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
+        "all_to_all" => Pattern::AllToAll,
+        "stride" => Pattern::Stride { stride: w.stride },
+        "bijection" => Pattern::Bijection,
+        "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
+        "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
+        p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
+    };
+    for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
+        if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
+            return Err(bad(f, format!("rack {r} does not exist (the topology has {} racks)", topo.racks.len())));
+        }
+    }
+    let n_pods = topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).max().unwrap_or(0) + 1;
+    if let Some(p) = w.pods.iter().find(|&&p| p >= n_pods) {
+        return Err(bad("workload.pods", format!("pod {p} does not exist (the topology has {n_pods} pod(s))")));
+    }
+    PairSampler::new(pattern, &layout(topo), rng).map_err(|e| bad(if w.pods.is_empty() { "workload.pattern" } else { "workload.pods" }, e.0))
+}
+
+/// The flows of a generated workload (`poisson`, `per_sender`) and their
+/// description for the summary.
+fn generated_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> Result<(Vec<FlowSpec>, Value), ScenarioError> {
+    let w = &sc.workload;
+    let mss = sc.transport.mss_bytes as u64;
+    let mut rng = Rng::stream(sc.seed, "traffic");
+    let start = SimTime::from_us_f64(w.start_us);
+    let sizes = flow_sizes(sc, base_dir)?;
+    let pairs = pair_sampler(sc, topo, &mut rng)?;
+    let mean = sizes.mean(mss);
+    if w.kind == "per_sender" {
+        let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
+        let info = json!({
+            "kind": "per_sender",
+            "cdf": sizes.name(),
+            "classes": class_info(&sizes, mss),
+            "mean_flow_bytes": mean,
+            "pattern": w.pattern,
+            "start_gap_us": w.start_gap_us,
+            "flows": flows.len(),
+        });
+        return Ok((flows, info));
+    }
+    let (cap, cap_desc) = capacity(sc, topo, &pairs)?;
+    let (rate, offered) = match w.rate_per_s {
+        Some(r) => (r, r * 8.0 * mean),
+        None => (w.load * cap / (8.0 * mean), w.load * cap),
+    };
+    check_arrival_rate(sc, rate, offered, cap, mean)?;
+    let flows = poisson_flows(w.flows, rate, start, &sizes, mss, &pairs, &mut rng);
+    let info = json!({
+        "kind": "poisson",
+        "cdf": sizes.name(),
+        "classes": class_info(&sizes, mss),
+        "size_sampling": "CDFs: linear interpolation between points, first point a point mass; Pareto: inverse CDF; clamped to >= 1 MSS",
+        "mean_flow_bytes": mean,
+        "pattern": w.pattern,
+        "load": if w.rate_per_s.is_some() { offered / cap } else { w.load },
+        "load_of": w.load_of,
+        "capacity_gbps": cap / 1e9,
+        "capacity_definition": cap_desc,
+        "offered_gbps": offered / 1e9,
+        "arrival_rate_per_s": rate,
+        "flows": flows.len(),
+    });
+    Ok((flows, info))
+}
+
+/// Refuses a Poisson arrival rate (per second; `offered` bits/s of
+/// capacity `cap`, mean flow `mean` bytes) that overloads the capacity
+/// without `allow_overload`, or whose arrivals would outrun the clock.
+fn check_arrival_rate(sc: &Scenario, rate: f64, offered: f64, cap: f64, mean: f64) -> Result<(), ScenarioError> {
+    let w = &sc.workload;
+    if w.rate_per_s.is_some() && offered >= cap && !w.allow_overload {
+        return Err(bad(
+            "workload.rate_per_s",
+            format!(
+                "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
+                lbsim_engine::fmt_num(offered / cap),
+                w.load_of,
+                lbsim_engine::fmt_num(offered / 1e9)
+            ),
+        ));
+    }
+    // the arrivals must fit the clock: refuse a span beyond the 1-day limit
+    let span_s = w.flows as f64 / rate;
+    if span_s > SimTime::MAX_INPUT.as_secs_f64() {
+        let key = if w.rate_per_s.is_some() {
+            "workload.rate_per_s"
+        } else if w.size_bytes.is_some() {
+            "workload.size_bytes"
+        } else {
+            "workload.load"
+        };
+        return Err(bad(
+            key,
+            format!(
+                "{} flows at {} arrivals/s (mean flow {} bytes) would arrive over {} days of simulated time, beyond the 1-day limit",
+                w.flows,
+                lbsim_engine::fmt_num(rate),
+                lbsim_engine::fmt_num(mean),
+                lbsim_engine::fmt_num((span_s / 86_400.0 * 10.0).round() / 10.0)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The flows of a `flow_list` file and their description for the summary.
+fn listed_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> Result<(Vec<FlowSpec>, Value), ScenarioError> {
+    let path = resolve(base_dir, sc.workload.flow_list.as_deref().unwrap());
+    let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.flow_list", format!("{}: {e}", path.display())))?;
+    let flows = read_flow_list(&text, topo.num_hosts() as u32).map_err(|e| bad("workload.flow_list", e))?;
+    if let Some((i, f)) = flows.iter().enumerate().find(|(_, f)| f.start > SimTime::MAX_INPUT) {
+        return Err(bad(
+            "workload.flow_list",
+            format!("{}: flow {i} starts beyond the 1-day limit on any time input (start_us of {src} -> {dst})", path.display(), src = f.src, dst = f.dst),
+        ));
+    }
+    let bytes: u64 = flows.iter().map(|f| f.size).sum();
+    let info = json!({"kind": "flow_list", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes});
+    Ok((flows, info))
 }
 
 /// The flow list a scenario generates (`lbsim flows`).
@@ -442,8 +458,6 @@ pub fn place_jobs(sc: &Scenario, topo: &Topology) -> Result<Vec<Vec<u32>>, Scena
     Ok(out)
 }
 
-/// Runs a scenario. `progress` is called about every 0.25 s of wall time;
-/// returning false stops the run with [`SimError::Interrupted`].
 /// Everything a run does before its first event: topology, routes,
 /// ports, scheme, workload, samplers. `validate` stops here.
 pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, SimError> {
@@ -456,16 +470,70 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         let pairs: std::collections::HashSet<(u32, u32)> = flows.iter().map(|f| (f.src, f.dst)).collect();
         sc.check_connections(pairs.len() as u64, flows.len() as u64)?;
     }
-    let n = &sc.network;
     let tcp = sc.tcp_config();
+    let (link_events, down0) = link_failures(sc, &topo)?;
+    let drop_plan = drop_plan(sc, &topo)?;
+    let (link_up, routing) = initial_routes(&topo, &down0)?;
+    let pq = port_queues(sc, &topo);
+    let (lb, rtt) = scheme(sc, &topo, &routing, &tcp, pq.switch_limit)?;
+    let incast = incast(sc, &topo)?;
+    let udp = udp_sources(sc, &topo)?;
+    let jobs = sc
+        .jobs
+        .iter()
+        .zip(place_jobs(sc, &topo)?)
+        .enumerate()
+        .map(|(i, (j, hosts))| JobSpec {
+            name: j.name.clone().unwrap_or_else(|| format!("job{i}")),
+            op: lbsim_workload::CollOp::from_name(&j.op).expect("validated"),
+            hosts,
+            size: j.size_bytes,
+            iterations: j.iterations,
+            gap: SimTime::from_us_f64(j.gap_us),
+            channels: j.channels,
+            start: SimTime::from_us_f64(j.start_us),
+        })
+        .collect();
+    let samplers = sample_config(sc, &topo)?;
+    let hard_stop = hard_stop(sc, &flows)?;
+    let n = &sc.network;
+    let cfg = WorldConfig {
+        salts: (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect(),
+        topo,
+        link_up,
+        routing,
+        down0,
+        ports: pq.ports,
+        lb,
+        lb_rng: Rng::stream(sc.seed, "scheme"),
+        tcp,
+        persistent: (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair),
+        host_nic_limit: pq.host_nic_limit,
+        jitter: SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3),
+        jitter_rng: Rng::stream(sc.seed, "host_jitter"),
+        arrivals: flows,
+        incast,
+        udp,
+        jobs,
+        link_events,
+        drop_plan,
+        samplers,
+        // the steps table names the uplink of each step's slowest flow
+        path_record: sc.metrics.path_record || !sc.jobs.is_empty(),
+    };
+    Ok(Built { w: World::new(cfg), hard_stop, workload_info, rtt, ecn_desc: pq.ecn_desc, wall0 })
+}
 
-    // failures at t = 0 shape the initial routes; later ones are events
+/// The scheduled link failures (`[[failures]]`, `[[random_failures]]`):
+/// the events after t = 0, and the links down at t = 0 (they shape the
+/// initial routes).
+fn link_failures(sc: &Scenario, topo: &Topology) -> Result<(Vec<LinkEvent>, Vec<LinkId>), ScenarioError> {
     let mut link_events = vec![];
     let mut down0 = vec![];
     for (i, f) in sc.failures.iter().enumerate() {
         let links = topo.match_links(&f.link);
         if links.is_empty() {
-            return Err(bad(format!("failures[{i}].link"), format!("no link matches {:?} (links are named like \"L0-S1#0\")", f.link)).into());
+            return Err(bad(format!("failures[{i}].link"), format!("no link matches {:?} (links are named like \"L0-S1#0\")", f.link)));
         }
         let at = SimTime::from_us_f64(f.at_ms * 1e3);
         if at == SimTime::ZERO {
@@ -477,36 +545,61 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
             link_events.push(LinkEvent { at: SimTime::from_us_f64(r * 1e3), links, up: true });
         }
     }
-    let drawn = random_failures(sc, &topo)?;
-    for (at, l) in &drawn {
-        if *at == SimTime::ZERO {
-            down0.push(*l);
+    for (at, l) in random_failures(sc, topo)? {
+        if at == SimTime::ZERO {
+            down0.push(l);
         } else {
-            link_events.push(LinkEvent { at: *at, links: vec![*l], up: false });
+            link_events.push(LinkEvent { at, links: vec![l], up: false });
         }
     }
-    let mut drop_plan = vec![];
+    Ok((link_events, down0))
+}
+
+/// The scheduled packet drops (`[[drops]]`), one egress port each.
+fn drop_plan(sc: &Scenario, topo: &Topology) -> Result<Vec<DropPlan>, ScenarioError> {
+    let mut plan = vec![];
     for (i, d) in sc.drops.iter().enumerate() {
         let ports = topo.match_ports(&d.port);
         if ports.len() != 1 {
-            return Err(bad(format!("drops[{i}].port"), format!("{:?} names {} ports; name one egress port, like \"L0->S0#0\"", d.port, ports.len())).into());
+            return Err(bad(format!("drops[{i}].port"), format!("{:?} names {} ports; name one egress port, like \"L0->S0#0\"", d.port, ports.len())));
         }
-        drop_plan.push(crate::world::DropPlan { port: ports[0], at: SimTime::from_us_f64(d.at_ms * 1e3), left: d.count });
+        plan.push(DropPlan { port: ports[0], at: SimTime::from_us_f64(d.at_ms * 1e3), left: d.count });
     }
+    Ok(plan)
+}
+
+/// Per link, up at t = 0, and the routes over those links; refused if a
+/// host cannot reach another.
+fn initial_routes(topo: &Topology, down0: &[LinkId]) -> Result<(Vec<bool>, Routing), ScenarioError> {
     let mut up = vec![true; topo.links.len()];
-    for l in &down0 {
+    for l in down0 {
         up[l.idx()] = false;
     }
-    let routing0 = Routing::compute(&topo, &up);
-    if let Some((s, d)) = routing0.first_unreachable_pair(&topo) {
+    let routing = Routing::compute(topo, &up);
+    if let Some((s, d)) = routing.first_unreachable_pair(topo) {
         return Err(bad(
             "topology",
             format!("host {s} cannot reach host {d}{}", if down0.is_empty() { "" } else { " once the links failed at t = 0 are down" }),
-        )
-        .into());
+        ));
     }
+    Ok((up, routing))
+}
 
-    // ports
+/// The egress ports and what the rest of the build needs from their settings.
+struct PortSetup {
+    ports: Vec<PortQueue>,
+    /// The switch buffer limit (the scheme sizes its state from it).
+    switch_limit: Threshold,
+    /// NIC back-pressure limit, packets (`None`: drop-tail NICs).
+    host_nic_limit: Option<u32>,
+    /// The ECN marking threshold and ports, for the summary.
+    ecn_desc: Value,
+}
+
+/// Builds every egress port: buffers (`network.buffer_*`, host NICs with
+/// back-pressure or drop-tail) and ECN marking (switch ports only).
+fn port_queues(sc: &Scenario, topo: &Topology) -> PortSetup {
+    let n = &sc.network;
     let sw_limit = match (n.buffer_pkts, n.buffer_bytes) {
         (_, Some(b)) => Threshold::Bytes(b),
         (Some(p), _) => Threshold::Packets(p),
@@ -547,17 +640,25 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
             PortQueue::new(p.rate, p.delay, limit, if marks { ecn } else { None }).with_ends(ends)
         })
         .collect();
-    let salts: Vec<u64> = (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect();
+    let ecn_desc = match ecn {
+        Some(Threshold::Packets(k)) => json!({"k_pkts": k, "ports": ecn_ports}),
+        Some(Threshold::Bytes(b)) => json!({"k_bytes": b, "ports": ecn_ports}),
+        None => Value::Null,
+    };
+    PortSetup { ports, switch_limit: sw_limit, host_nic_limit: backpressure.then_some(host_nic_limit), ecn_desc }
+}
 
-    // scheme
+/// The load-balancing scheme (`[lb]`) over the initial routes, and the
+/// idle fabric's base RTT.
+fn scheme(sc: &Scenario, topo: &Topology, routing: &Routing, tcp: &TcpConfig, sw_limit: Threshold) -> Result<(Scheme, SimTime), ScenarioError> {
     let params = sc.lb_params()?;
-    let rtt = base_rtt(&topo, &routing0, tcp.mss, tcp.header_bytes);
+    let rtt = base_rtt(topo, routing, tcp.mss, tcp.header_bytes);
     let scheme_rtt = sc.lb.rtt_us.map(SimTime::from_us_f64).unwrap_or(rtt);
     let switch_buffer_bytes = match sw_limit {
         Threshold::Bytes(b) => b,
         Threshold::Packets(p) => p as u64 * (tcp.mss + tcp.header_bytes) as u64,
     };
-    let env = SchemeEnv { topo: &topo, routing: &routing0, switch_buffer_bytes, mss: tcp.mss, header_bytes: tcp.header_bytes, base_rtt: scheme_rtt };
+    let env = SchemeEnv { topo, routing, switch_buffer_bytes, mss: tcp.mss, header_bytes: tcp.header_bytes, base_rtt: scheme_rtt };
     let scheme = Scheme::new(&sc.lb.scheme, &params, &env).map_err(|e| {
         if e.key == "scheme" {
             bad("lb.scheme", e.msg)
@@ -567,156 +668,130 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
             bad(format!("lb.params.{}", e.key), e.msg)
         }
     })?;
+    Ok((scheme, rtt))
+}
 
-    let persistent = (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair);
-    // the routes already computed with the links failed at t = 0 down
-    let mut w = World::new(topo, up, routing0, ports, salts, scheme, Rng::stream(sc.seed, "scheme"), tcp, persistent);
-    for l in &down0 {
-        for p in w.topo.links[l.idx()].ports {
-            let lost = w.ports[p.idx()].fail(SimTime::ZERO);
-            debug_assert!(lost.is_empty());
-        }
-    }
-    w.host_nic_limit = backpressure.then_some(host_nic_limit);
-    w.mptcp_n = w.lb.mptcp_subflows();
-    let ecn_desc = match ecn {
-        Some(Threshold::Packets(k)) => json!({"k_pkts": k, "ports": ecn_ports}),
-        Some(Threshold::Bytes(b)) => json!({"k_bytes": b, "ports": ecn_ports}),
-        None => Value::Null,
-    };
-    w.jitter = SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3);
-    w.jitter_rng = Rng::stream(sc.seed, "host_jitter");
-    w.link_events = link_events;
-    w.drop_plan = drop_plan;
-    if sc.metrics.cwnd_sample_interval_us > 0.0 {
-        w.cwnd_interval = Some(SimTime::from_us_f64(sc.metrics.cwnd_sample_interval_us));
-    }
-    if sc.metrics.scheme_sample_interval_us > 0.0 {
-        w.scheme_interval = Some(SimTime::from_us_f64(sc.metrics.scheme_sample_interval_us));
-    }
-    if sc.metrics.flow_rate_window_ms > 0.0 {
-        w.flow_rate_window = Some(SimTime::from_us_f64(sc.metrics.flow_rate_window_ms * 1e3));
-    }
-    let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
-    let first_start = flows.first().map(|f| f.start);
-    w.arrivals = flows;
-
-    // incast
+/// The closed-loop incast client and its servers (`workload.kind = "incast"`).
+fn incast(sc: &Scenario, topo: &Topology) -> Result<Option<Incast>, ScenarioError> {
     let wl = &sc.workload;
-    if wl.kind == "incast" {
-        let i = &wl.incast;
-        let h = w.topo.num_hosts() as u32;
-        if i.client >= h {
-            return Err(bad("workload.incast.client", format!("host {} does not exist ({} hosts)", i.client, h)).into());
-        }
-        let servers: Vec<u32> = if i.servers.is_empty() { (0..h).filter(|&x| x != i.client).collect() } else { i.servers.clone() };
-        if let Some(&s) = servers.iter().find(|&&s| s >= h || s == i.client) {
-            return Err(bad("workload.incast.servers", format!("server {s} is not a host other than the client")).into());
-        }
-        if (i.fan_in as usize) > servers.len() {
-            return Err(bad("workload.incast.fan_in", format!("{} exceeds the {} candidate servers", i.fan_in, servers.len())).into());
-        }
-        w.incast = Some(Incast {
-            client: i.client,
-            servers,
-            fan_in: i.fan_in,
-            request_bytes: i.request_bytes,
-            requests: i.requests,
-            issued: 0,
-            outstanding: 0,
-            req_start: SimTime::ZERO,
-            completed: vec![],
-            rng: Rng::stream(sc.seed, "traffic"),
-        });
+    if wl.kind != "incast" {
+        return Ok(None);
     }
+    let i = &wl.incast;
+    let h = topo.num_hosts() as u32;
+    if i.client >= h {
+        return Err(bad("workload.incast.client", format!("host {} does not exist ({} hosts)", i.client, h)));
+    }
+    let servers: Vec<u32> = if i.servers.is_empty() { (0..h).filter(|&x| x != i.client).collect() } else { i.servers.clone() };
+    if let Some(&s) = servers.iter().find(|&&s| s >= h || s == i.client) {
+        return Err(bad("workload.incast.servers", format!("server {s} is not a host other than the client")));
+    }
+    if (i.fan_in as usize) > servers.len() {
+        return Err(bad("workload.incast.fan_in", format!("{} exceeds the {} candidate servers", i.fan_in, servers.len())));
+    }
+    Ok(Some(Incast {
+        client: i.client,
+        servers,
+        fan_in: i.fan_in,
+        request_bytes: i.request_bytes,
+        requests: i.requests,
+        issued: 0,
+        outstanding: 0,
+        req_start: SimTime::ZERO,
+        completed: vec![],
+        rng: Rng::stream(sc.seed, "traffic"),
+    }))
+}
 
-    // UDP background
+/// The constant-bit-rate UDP background sources (`[[udp]]`).
+fn udp_sources(sc: &Scenario, topo: &Topology) -> Result<Vec<UdpSource>, ScenarioError> {
+    let mut out = vec![];
     for (k, u) in sc.udp.iter().enumerate() {
-        let h = w.topo.num_hosts() as u32;
+        let h = topo.num_hosts() as u32;
         for (f, v) in [("src", u.src), ("dst", u.dst)] {
             if v >= h {
-                return Err(bad(format!("udp[{k}].{f}"), format!("host {v} does not exist ({h} hosts)")).into());
+                return Err(bad(format!("udp[{k}].{f}"), format!("host {v} does not exist ({h} hosts)")));
             }
-        }
-        let stop = u.stop_ms.map(|s| SimTime::from_us_f64(s * 1e3)).unwrap_or(SimTime::MAX);
-        if stop != SimTime::MAX {
-            w.udp_until = w.udp_until.max(stop);
         }
         let via = match &u.via {
             None => None,
             Some(name) => {
-                let n = w.topo.node_by_name(name).filter(|&n| !w.topo.is_host(n));
+                let n = topo.node_by_name(name).filter(|&n| !topo.is_host(n));
                 Some(n.ok_or_else(|| bad(format!("udp[{k}].via"), format!("no switch named {name:?} (switches are named like \"S0\", \"L1\")")))?)
             }
         };
-        w.udp.push(UdpSource {
+        out.push(UdpSource {
             via,
-            src: w.topo.host(u.src),
-            dst: w.topo.host(u.dst),
+            start: SimTime::from_us_f64(u.start_ms * 1e3),
+            src: topo.host(u.src),
+            dst: topo.host(u.dst),
             rate: BitsPerSec::from_gbps_f64(u.rate_gbps),
             size: u.packet_bytes,
-            stop,
+            stop: u.stop_ms.map(|s| SimTime::from_us_f64(s * 1e3)).unwrap_or(SimTime::MAX),
             sent_pkts: 0,
             recv_pkts: 0,
             recv_bytes: 0,
         });
-        w.schedule_udp(k as u32, SimTime::from_us_f64(u.start_ms * 1e3));
     }
+    Ok(out)
+}
 
-    // collective jobs
-    for (i, (j, hosts)) in sc.jobs.iter().zip(place_jobs(sc, &w.topo)?).enumerate() {
-        let op = lbsim_workload::CollOp::from_name(&j.op).expect("validated");
-        let name = j.name.clone().unwrap_or_else(|| format!("job{i}"));
-        w.add_job(name, op, hosts, j.size_bytes, j.iterations, SimTime::from_us_f64(j.gap_us), j.channels, SimTime::from_us_f64(j.start_us));
+/// The ports a list of `[metrics]` patterns names; `key` names the list
+/// in errors (every pattern must match a port).
+fn sampled_ports(topo: &Topology, key: &str, patterns: &[String]) -> Result<Vec<PortId>, ScenarioError> {
+    let mut out = vec![];
+    for (i, pat) in patterns.iter().enumerate() {
+        let ps = topo.match_ports(pat);
+        if ps.is_empty() {
+            return Err(bad(format!("{key}[{i}]"), format!("no port matches {pat:?}")));
+        }
+        out.extend(ps);
     }
+    Ok(out)
+}
 
-    // samplers
+/// What `[metrics]` asks to sample, capture and observe.
+fn sample_config(sc: &Scenario, topo: &Topology) -> Result<SampleConfig, ScenarioError> {
     let m = &sc.metrics;
-    for (i, pat) in m.link_samplers.iter().enumerate() {
-        let ps = w.topo.match_ports(pat);
-        if ps.is_empty() {
-            return Err(bad(format!("metrics.link_samplers[{i}]"), format!("no port matches {pat:?}")).into());
+    let link_sample_ports = sampled_ports(topo, "metrics.link_samplers", &m.link_samplers)?;
+    let queue_sample_ports = sampled_ports(topo, "metrics.queue_samplers", &m.queue_samplers)?;
+    let mut pcap_port = vec![];
+    for p in sampled_ports(topo, "metrics.pcap_ports", &m.pcap_ports)? {
+        if pcap_port.is_empty() {
+            pcap_port = vec![false; topo.ports.len()];
         }
-        w.link_sample_ports.extend(ps);
+        pcap_port[p.idx()] = true;
     }
-    for (i, pat) in m.queue_samplers.iter().enumerate() {
-        let ps = w.topo.match_ports(pat);
-        if ps.is_empty() {
-            return Err(bad(format!("metrics.queue_samplers[{i}]"), format!("no port matches {pat:?}")).into());
-        }
-        w.queue_sample_ports.extend(ps);
-    }
-    for (i, pat) in m.pcap_ports.iter().enumerate() {
-        let ps = w.topo.match_ports(pat);
-        if ps.is_empty() {
-            return Err(bad(format!("metrics.pcap_ports[{i}]"), format!("no port matches {pat:?}")).into());
-        }
-        if w.pcap_port.is_empty() {
-            w.pcap_port = vec![false; w.topo.ports.len()];
-        }
-        for p in ps {
-            w.pcap_port[p.idx()] = true;
-        }
-    }
-    w.pcap_left = m.pcap_max_packets;
-    // the steps table names the uplink of each step's slowest flow
-    w.path_record = m.path_record || !sc.jobs.is_empty();
-    w.link_window = SimTime::from_us_f64(m.utilization_window_ms * 1e3);
-    w.queue_interval = SimTime::from_us_f64(m.queue_sample_interval_us);
-    if !m.flowlet_gaps_us.is_empty() {
-        w.flowlet_obs = Some(metrics::FlowletObserver::new(m.flowlet_gaps_us.iter().map(|&g| SimTime::from_us_f64(g)).collect()));
-    }
+    let every = |us: f64| (us > 0.0).then(|| SimTime::from_us_f64(us));
+    Ok(SampleConfig {
+        link_sample_ports,
+        link_window: SimTime::from_us_f64(m.utilization_window_ms * 1e3),
+        queue_sample_ports,
+        queue_interval: SimTime::from_us_f64(m.queue_sample_interval_us),
+        scheme_interval: every(m.scheme_sample_interval_us),
+        cwnd_interval: every(m.cwnd_sample_interval_us),
+        flow_rate_window: every(m.flow_rate_window_ms * 1e3),
+        pcap_port,
+        pcap_left: m.pcap_max_packets,
+        flowlet_obs: (!m.flowlet_gaps_us.is_empty())
+            .then(|| metrics::FlowletObserver::new(m.flowlet_gaps_us.iter().map(|&g| SimTime::from_us_f64(g)).collect())),
+    })
+}
 
+/// When the run stops at the latest: `run.stop_ms`, else a time after the
+/// last open-loop start, else an hour for closed-loop traffic and jobs.
+fn hard_stop(sc: &Scenario, flows: &[FlowSpec]) -> Result<SimTime, ScenarioError> {
+    let wl = &sc.workload;
+    let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
     let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
         (None, "poisson" | "per_sender" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
         (None, "incast") => SimTime::from_ms(3_600_000),
         // the jobs end the run when they are done
         (None, "collective" | "none") if !sc.jobs.is_empty() => SimTime::from_ms(3_600_000),
-        (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")").into()),
+        (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")")),
     };
-
-    if let (Some(s), Some(first)) = (sc.run.stop_ms, first_start) {
+    if let (Some(s), Some(first)) = (sc.run.stop_ms, flows.first().map(|f| f.start)) {
         if hard_stop <= first && sc.udp.is_empty() && wl.kind != "incast" {
             return Err(bad(
                 "run.stop_ms",
@@ -725,11 +800,10 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
                     lbsim_engine::fmt_num(s),
                     lbsim_engine::fmt_num(first.as_secs_f64() * 1e3)
                 ),
-            )
-            .into());
+            ));
         }
     }
-    Ok(Built { w, hard_stop, workload_info, rtt, ecn_desc, wall0 })
+    Ok(hard_stop)
 }
 
 pub(crate) struct Built {

@@ -44,7 +44,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
         }
         summary["scheme"]["paths_from_host0"] = Value::Object(m);
     }
-    if let Some(n) = w.mptcp_n {
+    if let Some(n) = w.tcp.mptcp_n {
         summary["transport"]["mptcp_subflows"] = json!(n);
     }
     let (jobs, steps) = job_records(&w);
@@ -74,14 +74,15 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
             })
             .collect(),
         flows: std::mem::take(&mut w.flows),
-        link_samples: std::mem::take(&mut w.link_samples),
-        queue_samples: std::mem::take(&mut w.queue_samples),
-        cwnd_samples: std::mem::take(&mut w.cwnd_samples),
-        flow_rates: std::mem::take(&mut w.flow_rates),
-        flow_rate_window: w.flow_rate_window,
-        scheme_samples: std::mem::take(&mut w.scheme_samples),
-        link_window: w.link_window,
+        link_samples: std::mem::take(&mut w.samplers.link_samples),
+        queue_samples: std::mem::take(&mut w.samplers.queue_samples),
+        cwnd_samples: std::mem::take(&mut w.samplers.cwnd_samples),
+        flow_rates: std::mem::take(&mut w.samplers.flow_rates),
+        flow_rate_window: w.samplers.flow_rate_window,
+        scheme_samples: std::mem::take(&mut w.samplers.scheme_samples),
+        link_window: w.samplers.link_window,
         pcap: w
+            .samplers
             .pcap
             .iter()
             .map(|(t, port, p)| {
@@ -113,7 +114,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
                     ts_ecr: h.ts_ecr,
                     sack: h.sack,
                     n_sack: h.n_sack,
-                    sack_ok: w.tcp.sack,
+                    sack_ok: w.tcp.cfg.sack,
                 }
             })
             .collect(),
@@ -129,7 +130,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
 fn link_sampler_summary(w: &World, window_ms: f64) -> Value {
     let mut per: std::collections::BTreeMap<u32, (f64, u64)> = Default::default();
     let mut by_t: std::collections::BTreeMap<u64, Vec<f64>> = Default::default();
-    for l in &w.link_samples {
+    for l in &w.samplers.link_samples {
         let rate = w.ports[l.port.idx()].rate.0 as f64;
         let util = l.bytes as f64 * 8.0 / (rate * window_ms / 1e3);
         let e = per.entry(l.port.0).or_default();
@@ -247,7 +248,7 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
         "wall_s": run_s,
         "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
     });
-    if let Some(obs) = &w.flowlet_obs {
+    if let Some(obs) = &w.samplers.flowlet_obs {
         s["flowlets_observed"] = obs.summary();
     }
     if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
@@ -299,12 +300,12 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
         }
         s["scheme"]["best_hop_by_tor"] = per.into();
     }
-    if !w.link_samples.is_empty() {
+    if !w.samplers.link_samples.is_empty() {
         s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);
     }
-    if !w.queue_samples.is_empty() {
+    if !w.samplers.queue_samples.is_empty() {
         let mut per: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
-        for q in &w.queue_samples {
+        for q in &w.samplers.queue_samples {
             per.entry(q.port.0).or_default().push(q.pkts as f64);
         }
         s["queue_samplers"] =

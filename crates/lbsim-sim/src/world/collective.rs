@@ -16,6 +16,20 @@ use crate::metrics::{path_profiles, PathProfile};
 use lbsim_engine::{Bytes, SimTime};
 use lbsim_workload::{CollOp, FlowSpec, Send};
 
+/// A job as the scenario gives it (`[[jobs]]`, ranks placed on hosts).
+pub(crate) struct JobSpec {
+    pub name: String,
+    pub op: CollOp,
+    /// Rank -> host index.
+    pub hosts: Vec<u32>,
+    pub size: u64,
+    pub iterations: u32,
+    /// The pause between iterations.
+    pub gap: SimTime,
+    pub channels: u32,
+    pub start: SimTime,
+}
+
 /// One iteration of a job: when it started and ended.
 #[derive(Clone, Copy, Debug)]
 pub struct IterRun {
@@ -105,8 +119,8 @@ impl World {
     /// segment, every channel's flows) at that host's link rate, sending or
     /// receiving — the fabric non-blocking, no slow start, no ACK bytes on
     /// the reverse link; for one flow this is the flow's ideal FCT.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn add_job(&mut self, name: String, op: CollOp, hosts: Vec<u32>, size: u64, iterations: u32, gap: SimTime, channels: u32, start: SimTime) {
+    pub(super) fn add_job(&mut self, spec: JobSpec) {
+        let JobSpec { name, op, hosts, size, iterations, gap, channels, start } = spec;
         let n = hosts.len() as u32;
         let steps = op.steps(n, size);
         let mut by_rank = vec![vec![vec![]; n as usize]; steps.len()];
@@ -147,7 +161,7 @@ impl World {
     }
 
     fn ideal_step(&self, job: &JobRun, s: usize) -> SimTime {
-        let (mss, hb) = (self.tcp.mss as u64, self.tcp.header_bytes as u64);
+        let (mss, hb) = (self.tcp.cfg.mss as u64, self.tcp.cfg.header_bytes as u64);
         let nh = self.topo.num_hosts();
         let (mut out, mut inb) = (vec![0u64; nh], vec![0u64; nh]);
         let mut first = vec![0u64; nh];

@@ -28,13 +28,13 @@ pub(crate) struct Mptcp {
 impl World {
     /// Recomputes LIA's alpha (RFC 6356 §3) over `mp`'s subflows for `conn`.
     pub(super) fn couple(&mut self, mp: u32, conn: u32) {
-        let m = self.mps[mp as usize].as_ref().unwrap();
+        let m = self.tcp.mps[mp as usize].as_ref().unwrap();
         let subflows = m.subflows.iter().filter_map(|&sf| {
-            let c = self.conns[sf as usize].as_ref()?;
+            let c = self.tcp.conns[sf as usize].as_ref()?;
             Some((c.sender.cwnd(), c.sender.srtt()?))
         });
         if let Some((alpha, total)) = lbsim_tcp::lia_alpha(subflows) {
-            if let Some(c) = self.conns[conn as usize].as_mut() {
+            if let Some(c) = self.tcp.conns[conn as usize].as_mut() {
                 c.sender.set_coupling(alpha, total);
             }
         }
@@ -44,36 +44,36 @@ impl World {
         let now = self.now();
         // the first subflow is up: open the others (MP_JOIN)
         let join = {
-            let m = self.mps[mp as usize].as_ref().unwrap();
-            let c = self.conns[conn as usize].as_ref().unwrap();
+            let m = self.tcp.mps[mp as usize].as_ref().unwrap();
+            let c = self.tcp.conns[conn as usize].as_ref().unwrap();
             !m.joined && c.sub_idx == 0 && c.sender.state() == lbsim_tcp::SenderState::Established
         };
         if join {
             let subs = {
-                let m = self.mps[mp as usize].as_mut().unwrap();
+                let m = self.tcp.mps[mp as usize].as_mut().unwrap();
                 m.joined = true;
                 m.subflows.clone()
             };
-            let mut out = std::mem::take(&mut self.out);
+            let mut out = std::mem::take(&mut self.tcp.out);
             for &sf in &subs[1..] {
-                let c = self.conns[sf as usize].as_mut().unwrap();
+                let c = self.tcp.conns[sf as usize].as_mut().unwrap();
                 c.sender.connect(now, &mut out);
                 self.emit(sf, true, &mut out);
                 self.rearm(sf, 0);
             }
-            self.out = out;
+            self.tcp.out = out;
         }
         self.mp_schedule(mp);
         // free a finished per-flow MPTCP connection once everything is acknowledged
-        let m = self.mps[mp as usize].as_ref().unwrap();
+        let m = self.tcp.mps[mp as usize].as_ref().unwrap();
         if m.per_flow
             && m.flow_ends.is_empty()
-            && m.subflows.iter().all(|&sf| self.conns[sf as usize].as_ref().is_none_or(|c| c.sender.all_acked() && c.receiver.next_wakeup().is_none()))
+            && m.subflows.iter().all(|&sf| self.tcp.conns[sf as usize].as_ref().is_none_or(|c| c.sender.all_acked() && c.receiver.next_wakeup().is_none()))
         {
             for &sf in &m.subflows.clone() {
-                self.conns[sf as usize] = None;
+                self.tcp.conns[sf as usize] = None;
             }
-            self.mps[mp as usize] = None;
+            self.tcp.mps[mp as usize] = None;
         }
     }
 
@@ -81,17 +81,17 @@ impl World {
     /// the lowest smoothed RTT that has window room (Linux's default scheduler).
     pub(super) fn mp_schedule(&mut self, mp: u32) {
         let now = self.now();
-        let mss = self.tcp.mss as u64;
-        let mut out = std::mem::take(&mut self.out);
+        let mss = self.tcp.cfg.mss as u64;
+        let mut out = std::mem::take(&mut self.tcp.out);
         loop {
-            let Some(m) = self.mps[mp as usize].as_ref() else { break };
+            let Some(m) = self.tcp.mps[mp as usize].as_ref() else { break };
             if m.next_dsn >= m.app_end {
                 break;
             }
             let len = mss.min(m.app_end - m.next_dsn);
             let mut best: Option<(u64, usize, u32)> = None;
             for (i, &sf) in m.subflows.iter().enumerate() {
-                let Some(c) = self.conns[sf as usize].as_ref() else { continue };
+                let Some(c) = self.tcp.conns[sf as usize].as_ref() else { continue };
                 let s = &c.sender;
                 if s.state() != lbsim_tcp::SenderState::Established || s.unsent() > 0 || s.window_space() < len || s.nic_blocked() {
                     continue;
@@ -103,10 +103,10 @@ impl World {
             }
             let Some((_, _, sf)) = best else { break };
             let dsn = m.next_dsn;
-            self.mps[mp as usize].as_mut().unwrap().next_dsn += len;
-            let src = self.conns[sf as usize].as_ref().unwrap().src;
+            self.tcp.mps[mp as usize].as_mut().unwrap().next_dsn += len;
+            let src = self.tcp.conns[sf as usize].as_ref().unwrap().src;
             let budget = self.nic_budget(src);
-            let c = self.conns[sf as usize].as_mut().unwrap();
+            let c = self.tcp.conns[sf as usize].as_mut().unwrap();
             c.sender.write_mapped(len, dsn);
             c.sender.set_tx_budget(budget);
             c.sender.poll(now, &mut out);
@@ -114,14 +114,14 @@ impl World {
             self.after_send(sf);
             self.rearm(sf, 0);
         }
-        self.out = out;
+        self.tcp.out = out;
     }
 
     /// Connection-level reassembly: data is delivered in data-sequence order
     /// (whatever subflow carried it).
     pub(super) fn mp_receive(&mut self, mp: u32, a: u64, b: u64) {
         let now = self.now();
-        let Some(m) = self.mps[mp as usize].as_mut() else { return };
+        let Some(m) = self.tcp.mps[mp as usize].as_mut() else { return };
         m.rcv.insert(a, b);
         if let Some((s, e)) = m.rcv.next_at_or_after(0) {
             if s <= m.rcv_nxt && e > m.rcv_nxt {
@@ -159,23 +159,23 @@ impl World {
     }
 
     pub(super) fn mp_stats(&self, mp: u32) -> FlowCounters {
-        let m = self.mps[mp as usize].as_ref().unwrap();
-        m.subflows.iter().filter_map(|&sf| self.conns[sf as usize].as_ref()).fold(FlowCounters::default(), |t, c| t + c.counters())
+        let m = self.tcp.mps[mp as usize].as_ref().unwrap();
+        m.subflows.iter().filter_map(|&sf| self.tcp.conns[sf as usize].as_ref()).fold(FlowCounters::default(), |t, c| t + c.counters())
     }
 
     pub(super) fn new_mp(&mut self, src: u32, dst: u32, established: bool, per_flow: bool, k: u16) -> u32 {
-        let n = self.mptcp_n.unwrap();
-        let id = self.mps.len() as u32;
+        let n = self.tcp.mptcp_n.unwrap();
+        let id = self.tcp.mps.len() as u32;
         let subflows: Vec<u32> = (0..n)
             .map(|i| {
                 let sf = self.new_conn(src, dst, established, false, 5000 + k * 64 + i as u16);
-                let c = self.conns[sf as usize].as_mut().unwrap();
+                let c = self.tcp.conns[sf as usize].as_mut().unwrap();
                 c.parent = id;
                 c.sub_idx = i as u8;
                 sf
             })
             .collect();
-        self.mps.push(Some(Box::new(Mptcp {
+        self.tcp.mps.push(Some(Box::new(Mptcp {
             subflows,
             next_dsn: 0,
             app_end: 0,
@@ -192,7 +192,7 @@ impl World {
     /// job's channel), else on a new or pooled one.
     pub(super) fn start_mptcp_flow(&mut self, f: FlowSpec, fid: u32, mp: Option<u32>) -> FlowCounters {
         let now = self.now();
-        let mp = match (mp, self.persistent) {
+        let mp = match (mp, self.tcp.persistent) {
             (Some(m), _) => m,
             (None, None) => self.new_mp(f.src, f.dst, false, true, 0),
             (None, Some(n)) => self.pooled(
@@ -201,21 +201,21 @@ impl World {
                 n,
                 |w, k| w.new_mp(f.src, f.dst, true, false, k),
                 |w, m| {
-                    let m = w.mps[m as usize].as_ref().unwrap();
+                    let m = w.tcp.mps[m as usize].as_ref().unwrap();
                     m.app_end - m.rcv_nxt
                 },
             ),
         };
         let base = self.mp_stats(mp);
-        let m = self.mps[mp as usize].as_mut().unwrap();
+        let m = self.tcp.mps[mp as usize].as_mut().unwrap();
         m.app_end += f.size;
         m.flow_ends.push_back((m.app_end, fid));
         if !m.joined {
             let sf = m.subflows[0];
-            let mut out = std::mem::take(&mut self.out);
-            self.conns[sf as usize].as_mut().unwrap().sender.connect(now, &mut out);
+            let mut out = std::mem::take(&mut self.tcp.out);
+            self.tcp.conns[sf as usize].as_mut().unwrap().sender.connect(now, &mut out);
             self.emit(sf, true, &mut out);
-            self.out = out;
+            self.tcp.out = out;
             self.rearm(sf, 0);
         } else {
             self.mp_schedule(mp);
