@@ -143,7 +143,7 @@ struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(sc: &'a Scenario, b: &'a Built) -> Self {
-        let tcp = &b.w.tcp;
+        let tcp = &b.w.tcp.cfg;
         Ctx {
             sc,
             b,
@@ -350,7 +350,7 @@ fn rack_loads(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) -> 
 /// that cannot finish before the run stops, jitter as long as the run.
 fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
     let (sc, stop_s, first, n) = (cx.sc, cx.stop_s, span.first, span.n);
-    let tcp = &cx.b.w.tcp;
+    let tcp = &cx.b.w.tcp.cfg;
     if tcp.delack_count > 1 && tcp.min_rto <= tcp.delack_timeout {
         warn(
             warnings,
