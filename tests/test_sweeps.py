@@ -122,7 +122,16 @@ def test_quick_reproduction_runs_end_to_end(tmp_path, name):
     assert list((tmp_path / "quick-report" / "figures").glob(f"{name}-quick_*.svg"))
     # the claims table has our numbers
     rows = [l for l in report.splitlines() if l.startswith("| ") and "paper's claim" not in l and "---" not in l]
-    assert rows and any(r.split("|")[4].strip() not in ("n/a", "") for r in rows), report
+    assert rows and any(r.split("|")[4].strip() not in ("n/a", "–", "") for r in rows), report
+    # the claims written from the catalog are recomputed exactly from the data the report keeps
+    import json
+
+    from lbsim.experiments import recompute_claims
+
+    claims = json.loads((tmp_path / "quick-report" / "claims" / f"{name}.json").read_text())
+    assert claims and all("verdict" in c for c in claims)
+    again = recompute_claims(load(ROOT / "experiments" / f"{name}.toml", quick=True), tmp_path / "quick-report" / "data", [])
+    assert again == claims
 
 
 def test_exclusions_bound_overload_and_per_seed_claims(tmp_path):

@@ -106,7 +106,13 @@ def estimate(kind: str, per_seed: list, num: Optional[list] = None, den: Optiona
     n = len(per_seed)
     nan = {"ours": None, "ci_low": None, "ci_high": None, "method": None, "seeds": n}
     if n < 2:
-        return {**nan, "reason": f"{n} seed{'s' if n != 1 else ''}: no interval without two"}
+        # one seed: its value is our number (what either method's centre
+        # would be), but there is no interval to judge
+        one = per_seed[0] if n and per_seed[0] is not None and math.isfinite(per_seed[0]) else None
+        if one is not None and kind in ("ratio", "ratio2") and one <= 0:
+            one = None
+        method = (GEOMEAN if kind in ("ratio", "ratio2") else MEAN) if one is not None else None
+        return {**nan, "ours": one, "method": method, "reason": f"{n} seed{'s' if n != 1 else ''}: no interval without two"}
     finite = all(x is not None and math.isfinite(x) for x in per_seed)
     if kind in ("ratio", "ratio2"):
         if finite and all(x > 0 for x in per_seed):

@@ -117,6 +117,15 @@ def _range(lo: float, hi: float) -> str:
     return f"{_cell(lo)}{' to ' if min(lo, hi) < 0 else '-'}{_cell(hi)}"
 
 
+def _seed_cell(o: dict, i: int) -> str:
+    """A per-seed value; a ratio whose denominator is 0 (JSON null) is inf."""
+    v = o["per_seed"][i]
+    if v is not None:
+        return _fmt(float(v))
+    num, den = o.get("per_seed_num"), o.get("per_seed_den")
+    return "inf" if num and den and den[i] == 0 and (num[i] or 0) > 0 else "n/a"
+
+
 def claims_table(objs: list[dict]) -> list[str]:
     """The claims table of a fragment, from the claim objects."""
     lines = ["| figure | paper's claim | paper (band) | ours | 95 % interval | per seed | verdict |",
@@ -124,7 +133,7 @@ def claims_table(objs: list[dict]) -> list[str]:
     for o in objs:
         quote = o["claim"].replace("|", "/")
         ci = "–" if o["ci_low"] is None else _range(o["ci_low"], o["ci_high"])
-        seeds = ", ".join("n/a" if v is None else _fmt(float(v)) for v in o["per_seed"]) or "–"
+        seeds = ", ".join(_seed_cell(o, i) for i in range(len(o["per_seed"]))) or "–"
         lines.append(f"| {o['figure']} | “{quote}” | {_paper_cell(o)} | {_cell(o['ours'])} | {ci} | {seeds} | {o['verdict']} |")
     methods = list(dict.fromkeys(o["method"] for o in objs if o.get("method")))
     notes = [f"*Ours:* {'; '.join(methods)}."] if methods else []
