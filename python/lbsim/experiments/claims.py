@@ -126,6 +126,9 @@ def estimate(kind: str, per_seed: list, num: Optional[list] = None, den: Optiona
             if sum(den) == 0:
                 return {**nan, "reason": "the denominator's statistic is 0 in every seed"}
             r = paired_ratio(den, num)
+            if not r.ci_low <= r.ratio <= r.ci_high:  # a percentile interval need not hold its centre
+                return {**nan, "reason": f"the bootstrap interval {r.ci_low:.3g}-{r.ci_high:.3g} does not hold the ratio of means "
+                        f"{r.ratio:.3g} with {n} seeds"}
             return {"ours": r.ratio, "ci_low": r.ci_low, "ci_high": r.ci_high, "method": BOOTSTRAP, "seeds": n}
         return {**nan, "reason": f"the per-seed ratio is 0, infinite or undefined in seed(s) {', '.join(map(str, bad))} of {n}"
                 + (" and the arms' per-seed values are not in the committed data" if kind == "ratio" else "")}
@@ -144,7 +147,7 @@ def seeds_needed(obj: dict) -> Optional[int]:
     estimate where it is; None when no number of seeds would (our estimate
     on the boundary) or more than ``MAX_SEEDS``."""
     m, pivot, lo_b, hi_b = obj["ours"], obj.get("pivot"), obj.get("band_low"), obj.get("band_high")
-    log = obj["method"] == GEOMEAN
+    log = obj["method"] == GEOMEAN and all(x is None or x > 0 for x in (m, pivot, lo_b, hi_b))
     f = math.log if log else (lambda x: x)
     # the distance from our estimate to the nearest boundary whose exclusion decides
     if obj["expects"] == "no effect":
