@@ -54,6 +54,8 @@ def test_a_tolerance_of_the_claims_own_widens_the_band():
     o = judged({"kind": "ratio", "paper": 4.1, "tolerance": 0.6, "tolerance_why": "read off a log-scale plot"}, [1.91, 1.63, 2.31, 2.03, 2.14])
     assert (o["band_low"], o["band_high"]) == (pytest.approx(1.64), pytest.approx(6.56))
     assert o["verdict"] == "reproduces" and o["tolerance_why"] == "read off a log-scale plot"
+    with pytest.raises(ValueError, match="tolerance: a claim's own tolerance needs its reason in tolerance_why"):
+        judged({"kind": "ratio", "paper": 4.1, "tolerance": 0.6}, [1.91, 1.63])
 
 
 def test_the_printed_number_is_the_centre_of_its_own_interval():

@@ -70,6 +70,9 @@ def paper_band(claim: dict, pivot: Optional[float]) -> dict:
     effect``, ``greater``, ``less`` or, without a pivot, ``value``), its
     band and the tolerance behind it."""
     paper, expect, kind = claim.get("paper"), claim.get("expect"), claim.get("kind", "ratio")
+    for k in ("tolerance", "equivalence"):
+        if k in claim and not str(claim.get("tolerance_why", "")).strip():
+            raise ValueError(f"{k}: a claim's own {k} needs its reason in tolerance_why")
     if paper is None:
         if expect not in ("greater", "less"):
             return {"expects": None, "band_low": None, "band_high": None, "tolerance": None}
