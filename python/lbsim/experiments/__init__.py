@@ -9,12 +9,13 @@ Ray, collected in a results catalog, turned into figures and REPRODUCTION.md.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Optional
 
-from lbsim.experiments.sweep import SweepError, load, run_sweep
+from lbsim.experiments.sweep import Sweep, SweepError, load, run_sweep
 
 
 def experiments_dir() -> Path:
@@ -55,9 +56,20 @@ def _report_paths(quick: bool, root: Path) -> tuple[Path, Path, Path]:
     return repo / "reproduction" / "figures", repo / "reproduction" / "fragments", repo / "REPRODUCTION.md"
 
 
+def papers() -> dict[str, str]:
+    """Experiment name -> the paper it reproduces (the first word of its
+    [experiment].paper), for the report's verdicts per paper."""
+    import tomllib
+
+    from lbsim.experiments.report import paper_of
+
+    return {f.stem: paper_of(tomllib.loads(f.read_text())) for f in registry()}
+
+
 def reproduce(name: str, quick: bool = False, workers: int = 1, ray: Optional[str] = None, root: str = "results",
               run: bool = True, quiet: bool = False) -> Path:
-    from lbsim.experiments.report import assemble, fragment
+    from lbsim.experiments.analysis import Runs
+    from lbsim.experiments.report import assemble, evaluate_claims, fragment, write_claims
 
     path = experiments_dir() / f"{name}.toml"
     if not path.exists():
@@ -67,20 +79,44 @@ def reproduce(name: str, quick: bool = False, workers: int = 1, ray: Optional[st
         run_sweep(sw, root, workers=workers, ray_address=ray, quiet=quiet)
     fig_dir, frag_dir, out = _report_paths(quick, Path(root))
     frag_dir.mkdir(parents=True, exist_ok=True)
-    # the run index (axes, hash, headline metrics) travels with the report
+    # the run index (axes, hash, headline metrics) travels with the report,
+    # with the per-run statistics the claims use that the index lacks
     import shutil
 
     from lbsim.experiments.sweep import catalog_dir
 
+    data = frag_dir.parent / "data"
     idx = catalog_dir(root, sw) / "index.parquet"
+    runs = Runs(sw, root)
+    claims = evaluate_claims(sw, runs) if runs.points else []
     if idx.exists():
-        data = frag_dir.parent / "data"
         data.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(idx, data / f"{sw.catalog_name}.parquet")
+        _write_run_stats(runs, idx, data / f"{sw.catalog_name}.stats.json")
+    write_claims(frag_dir.parent / "claims", name, claims)
     rel = os.path.relpath(fig_dir, out.parent)
-    (frag_dir / f"{name}.md").write_text(fragment(sw, root, fig_dir, rel))
-    assemble(frag_dir, [f.stem for f in registry()], out)
+    (frag_dir / f"{name}.md").write_text(fragment(sw, root, fig_dir, rel, claims))
+    assemble(frag_dir, [f.stem for f in registry()], out, frag_dir.parent / "claims", papers())
     return out
+
+
+def _write_run_stats(runs, idx: Path, out: Path) -> None:
+    """Per run, the claims' statistics the index does not hold (they need
+    the run's tables), so the claims can be recomputed from the repository."""
+    import json
+    import math
+
+    import pandas as pd
+
+    cols = set(pd.read_parquet(idx).columns)
+    extra: dict[str, dict] = {}
+    for (h, name), v in sorted(runs._cache.items()):
+        if name not in cols and not name.startswith("buckets.") and name != "nonloss_fr_per_packet":
+            extra.setdefault(h, {})[name] = v if math.isfinite(v) else None
+    if extra:
+        out.write_text(json.dumps(extra, indent=0, sort_keys=True) + "\n")
+    elif out.exists():
+        out.unlink()
 
 
 def cmd_sweep(a: argparse.Namespace) -> None:
@@ -89,32 +125,57 @@ def cmd_sweep(a: argparse.Namespace) -> None:
     print(f"{sw.catalog_name}: {len(sw.points)} runs in {cat} (index: {cat / 'index.parquet'})")
 
 
-def rejudge_report(quiet: bool = False) -> list:
-    """Re-applies the verdict rules to the committed report's claims from the
-    numbers it prints (for a checkout without the results catalog), and
-    reassembles REPRODUCTION.md. Returns the changed verdicts."""
-    from lbsim.experiments.report import assemble, rejudge
+def recompute_report(quiet: bool = False) -> list:
+    """Recomputes every claim from the committed data (``reproduction/data``:
+    the run index and per-run statistics), keeping the per-seed values of
+    ``reproduction/claims`` for a statistic the data lacks, writes the claim
+    files and reassembles REPRODUCTION.md (no results catalog needed).
+    Returns the changed verdicts (experiment, figure, quote, old, new)."""
+    from lbsim.experiments.report import assemble, write_claims
 
     fig_dir, frag_dir, out = _report_paths(False, Path("results"))
+    claims_dir = frag_dir.parent / "claims"
     changed = []
     for f in registry():
-        frag = frag_dir / f"{f.stem}.md"
-        if not frag.exists():
-            continue
-        text, ch = rejudge(load(f), frag.read_text())
-        frag.write_text(text)
-        changed += [(f.stem, *c) for c in ch]
-    assemble(frag_dir, [f.stem for f in registry()], out)
+        sw = load(f)
+        cf = claims_dir / f"{f.stem}.json"
+        old = json.loads(cf.read_text()) if cf.exists() else []
+        new = recompute_claims(sw, frag_dir.parent / "data", old)
+        write_claims(claims_dir, f.stem, new)
+        changed += [(f.stem, n["figure"], n["claim"], o["verdict"], n["verdict"]) for o, n in zip(old, new) if o["verdict"] != n["verdict"]]
+    assemble(frag_dir, [f.stem for f in registry()], out, claims_dir, papers())
     if not quiet:
-        for name, fig, quote, old, new in changed:
-            print(f"{name} {fig}: {old} -> {new}   {quote[:80]}")
+        for name, fig, quote, old_v, new_v in changed:
+            print(f"{name} {fig}: {old_v} -> {new_v}   {quote[:80]}")
         print(f"{len(changed)} verdicts changed; wrote {out}")
     return changed
 
 
+def recompute_claims(sw: Sweep, data_dir: Path, old: list[dict]) -> list[dict]:
+    """A sweep's claim objects from the committed data; where a claim's
+    statistic is not in it, from the per-seed values of its previous object
+    (``old``, matched by position, figure and quote)."""
+    from lbsim.experiments.claims import CommittedRuns, NotInData, evaluate, from_per_seed, link_statements
+
+    if not (data_dir / f"{sw.catalog_name}.parquet").exists():
+        return old
+    runs = CommittedRuns(sw, data_dir)
+    out = []
+    for i, c in enumerate(sw.spec.get("claim", [])):
+        try:
+            out.append(evaluate(runs, c, sw.name))
+        except NotInData as e:
+            prev = old[i] if i < len(old) else None
+            if prev is None or prev["figure"] != str(c.get("figure", "")) or prev["claim"] != c.get("quote", ""):
+                raise SweepError(f"{sw.path.name}: [[claim]] #{i + 1}: statistic {e} is not in the committed data "
+                                 "and no earlier claim object keeps its per-seed values; rerun with the catalog") from None
+            out.append(from_per_seed(c, prev, sw.name, f"the statistic {e.args[0]}"))
+    return link_statements(sw.name, sw.spec.get("claim", []), out)
+
+
 def cmd_reproduce(a: argparse.Namespace) -> None:
     if a.rejudge:
-        rejudge_report()
+        recompute_report()
         return
     if a.list or not a.name:
         print(f"{'experiment':<18} {'runs':>6} {'quick':>6} {'est. full':>10}  title")
@@ -147,5 +208,5 @@ def add_commands(sub) -> None:
     r.add_argument("--root", default="results")
     r.add_argument("--no-run", action="store_true", help="only redraw from the catalog")
     r.add_argument("--rejudge", action="store_true",
-                   help="re-apply the verdict rules to REPRODUCTION.md's printed numbers (no catalog needed)")
+                   help="recompute every claim from the committed data and rewrite REPRODUCTION.md (no catalog needed)")
     r.set_defaults(fn=cmd_reproduce)

@@ -3,7 +3,7 @@ keys are fixed, and every figure and claim kind with its own keys.
 
 ``sweep.load`` refuses a top-level section not listed here (and a section
 written in the wrong shape, ``[rule]`` for ``[[rule]]``); the figures and
-claims are read by ``analysis.draw`` and ``analysis.evaluate``.
+claims are read by ``analysis.draw`` and ``claims.evaluate``.
 docs/sweeps.md documents exactly these sections and keys: a test in
 tests/test_sweeps.py fails when the two differ.
 """
@@ -59,6 +59,7 @@ FIGURE_KINDS: dict[str, dict[str, str]] = {
         "per_switch": "a glob over sampled ports, one value per switch and window (instead of prefix)",
         "logx": "logarithmic x axis",
     },
+    "all": {},
     "model": {
         "function": "the model function drawn (ag_reorder_probability, ag_rate_gbps, ag_optimal_granularity)",
         "x": "the function's argument on the x axis",
@@ -106,6 +107,7 @@ CLAIM_KINDS: dict[str, dict[str, str]] = {
         "x": "the selection whose share of the gain is measured",
         "best": "the selection with the whole gain",
     },
+    "all": {},
     "model": {
         "function": "the model function (ag_reorder_probability, ag_rate_gbps, ag_optimal_granularity)",
         "a": "its arguments: the claim is f(a)",
@@ -166,5 +168,9 @@ SECTIONS: dict[str, Section] = {
         "paper": "the paper's number",
         "expect": "greater or less: only the direction is checked (with no paper number)",
         "pivot": "where the effect is measured from (default 1 for ratios, 0 otherwise)",
+        "tolerance": "the paper's band: its number within this share of itself (default 0.25)",
+        "equivalence": "where the paper reports no effect: the band is the pivot within this share (default 0.05)",
+        "tolerance_why": "the reason for a tolerance or equivalence other than the default",
+        "statement": "the id of the paper statement tested (default: figure and quote without its [bracketed] note)",
     }, CLAIM_KINDS),
 }
