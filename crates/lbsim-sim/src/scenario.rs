@@ -945,7 +945,7 @@ impl WorkloadCfg {
             sum += c.fraction;
             let given = [c.size_bytes.is_some(), c.pareto.is_some(), c.cdf.is_some(), c.cdf_file.is_some()].iter().filter(|&&b| b).count();
             if given != 1 {
-                return Err(bad(format!("{f}"), "give exactly one of size_bytes, pareto, cdf, cdf_file"));
+                return Err(bad(f.to_string(), "give exactly one of size_bytes, pareto, cdf, cdf_file"));
             }
             if c.cdf_unit_bytes.is_some() && c.cdf.is_none() && c.cdf_file.is_none() {
                 return Err(bad(format!("{f}.cdf_unit_bytes"), "applies to a class's cdf or cdf_file only"));

@@ -4,6 +4,10 @@
 //! rule, and an optional hold rule that reorders a segment behind later
 //! ones. No network model involved.
 
+// Each test reads as "the default configuration, then the one setting it is
+// about", which a struct literal with `..Default::default()` would hide.
+#![allow(clippy::field_reassign_with_default)]
+
 use crate::header::{ECE, SYN};
 use crate::*;
 use lbsim_engine::{BitsPerSec, Bytes, SimTime};
@@ -308,7 +312,6 @@ fn dctcp_alpha_tracks_the_marked_fraction() {
     assert_eq!(w.s.stats.retransmits, 0);
     // no marks: alpha decays geometrically from its initial 1, by (1 - g)
     // per window; a 10-segment receive window makes ~200 windows
-    let mut cfg = cfg;
     cfg.rcv_wnd = 10 * 1448;
     let mut w = Wire::new(cfg, no_loss());
     w.run(1448 * 2000, SimTime::from_ms(200));

@@ -83,8 +83,7 @@ impl World {
         let now = self.now();
         let mss = self.tcp.cfg.mss as u64;
         let mut out = std::mem::take(&mut self.tcp.out);
-        loop {
-            let Some(m) = self.tcp.mps[mp as usize].as_ref() else { break };
+        while let Some(m) = self.tcp.mps[mp as usize].as_ref() {
             if m.next_dsn >= m.app_end {
                 break;
             }
