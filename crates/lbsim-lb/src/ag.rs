@@ -53,7 +53,7 @@
 use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::{Bytes, SimTime};
-use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier};
+use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, ReportTable, ReportValue, Tier, Topology};
 
 /// The model of §IV-A, eqs. (1)–(7), as pure functions.
 pub mod model {
@@ -362,28 +362,6 @@ impl Ag {
         }
     }
 
-    /// Per-leaf tables for the summary: (section, row, column, value).
-    pub fn tables(&self, topo: &lbsim_net::Topology) -> Vec<(&'static str, String, String, f64)> {
-        let name = |r: usize| topo.nodes[topo.racks[r].idx()].name.clone();
-        let port = |p: PortId| topo.ports[p.idx()].name.clone();
-        let mut v = vec![];
-        for s in 0..self.n_leaves {
-            for d in (0..self.n_leaves).filter(|&d| d != s) {
-                v.push(("granularity_pkts", name(s), name(d), self.granularity(s, d) as f64));
-                for (k, &up) in self.uplinks[s].iter().enumerate() {
-                    if let Some(o) = self.owd(s, d, k) {
-                        v.push(("owd_us", format!("{}->{}", name(s), name(d)), port(up), o.as_us_f64()));
-                    }
-                }
-            }
-            for &up in &self.uplinks[s] {
-                v.push(("trains_by_uplink", name(s), port(up), self.trains_by_port[up.idx()] as f64));
-            }
-            v.push(("sample_interval_us", name(s), if self.adapted[s] { "learned" } else { "fixed" }.into(), self.t[s].as_us_f64()));
-        }
-        v
-    }
-
     /// The last measured one-way delay from `s` to `d` via uplink `k`.
     pub fn owd(&self, s: usize, d: usize, k: usize) -> Option<SimTime> {
         self.owd[self.idx(s, d, k)].map(|o| o.value)
@@ -583,6 +561,30 @@ impl LoadBalancer for Ag {
             ("mean_congested_paths", if self.updates > 0 { self.congested_sum as f64 / self.updates as f64 } else { 0.0 }),
             ("mean_sample_interval_us", self.mean_interval_us()),
         ]
+    }
+
+    /// Per leaf: the granularity toward each other leaf, the last one-way
+    /// delay per path, trains per uplink and the sample interval.
+    fn report(&self, topo: &Topology) -> Vec<ReportTable> {
+        let name = |r: usize| topo.nodes[topo.racks[r].idx()].name.clone();
+        let port = |p: PortId| topo.ports[p.idx()].name.clone();
+        let [mut gran, mut owd, mut trains, mut interval] = ["granularity_pkts", "owd_us", "trains_by_uplink", "sample_interval_us"].map(ReportTable::new);
+        for s in 0..self.n_leaves {
+            for d in (0..self.n_leaves).filter(|&d| d != s) {
+                gran.push([name(s), name(d)], ReportValue::Real(self.granularity(s, d) as f64));
+                for (k, &up) in self.uplinks[s].iter().enumerate() {
+                    if let Some(o) = self.owd(s, d, k) {
+                        owd.push([format!("{}->{}", name(s), name(d)), port(up)], ReportValue::Real(o.as_us_f64()));
+                    }
+                }
+            }
+            for &up in &self.uplinks[s] {
+                trains.push([name(s), port(up)], ReportValue::Real(self.trains_by_port[up.idx()] as f64));
+            }
+            interval.push([name(s), if self.adapted[s] { "learned" } else { "fixed" }.into()], ReportValue::Real(self.t[s].as_us_f64()));
+        }
+        // a table without rows is left out
+        [gran, owd, trains, interval].into_iter().filter(|t| !t.rows.is_empty()).collect()
     }
 }
 

@@ -19,6 +19,7 @@
 //!   max(local DRE metric, remote metric); ties at random among the best,
 //!   preferring the port the expired entry held. Unknown remote metrics
 //!   count as 0.
+//!
 //! Spines run plain ECMP and only update CE. CONGA-Flow (§5) is the same
 //! with T_fl = 13 ms.
 //!
@@ -30,7 +31,7 @@ use crate::dre::{Dre, DreParams};
 use crate::flowlet::{FlowletTable, Lookup};
 use crate::params::{num, ParamDef, ParamError, Params};
 use lbsim_engine::SimTime;
-use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, Tier, Topology};
+use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, PktId, PortId, ReportTable, ReportValue, Tier, Topology};
 
 macro_rules! conga_params {
     ($fl:expr) => {
@@ -305,6 +306,17 @@ impl LoadBalancer for Conga {
 
     fn stats(&self) -> Vec<(&'static str, f64)> {
         vec![("flowlets", self.flowlets_started as f64), ("feedback_metrics_sent", self.feedback_sent as f64)]
+    }
+
+    /// What each leaf learnt about each of its paths (by uplink tag).
+    fn report(&self, topo: &Topology) -> Vec<ReportTable> {
+        let mut t = ReportTable::new("remote_metric_by_uplink");
+        for (p, n, m) in self.remote_by_uplink() {
+            let port = &topo.ports[p.idx()].name;
+            t.push([port.clone(), "reports".into()], ReportValue::Count(n));
+            t.push([port.clone(), "mean_metric".into()], ReportValue::Real(m));
+        }
+        vec![t]
     }
 }
 

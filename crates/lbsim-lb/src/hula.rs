@@ -35,7 +35,7 @@ use crate::flowlet::{FlowletMode, FlowletTable, Lookup};
 use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
-use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, Packet, PktId, PortId, PortPlace, Topology};
+use lbsim_net::{Ctx, Forward, LbHeader, LoadBalancer, NodeId, Packet, PktId, PortId, PortPlace, ReportTable, ReportValue, Topology};
 
 pub const PARAMS: &[ParamDef] = &[
     num("probe_us", "us", 200.0, "probe period T_p: every ToR sends a probe on each fabric port this often (AG §VI-B: 200 us)"),
@@ -323,6 +323,17 @@ impl LoadBalancer for Hula {
             ("probe_bytes", self.probe_bytes_sent as f64),
             ("best_hop_changes", self.best_hop_changes as f64),
         ]
+    }
+
+    /// Each ToR's best next hop per destination ToR at the end.
+    fn report(&self, topo: &Topology) -> Vec<ReportTable> {
+        let mut t = ReportTable::new("best_hop_by_tor");
+        for (tor, rack, hop, util) in self.tor_best_hops() {
+            let (from, to) = (&topo.nodes[tor.idx()].name, &topo.nodes[topo.racks[rack as usize].idx()].name);
+            t.push([from.clone(), to.clone(), "hop".into()], ReportValue::Name(topo.ports[hop.idx()].name.clone()));
+            t.push([from.clone(), to.clone(), "path_utilisation".into()], ReportValue::Real(util));
+        }
+        vec![t]
     }
 }
 

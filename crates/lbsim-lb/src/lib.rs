@@ -2,9 +2,12 @@
 //!
 //! The load-balancing schemes, one file each, all implementing
 //! [`lbsim_net::LoadBalancer`] (the smoltcp `congestion/` layout). The
-//! [`Scheme`] enum dispatches statically; [`Scheme::new`] builds one by
-//! name from scenario parameters, and [`SCHEMES`] describes each (paper,
-//! section, parameters with units and defaults) for `lbsim schemes`.
+//! [`Scheme`] enum dispatches statically. What the rest of the simulator
+//! knows about a scheme is its row in [`SCHEMES`] (a [`SchemeInfo`]): the
+//! description for `lbsim schemes` (paper, section, parameters with units
+//! and defaults), its revision, its default ECN threshold, the tables it
+//! allocates up front, and its constructor, which [`Scheme::new`] calls by
+//! name. Adding a scheme is its file, a `Scheme` variant and a row.
 
 pub mod ag;
 pub mod clairvoyant;
@@ -34,52 +37,8 @@ pub mod vms;
 pub use params::{DefaultValue, ParamDef, ParamError, Params, Value};
 
 use lbsim_engine::SimTime;
-use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, Routing, Topology};
+use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, ReportTable, Routing, Topology};
 use std::collections::BTreeMap;
-
-/// Bytes a scheme allocates up front in tables sized by the fabric or by
-/// its parameters (`racks` leaves or ToRs with `uplinks` each, `nodes`
-/// nodes of which `hosts` hosts): checked against the machine before
-/// anything is built. Tables that grow with the traffic (flows, flowlets)
-/// are not counted. `param` reads a numeric scheme parameter as the user
-/// gave it; a value the scheme would refuse counts nothing here, so its
-/// own error names it.
-pub fn fabric_table_bytes(scheme: &str, hosts: u64, nodes: u64, racks: u64, uplinks: u64, param: impl Fn(&str) -> Option<f64>) -> u64 {
-    let pairs = racks.saturating_mul(racks);
-    let per = |n: u64, bytes: usize| n.saturating_mul(bytes as u64);
-    let whole = |name: &str, default: f64, max: u64| {
-        let x = param(name).unwrap_or(default);
-        if x.fract() == 0.0 && (0.0..=max as f64).contains(&x) {
-            x as u64
-        } else {
-            0
-        }
-    };
-    match scheme {
-        // a direct-mapped PST at each switch (at most; ToRs and aggregation
-        // switches have one)
-        "expeditus" | "clairvoyant" => per(nodes.saturating_sub(hosts).saturating_mul(whole("pst_entries", 0.0, pst::MAX_ENTRIES)), pst::SLOT_BYTES),
-        // path state per (leaf, leaf, uplink) and per leaf pair, and each
-        // leaf's train table
-        "ag" => per(pairs.saturating_mul(uplinks), ag::PATH_STATE_BYTES)
-            .saturating_add(per(pairs, ag::PAIR_STATE_BYTES))
-            .saturating_add(per(racks.saturating_mul(whole("flow_table_size", 65536.0, ag::MAX_FLOW_TABLE)), ag::TRAIN_BYTES)),
-        "conga" | "conga_flow" => per(pairs.saturating_mul(uplinks), conga::PATH_STATE_BYTES).saturating_add(per(pairs, conga::PAIR_STATE_BYTES)),
-        "hula" => per(nodes.saturating_mul(racks), hula::BEST_HOP_BYTES),
-        _ => 0,
-    }
-}
-
-/// What [`fabric_table_bytes`] counts for `scheme`, for the error that
-/// refuses a fabric.
-pub fn fabric_table_kind(scheme: &str) -> &'static str {
-    match scheme {
-        "expeditus" | "clairvoyant" => "path-selection tables, lb.params.pst_entries slots per switch",
-        "ag" => "per-leaf-pair and train tables",
-        "hula" => "best-hop tables",
-        _ => "per-leaf-pair tables",
-    }
-}
 
 /// What a scheme may need to know when it is built.
 pub struct SchemeEnv<'a> {
@@ -98,7 +57,9 @@ pub struct SchemeEnv<'a> {
     pub base_rtt: SimTime,
 }
 
-/// A scheme's description for `lbsim schemes` and the docs.
+/// What the simulator knows about a scheme beside its code: one row of
+/// [`SCHEMES`], read by `lbsim schemes` and the docs, the scenario checks,
+/// the network's setup, the model revision and [`Scheme::new`].
 pub struct SchemeInfo {
     pub name: &'static str,
     pub summary: &'static str,
@@ -107,55 +68,132 @@ pub struct SchemeInfo {
     /// Where it acts: "switch", "host edge", "source leaf", "transport".
     pub acts_at: &'static str,
     pub params: &'static [ParamDef],
+    /// The scheme's revision on top of the simulator's model revision
+    /// (`lbsim_sim::MODEL_REVISION`), 0 for none: a change that alters the
+    /// results of this scheme only bumps it, so results catalogs re-run only
+    /// the runs that use it.
+    pub revision: u32,
+    /// Switch ECN threshold (packets) the scheme needs when the scenario
+    /// sets none.
+    pub ecn_k_pkts: Option<u32>,
+    /// Tables the scheme allocates up front, sized by the fabric or by its
+    /// parameters.
+    pub tables: Option<FabricTables>,
+    /// Builds the scheme from its checked parameters (and the given ones,
+    /// for a scheme that tells a default from a value set to it).
+    pub build: Build,
 }
 
-/// Revisions of single schemes on top of the simulator's model revision
-/// (`lbsim_sim::MODEL_REVISION`): a change that alters the results of one
-/// scheme only bumps that scheme's entry here, so results catalogs re-run
-/// only the runs that use it.
-pub const SCHEME_REVISIONS: &[(&str, u32)] = &[
-    // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
-    // 2: a flowlet moving off its path counts its own rate on the new one
-    ("clove_int", 2),
-    // 1: the relay reports every path with ecnSet set or clear (§4); a
-    // path is congested from a marked report to an unmarked one (was: for
-    // a fixed hold of 1 RTT after a mark)
-    ("clove_ecn", 1),
-    // 1: asymmetric fabrics split into symmetric components (DRILL §3.3);
-    // results on symmetric fabrics unchanged
-    ("drill", 1),
-    // 1: a dead or unroutable plane or core never wins a tie; 2: with
-    // response = "synack", a retransmitted SYN-ACK carries the response
-    // again (eefbdc1; the default mode's results are unchanged)
-    ("expeditus", 2),
-    // 1: probes go to distinct random paths, and a probing round first
-    // fits the pair's path state to a rediscovered path set (it indexed
-    // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
-    ("hermes", 1),
-    // 1: probes ride data packets only (§III), not ACKs; 2: per-leaf
-    // timers (event counts change, flows do not) and the truth beside a
-    // measurement is for the size of the packet that measured it
-    ("ag", 2),
-    // 1: flow state expires after state_idle_ms (persistent connections
-    // idle longer come back single-channel); 2: when only rVMS's state
-    // expired, it signals SIN so both ends are single-channel
-    // 3: the resequencer starts at the SYN's sequence (it started at the
-    // first data segment to arrive, passed earlier ones up out of order,
-    // and the guest's duplicate ACKs Reset flows that lost nothing)
-    // 4: T and S default to eq. 3's T'/2 and eq. 4's C'T for the fabric
-    // (were 2 ms and 2.5 MB)
-    ("vms", 4),
-    // 1: with resequence = true, the same resequencer start
-    ("spray", 1),
-];
+/// A scheme's constructor, from its checked parameters, what it may need
+/// to know and the parameters as given.
+pub type Build = fn(&Params, &SchemeEnv, &BTreeMap<String, Value>) -> Result<Scheme, ParamError>;
 
-pub const SCHEMES: &[SchemeInfo] = &[
+/// Reads a numeric scheme parameter as the user gave it.
+pub type NumParam<'a> = dyn Fn(&str) -> Option<f64> + 'a;
+
+/// The row of scheme `name`, if there is one.
+pub fn scheme_info(name: &str) -> Option<&'static SchemeInfo> {
+    SCHEMES.iter().find(|s| s.name == name)
+}
+
+/// The size of a fabric, as [`FabricTables::bytes`] reads it: `racks`
+/// leaves or ToRs with `uplinks` each, `nodes` nodes of which `hosts` hosts.
+#[derive(Clone, Copy, Debug)]
+pub struct FabricSize {
+    pub hosts: u64,
+    pub nodes: u64,
+    pub racks: u64,
+    pub uplinks: u64,
+}
+
+/// Tables a scheme allocates up front, sized by the fabric or by its
+/// parameters: checked against the machine before anything is built.
+/// Tables that grow with the traffic (flows, flowlets) are not counted.
+pub struct FabricTables {
+    /// What they are, for the error that refuses a fabric.
+    pub kind: &'static str,
+    /// Their bytes on a fabric; the function reads a numeric scheme
+    /// parameter as the user gave it. A value the scheme would refuse counts
+    /// nothing here, so its own error names it.
+    pub bytes: fn(FabricSize, &NumParam<'_>) -> u64,
+}
+
+/// `n` entries of `bytes` each, saturating.
+fn per(n: u64, bytes: usize) -> u64 {
+    n.saturating_mul(bytes as u64)
+}
+
+/// Parameter `name` as a whole number up to `max` (its default if not
+/// given), or 0 if it is not one.
+fn whole(param: &NumParam<'_>, name: &str, default: f64, max: u64) -> u64 {
+    let x = param(name).unwrap_or(default);
+    if x.fract() == 0.0 && (0.0..=max as f64).contains(&x) {
+        x as u64
+    } else {
+        0
+    }
+}
+
+/// Expeditus and Clairvoyant: a direct-mapped PST at each switch (at most;
+/// ToRs and aggregation switches have one).
+const PST_TABLES: FabricTables = FabricTables {
+    kind: "path-selection tables, lb.params.pst_entries slots per switch",
+    bytes: |f, param| per(f.nodes.saturating_sub(f.hosts).saturating_mul(whole(param, "pst_entries", 0.0, pst::MAX_ENTRIES)), pst::SLOT_BYTES),
+};
+
+/// AG: path state per (leaf, leaf, uplink) and per leaf pair, and each
+/// leaf's train table.
+const AG_TABLES: FabricTables = FabricTables {
+    kind: "per-leaf-pair and train tables",
+    bytes: |f, param| {
+        let pairs = f.racks.saturating_mul(f.racks);
+        per(pairs.saturating_mul(f.uplinks), ag::PATH_STATE_BYTES)
+            .saturating_add(per(pairs, ag::PAIR_STATE_BYTES))
+            .saturating_add(per(f.racks.saturating_mul(whole(param, "flow_table_size", 65536.0, ag::MAX_FLOW_TABLE)), ag::TRAIN_BYTES))
+    },
+};
+
+/// CONGA: path state per (leaf, leaf, uplink) and per leaf pair.
+const CONGA_TABLES: FabricTables = FabricTables {
+    kind: "per-leaf-pair tables",
+    bytes: |f, _| {
+        let pairs = f.racks.saturating_mul(f.racks);
+        per(pairs.saturating_mul(f.uplinks), conga::PATH_STATE_BYTES).saturating_add(per(pairs, conga::PAIR_STATE_BYTES))
+    },
+};
+
+/// HULA: a best hop per (node, destination ToR).
+const HULA_TABLES: FabricTables = FabricTables { kind: "best-hop tables", bytes: |f, _| per(f.nodes.saturating_mul(f.racks), hula::BEST_HOP_BYTES) };
+
+/// Bytes scheme `scheme` allocates up front in tables sized by the fabric
+/// or by its parameters (its row's [`FabricTables`]; 0 for a scheme without
+/// any, or an unknown name). `param` reads a numeric scheme parameter as
+/// the user gave it.
+pub fn fabric_table_bytes(scheme: &str, hosts: u64, nodes: u64, racks: u64, uplinks: u64, param: impl Fn(&str) -> Option<f64>) -> u64 {
+    match scheme_info(scheme).and_then(|s| s.tables.as_ref()) {
+        Some(t) => (t.bytes)(FabricSize { hosts, nodes, racks, uplinks }, &param),
+        None => 0,
+    }
+}
+
+/// What [`fabric_table_bytes`] counts for `scheme`, for the error that
+/// refuses a fabric.
+pub fn fabric_table_kind(scheme: &str) -> &'static str {
+    scheme_info(scheme).and_then(|s| s.tables.as_ref()).map_or("no tables", |t| t.kind)
+}
+
+/// Every scheme, one row each, in the order `lbsim schemes` lists them.
+pub static SCHEMES: &[SchemeInfo] = &[
     SchemeInfo {
         name: "ecmp",
         summary: "Per-flow ECMP: each switch hashes the 5-tuple with a per-switch salt",
         follows: "baseline of every paper (RFC 2992 hash-threshold style; hash mod group size)",
         acts_at: "every switch",
         params: ecmp::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |_, _, _| Ok(Scheme::Ecmp(ecmp::Ecmp)),
     },
     SchemeInfo {
         name: "spray",
@@ -163,6 +201,11 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "RPS (Dixit et al. 2013); VMS 'PerPacket', AG and CONGA §2.4 baselines",
         acts_at: "every switch",
         params: spray::PARAMS,
+        // 1: with resequence = true, the same resequencer start
+        revision: 1,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, _| Ok(Scheme::Spray(spray::Spray::new(p, env.topo)?)),
     },
     SchemeInfo {
         name: "drill",
@@ -170,6 +213,12 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Ghorbani et al., SIGCOMM 2017, §3 with the §3.3 decomposition for asymmetry (AG baseline); memory per candidate group (our choice)",
         acts_at: "every switch",
         params: drill::PARAMS,
+        // 1: asymmetric fabrics split into symmetric components (DRILL §3.3);
+        // results on symmetric fabrics unchanged
+        revision: 1,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, _| Ok(Scheme::Drill(drill::Drill::new(p, env)?)),
     },
     SchemeInfo {
         name: "letflow",
@@ -177,6 +226,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Vanini et al., NSDI 2017 (Clove and AG baseline)",
         acts_at: "every switch",
         params: letflow::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, _| Ok(Scheme::LetFlow(letflow::LetFlow::new(p, env.topo.nodes.len())?)),
     },
     SchemeInfo {
         name: "hula",
@@ -184,6 +237,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al., SOSR 2016, §3-4 (AG baseline: flowlet gap 500 us, probes every 200 us); replicate only on a table update (our choice)",
         acts_at: "every switch (probes originate at ToRs)",
         params: hula::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: Some(HULA_TABLES),
+        build: |p, env, _| Ok(Scheme::Hula(Box::new(hula::Hula::new(p, env)?))),
     },
     SchemeInfo {
         name: "conga",
@@ -191,6 +248,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Alizadeh et al., SIGCOMM 2014, §3 (DRE §3.2, feedback §3.3, flowlets §3.4, decision §3.5, defaults §3.6)",
         acts_at: "leaves (spines: ECMP + CE)",
         params: conga::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: Some(CONGA_TABLES),
+        build: |p, env, _| Ok(Scheme::Conga(Box::new(conga::Conga::new(p, env.topo)?))),
     },
     SchemeInfo {
         name: "conga_flow",
@@ -198,6 +259,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Alizadeh et al., SIGCOMM 2014, §5 'Schemes compared'",
         acts_at: "leaves (spines: ECMP + CE)",
         params: conga::FLOW_PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: Some(CONGA_TABLES),
+        build: |p, env, _| Ok(Scheme::Conga(Box::new(conga::Conga::new(p, env.topo)?))),
     },
     SchemeInfo {
         name: "expeditus",
@@ -205,6 +270,13 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Wang, Xu, Niu, Han, Expeditus, §3 (Alg. 1-2, failures §3.3, granularity §3.4); choices in docs/schemes/expeditus.md §3",
         acts_at: "ToRs and aggregation switches",
         params: expeditus::PARAMS,
+        // 1: a dead or unroutable plane or core never wins a tie; 2: with
+        // response = "synack", a retransmitted SYN-ACK carries the response
+        // again (eefbdc1; the default mode's results are unchanged)
+        revision: 2,
+        ecn_k_pkts: None,
+        tables: Some(PST_TABLES),
+        build: |p, env, _| Ok(Scheme::Expeditus(Box::new(expeditus::Expeditus::new(p, env)?))),
     },
     SchemeInfo {
         name: "clairvoyant",
@@ -212,6 +284,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Expeditus §6.1 'Clairvoyant' (same meters as expeditus; zero-latency oracle, both directions)",
         acts_at: "source ToR (oracle), aggregation switches follow its entries",
         params: clairvoyant::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: Some(PST_TABLES),
+        build: |p, env, _| Ok(Scheme::Clairvoyant(Box::new(clairvoyant::Clairvoyant::new(p, env)?))),
     },
     SchemeInfo {
         name: "ag",
@@ -219,6 +295,13 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Liu et al., AG (2019), §III-V; exhaustive search of the model by default (the paper's bisection misses the argmax where r is not unimodal)",
         acts_at: "leaves (spines: ECMP)",
         params: ag::PARAMS,
+        // 1: probes ride data packets only (§III), not ACKs; 2: per-leaf
+        // timers (event counts change, flows do not) and the truth beside a
+        // measurement is for the size of the packet that measured it
+        revision: 2,
+        ecn_k_pkts: None,
+        tables: Some(AG_TABLES),
+        build: |p, env, _| Ok(Scheme::Ag(Box::new(ag::Ag::new(p, env)?))),
     },
     SchemeInfo {
         name: "edge_flowlet",
@@ -226,6 +309,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 and §5",
         acts_at: "host edge (hypervisor)",
         params: edge_flowlet::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, _| Ok(Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(p, env)?))),
     },
     SchemeInfo {
         name: "clove_ecn",
@@ -233,6 +320,14 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.1-3.2, §4",
         acts_at: "host edge (hypervisor); switches mark ECN",
         params: clove::ECN_PARAMS,
+        // 1: the relay reports every path with ecnSet set or clear (§4); a
+        // path is congested from a marked report to an unmarked one (was: for
+        // a fixed hold of 1 RTT after a mark)
+        revision: 1,
+        // Clove §3.2
+        ecn_k_pkts: Some(20),
+        tables: None,
+        build: |p, env, _| Ok(Scheme::Clove(Box::new(clove::Clove::new(p, env, false)?))),
     },
     SchemeInfo {
         name: "clove_int",
@@ -240,6 +335,12 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 'Clove-INT'",
         acts_at: "host edge (hypervisor); switches write INT",
         params: clove::INT_PARAMS,
+        // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
+        // 2: a flowlet moving off its path counts its own rate on the new one
+        revision: 2,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, _| Ok(Scheme::Clove(Box::new(clove::Clove::new(p, env, true)?))),
     },
     SchemeInfo {
         name: "hermes",
@@ -247,6 +348,14 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Zhang et al., SIGCOMM 2017 (AG baseline: S = 600 KB, R = 30 %); thresholds in RTTs scaled from the authors' ns-3 defaults (our choice); per destination host; no failure detection",
         acts_at: "host edge (hypervisor); switches mark ECN",
         params: hermes::PARAMS,
+        // 1: probes go to distinct random paths, and a probing round first
+        // fits the pair's path state to a rediscovered path set (it indexed
+        // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
+        revision: 1,
+        // Clove-ECN's (our choice)
+        ecn_k_pkts: Some(20),
+        tables: None,
+        build: |p, env, _| Ok(Scheme::Hermes(Box::new(hermes::Hermes::new(p, env)?))),
     },
     SchemeInfo {
         name: "presto",
@@ -254,6 +363,10 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "He et al., SIGCOMM 2015, as adapted to L3 ECMP in Clove §5",
         acts_at: "host edge (both ends)",
         params: presto::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, given| Ok(Scheme::Presto(Box::new(presto::Presto::new(p, env, given)?))),
     },
     SchemeInfo {
         name: "vms",
@@ -261,6 +374,18 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "Li et al., VMS, §III (Algorithms 1-2, Reset §III-G, resequencing §III-C); choices in docs/schemes/vms.md §2 (Q1-Q16)",
         acts_at: "host edge (both virtual switches)",
         params: vms::PARAMS,
+        // 1: flow state expires after state_idle_ms (persistent connections
+        // idle longer come back single-channel); 2: when only rVMS's state
+        // expired, it signals SIN so both ends are single-channel
+        // 3: the resequencer starts at the SYN's sequence (it started at the
+        // first data segment to arrive, passed earlier ones up out of order,
+        // and the guest's duplicate ACKs Reset flows that lost nothing)
+        // 4: T and S default to eq. 3's T'/2 and eq. 4's C'T for the fabric
+        // (were 2 ms and 2.5 MB)
+        revision: 4,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, env, _| Ok(Scheme::Vms(Box::new(vms::Vms::new(p, env)?))),
     },
     SchemeInfo {
         name: "mptcp",
@@ -268,14 +393,12 @@ pub const SCHEMES: &[SchemeInfo] = &[
         follows: "RFC 6356 (LIA), Wischik et al. NSDI 2011; CONGA §5 (8 subflows), Clove §5 (4 subflows)",
         acts_at: "transport (hosts); switches: ECMP",
         params: mptcp::PARAMS,
+        revision: 0,
+        ecn_k_pkts: None,
+        tables: None,
+        build: |p, _, _| Ok(Scheme::Mptcp(mptcp::Mptcp::new(p)?)),
     },
 ];
-
-/// Default switch ECN threshold a scheme needs when the scenario sets none
-/// (Clove-ECN: 20 packets, §3.2; Hermes: the same, our choice).
-pub fn default_ecn_k_pkts(scheme: &str) -> Option<u32> {
-    matches!(scheme, "clove_ecn" | "hermes").then_some(20)
-}
 
 /// One sample of a scheme's state for `metrics.scheme_sample_interval_us`:
 /// (time, metric name, two indices whose meaning the metric defines, value).
@@ -283,8 +406,28 @@ pub fn default_ecn_k_pkts(scheme: &str) -> Option<u32> {
 /// destination leaf, or path index for "owd_us" with b = dst*64 + path).
 pub type SchemeSample = (SimTime, &'static str, u32, u32, f64);
 
-/// A load-balancing scheme, dispatched by `match`.
-pub enum Scheme {
+macro_rules! schemes {
+    ($($variant:ident($ty:ty),)*) => {
+        /// A load-balancing scheme, dispatched by `match`.
+        pub enum Scheme {
+            $($variant($ty),)*
+        }
+
+        /// `dispatch!(self, s => expr)`: `expr` with `s` bound to the scheme
+        /// inside, whichever it is (a `match`, so no hook call is virtual).
+        macro_rules! dispatch {
+            ($self:ident, $s:ident => $e:expr) => {
+                match $self {
+                    $(Scheme::$variant($s) => $e,)*
+                }
+            };
+        }
+    };
+}
+
+// One variant per implementation (large ones boxed); a [`SchemeInfo`] row's
+// `build` makes one. This declares [`Scheme`] and `dispatch!`.
+schemes! {
     Ecmp(ecmp::Ecmp),
     Spray(spray::Spray),
     LetFlow(letflow::LetFlow),
@@ -303,32 +446,15 @@ pub enum Scheme {
 }
 
 impl Scheme {
-    /// Builds scheme `name` from its scenario parameters.
+    /// Builds scheme `name` from its scenario parameters (an unknown name
+    /// is an error on key "scheme").
     pub fn new(name: &str, given: &BTreeMap<String, Value>, env: &SchemeEnv) -> Result<Scheme, ParamError> {
-        let info = SCHEMES.iter().find(|s| s.name == name).ok_or_else(|| ParamError {
+        let info = scheme_info(name).ok_or_else(|| ParamError {
             key: "scheme".into(),
             msg: format!("unknown scheme {name:?}; known: {}", SCHEMES.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")),
         })?;
         let p = Params::new(given, info.params, name)?;
-        Ok(match name {
-            "ecmp" => Scheme::Ecmp(ecmp::Ecmp),
-            "spray" => Scheme::Spray(spray::Spray::new(&p, env.topo)?),
-            "letflow" => Scheme::LetFlow(letflow::LetFlow::new(&p, env.topo.nodes.len())?),
-            "drill" => Scheme::Drill(drill::Drill::new(&p, env)?),
-            "ag" => Scheme::Ag(Box::new(ag::Ag::new(&p, env)?)),
-            "hula" => Scheme::Hula(Box::new(hula::Hula::new(&p, env)?)),
-            "conga" | "conga_flow" => Scheme::Conga(Box::new(conga::Conga::new(&p, env.topo)?)),
-            "expeditus" => Scheme::Expeditus(Box::new(expeditus::Expeditus::new(&p, env)?)),
-            "clairvoyant" => Scheme::Clairvoyant(Box::new(clairvoyant::Clairvoyant::new(&p, env)?)),
-            "edge_flowlet" => Scheme::EdgeFlowlet(Box::new(edge_flowlet::EdgeFlowlet::new(&p, env)?)),
-            "clove_ecn" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, false)?)),
-            "clove_int" => Scheme::Clove(Box::new(clove::Clove::new(&p, env, true)?)),
-            "vms" => Scheme::Vms(Box::new(vms::Vms::new(&p, env)?)),
-            "hermes" => Scheme::Hermes(Box::new(hermes::Hermes::new(&p, env)?)),
-            "presto" => Scheme::Presto(Box::new(presto::Presto::new(&p, env, given)?)),
-            "mptcp" => Scheme::Mptcp(mptcp::Mptcp::new(&p)?),
-            _ => unreachable!("scheme {name} listed but not constructed"),
-        })
+        (info.build)(&p, env, given)
     }
 
     /// The scheme's time constants as resolved from its parameters (µs),
@@ -353,23 +479,6 @@ impl Scheme {
         }
     }
 
-    /// CONGA: per leaf uplink, remote metrics received for its tag and their mean.
-    pub fn remote_by_uplink(&self) -> Option<Vec<(PortId, u64, f64)>> {
-        match self {
-            Scheme::Conga(s) => Some(s.remote_by_uplink()),
-            _ => None,
-        }
-    }
-
-    /// HULA: per ToR and destination ToR (rack index), the best next hop
-    /// and the path utilisation (fraction of capacity) it was learnt with.
-    pub fn best_hops(&self) -> Option<Vec<(NodeId, u32, PortId, f64)>> {
-        match self {
-            Scheme::Hula(s) => Some(s.tor_best_hops()),
-            _ => None,
-        }
-    }
-
     /// Appends the scheme's state now (time filled in by the caller);
     /// `ctx` lets a scheme report simulator truth beside its own view.
     pub fn sample(&self, ctx: &Ctx, out: &mut Vec<SchemeSample>) {
@@ -377,15 +486,6 @@ impl Scheme {
             Scheme::Ag(s) => s.sample(ctx, out),
             Scheme::Vms(s) => s.sample(out),
             _ => {}
-        }
-    }
-
-    /// Scheme state tables for the summary: (section, row, column, value)
-    /// becomes `scheme.<section>.<row>.<column> = value`.
-    pub fn tables(&self, topo: &Topology) -> Vec<(&'static str, String, String, f64)> {
-        match self {
-            Scheme::Ag(s) => s.tables(topo),
-            _ => vec![],
         }
     }
 
@@ -416,28 +516,6 @@ impl Scheme {
             edge::DiscoveryMode::Oracle => "oracle (read from routing state)",
         })
     }
-}
-
-macro_rules! dispatch {
-    ($self:ident, $s:ident => $e:expr) => {
-        match $self {
-            Scheme::Ecmp($s) => $e,
-            Scheme::Spray($s) => $e,
-            Scheme::LetFlow($s) => $e,
-            Scheme::Drill($s) => $e,
-            Scheme::Ag($s) => $e,
-            Scheme::Hula($s) => $e,
-            Scheme::Conga($s) => $e,
-            Scheme::Expeditus($s) => $e,
-            Scheme::Clairvoyant($s) => $e,
-            Scheme::EdgeFlowlet($s) => $e,
-            Scheme::Clove($s) => $e,
-            Scheme::Presto($s) => $e,
-            Scheme::Hermes($s) => $e,
-            Scheme::Vms($s) => $e,
-            Scheme::Mptcp($s) => $e,
-        }
-    };
 }
 
 impl LoadBalancer for Scheme {
@@ -482,12 +560,16 @@ impl LoadBalancer for Scheme {
     fn stats(&self) -> Vec<(&'static str, f64)> {
         dispatch!(self, s => s.stats())
     }
+    fn report(&self, topo: &Topology) -> Vec<ReportTable> {
+        dispatch!(self, s => s.report(topo))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::testutil::Env;
+    use lbsim_net::ReportValue;
 
     /// A scheme that says it has no host hooks must do nothing in them: 200
     /// packets of different flows go through both hooks of each such scheme,
@@ -563,6 +645,69 @@ mod tests {
         for name in ["ecmp", "clove_ecn", "presto", "hermes", "vms", "mptcp"] {
             assert!(without.contains(&name), "{name}: {without:?}");
         }
+    }
+
+    /// Each row names one scheme and builds it: `conga_flow` and the two
+    /// Clove variants share a type; an unknown name is an error on key
+    /// "scheme" that lists the known ones.
+    #[test]
+    fn each_row_builds_its_scheme() {
+        let env = Env::testbed();
+        let mut names: Vec<&str> = SCHEMES.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), SCHEMES.len(), "a name is listed twice");
+        let new = |name: &str| Scheme::new(name, &BTreeMap::new(), &env.scheme_env());
+        assert!(matches!(new("conga_flow"), Ok(Scheme::Conga(_))));
+        assert!(matches!(new("clove_int"), Ok(Scheme::Clove(_))));
+        assert!(matches!(new("mptcp"), Ok(Scheme::Mptcp(_))));
+        let Err(e) = new("conga2") else { panic!("an unknown scheme was built") };
+        assert_eq!(e.key, "scheme");
+        assert!(e.msg.contains("\"conga2\"") && names.iter().all(|n| e.msg.contains(n)), "{}", e.msg);
+    }
+
+    /// The facts other crates look up by name come from the rows: the
+    /// revision, the ECN default (Clove-ECN and Hermes: 20 packets) and the
+    /// tables sized by the fabric, which schemes sharing a type share.
+    #[test]
+    fn facts_by_name_come_from_the_rows() {
+        let revised: Vec<(&str, u32)> = SCHEMES.iter().filter(|s| s.revision > 0).map(|s| (s.name, s.revision)).collect();
+        assert!(revised.contains(&("vms", 4)) && revised.contains(&("clove_int", 2)), "{revised:?}");
+        let ecn: Vec<&str> = SCHEMES.iter().filter(|s| s.ecn_k_pkts == Some(20)).map(|s| s.name).collect();
+        assert_eq!(ecn, ["clove_ecn", "hermes"]);
+        assert!(SCHEMES.iter().all(|s| s.ecn_k_pkts.is_none() || s.ecn_k_pkts == Some(20)));
+        let none = |_: &str| None;
+        let pst = |_: &str| Some(1024.0);
+        let bytes = |name: &str, param: &NumParam<'_>| fabric_table_bytes(name, 64, 76, 8, 4, param);
+        assert_eq!(bytes("conga", &none), 64 * 4 * conga::PATH_STATE_BYTES as u64 + 64 * conga::PAIR_STATE_BYTES as u64);
+        assert_eq!(bytes("conga_flow", &none), bytes("conga", &none));
+        assert_eq!(bytes("hula", &none), 76 * 8 * hula::BEST_HOP_BYTES as u64);
+        assert_eq!(bytes("clairvoyant", &pst), 12 * 1024 * pst::SLOT_BYTES as u64);
+        assert_eq!(bytes("clairvoyant", &pst), bytes("expeditus", &pst));
+        for s in SCHEMES.iter().filter(|s| s.tables.is_none()) {
+            assert_eq!(bytes(s.name, &pst), 0, "{}", s.name);
+        }
+        assert_eq!(bytes("nope", &pst), 0);
+        assert_eq!(fabric_table_kind("hula"), "best-hop tables");
+    }
+
+    /// Scheme state for the summary comes through the trait's `report`:
+    /// CONGA's remote metrics per uplink (none received yet), HULA's best
+    /// hops (a table even before any probe), AG's tables that have rows
+    /// (no one-way delay is measured yet), nothing from ECMP or Presto.
+    #[test]
+    fn schemes_report_their_own_tables() {
+        let env = Env::testbed();
+        let report = |name: &str| Scheme::new(name, &BTreeMap::new(), &env.scheme_env()).unwrap().report(&env.topo);
+        let conga = report("conga");
+        assert_eq!(conga.len(), 1);
+        assert_eq!(conga[0].name, "remote_metric_by_uplink");
+        assert_eq!(conga[0].rows.len(), 2 * 4 * 2, "two fields per uplink of each leaf");
+        assert_eq!(conga[0].rows[0], (vec![env.topo.ports[env.topo.leaf_uplinks().0[0][0].idx()].name.clone(), "reports".into()], ReportValue::Count(0)));
+        let hula = report("hula");
+        assert_eq!(hula.iter().map(|t| t.name).collect::<Vec<_>>(), ["best_hop_by_tor"]);
+        assert_eq!(report("ag").iter().map(|t| t.name).collect::<Vec<_>>(), ["granularity_pkts", "trains_by_uplink", "sample_interval_us"]);
+        assert!(report("ecmp").is_empty() && report("presto").is_empty());
     }
 
     /// Each scheme reports its own counters through the trait: a fresh

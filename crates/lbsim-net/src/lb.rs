@@ -219,6 +219,45 @@ pub trait LoadBalancer {
     fn stats(&self) -> Vec<(&'static str, f64)> {
         vec![]
     }
+
+    /// The scheme's own state at the end of the run, as tables for
+    /// summary.json's `scheme.<table>` (e.g. CONGA's remote metrics per
+    /// uplink); `topo` names the nodes and ports in the keys.
+    fn report(&self, _topo: &Topology) -> Vec<ReportTable> {
+        vec![]
+    }
+}
+
+/// A value in a scheme's end-of-run report ([`LoadBalancer::report`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReportValue {
+    /// A count: an integer in summary.json.
+    Count(u64),
+    /// A measure: a number in summary.json (null if not finite).
+    Real(f64),
+    /// A name, such as a port's.
+    Name(String),
+}
+
+/// One table of a scheme's state at the end of a run: summary.json's
+/// `scheme.<name>`, an object even when it has no rows, in which each row
+/// sets the value at its path of keys (`scheme.<name>.<key>.<key>...`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReportTable {
+    pub name: &'static str,
+    pub rows: Vec<(Vec<String>, ReportValue)>,
+}
+
+impl ReportTable {
+    /// A table with no rows yet.
+    pub fn new(name: &'static str) -> ReportTable {
+        ReportTable { name, rows: vec![] }
+    }
+
+    /// Adds the row `keys = value`.
+    pub fn push<const N: usize>(&mut self, keys: [String; N], value: ReportValue) {
+        self.rows.push((keys.into(), value));
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub mod routing;
 pub mod topology;
 
 pub use ids::{LinkId, NodeId, PktId, PortId};
-pub use lb::{ecmp_pick, Action, Ctx, Forward, HostRx, LoadBalancer};
+pub use lb::{ecmp_pick, Action, Ctx, Forward, HostRx, LoadBalancer, ReportTable, ReportValue};
 pub use packet::{cd_get, cd_set, tuple_hash, LbHeader, Packet, Payload, Proto, ENCAP_DPORT};
 pub use port::{Admit, PortEnds, PortQueue, Threshold};
 pub use routing::Routing;

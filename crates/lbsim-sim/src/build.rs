@@ -610,7 +610,7 @@ fn port_queues(sc: &Scenario, topo: &Topology) -> PortSetup {
         (Some(k), _) => Some(Threshold::Packets(k)),
         (_, Some(b)) => Some(Threshold::Bytes(b)),
         // a scheme's own default (Clove-ECN: 20 packets)
-        _ => lbsim_lb::default_ecn_k_pkts(&sc.lb.scheme).map(Threshold::Packets),
+        _ => lbsim_lb::scheme_info(&sc.lb.scheme).and_then(|s| s.ecn_k_pkts).map(Threshold::Packets),
     };
     let backpressure = n.host_nic.as_deref() != Some("drop_tail");
     let ecn_ports = n.ecn_ports.as_deref().unwrap_or("switch");

@@ -29,10 +29,10 @@ pub const MODEL_REVISION: &str = "2026-11-26.1";
 
 /// The model revision that results of `scheme` depend on: [`MODEL_REVISION`]
 /// plus the scheme's own revision when it has one
-/// ([`lbsim_lb::SCHEME_REVISIONS`]), e.g. `2026-11-22.2+clove_int.1`.
+/// ([`lbsim_lb::SchemeInfo::revision`]), e.g. `2026-11-22.2+clove_int.1`.
 pub fn model_revision(scheme: &str) -> String {
-    match lbsim_lb::SCHEME_REVISIONS.iter().find(|(n, _)| *n == scheme) {
-        Some((n, r)) => format!("{MODEL_REVISION}+{n}.{r}"),
+    match lbsim_lb::scheme_info(scheme).filter(|s| s.revision > 0) {
+        Some(s) => format!("{MODEL_REVISION}+{}.{}", s.name, s.revision),
         None => MODEL_REVISION.to_string(),
     }
 }

@@ -6,7 +6,7 @@ use crate::scenario::Scenario;
 use crate::world::World;
 use crate::{metrics, model_revision, PortReport, RunOutput};
 use lbsim_engine::SimTime;
-use lbsim_net::{LoadBalancer, NodeId, Payload, PortId};
+use lbsim_net::{LoadBalancer, NodeId, Payload, PortId, ReportTable, ReportValue};
 use serde_json::{json, Value};
 
 /// What a run learnt beside its world, for the outputs.
@@ -162,23 +162,13 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
     let c = &w.c;
     let (live, live_bytes) = w.in_flight();
     let ok = c.sent == c.delivered + c.dropped + live && (c.sent_bytes as i64 + c.lb_header_bytes) as u64 == c.delivered_bytes + c.dropped_bytes + live_bytes;
-    // queue drops and marks by where the port sits
-    let mut at = [[0u64; 2]; 3];
-    for (i, q) in w.ports.iter().enumerate() {
-        let k = w.topo.port_place(PortId(i as u32)) as usize; // HostNic, ToHost, Fabric: 0, 1, 2
-        let st = q.stats();
-        at[k][0] += st.drops;
-        at[k][1] += st.ecn_marks;
-    }
-    let marks: u64 = at.iter().map(|a| a[1]).sum();
-    let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
     let failed: Vec<&str> = w.link_up.iter().enumerate().filter(|(_, u)| !**u).map(|(i, _)| w.topo.links[i].name.as_str()).collect();
     let mut s = json!({
         "lbsim_version": env!("CARGO_PKG_VERSION"),
         "model_revision": model_revision(&sc.lb.scheme),
         "scenario": sc.name,
         "seed": sc.seed,
-        "scheme": {"name": sc.lb.scheme, "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null), "stats": w.lb.stats().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(), "resolved": w.lb.resolved().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>()},
+        "scheme": scheme_summary(sc, w),
         "topology": {
             "kind": w.topo.kind,
             "hosts": w.topo.num_hosts(),
@@ -221,15 +211,7 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
         "slowdown": slow,
         "buckets": buckets,
         "classes": metrics::class_summary(&w.flows, &sc.workload.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), &sc.metrics.percentiles),
-        "network": {
-            "packets_sent": c.sent,
-            "bytes_sent": c.sent_bytes,
-            "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "injected": c.drop_injected, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
-            "probe_ttl_expiries": c.probe_expiries,
-            "consumed_by_scheme": c.consumed_by_lb,
-            "ecn_marks": marks,
-            "ecn_marks_at": by_place(1),
-        },
+        "network": network_summary(w),
         "conservation": {
             "sent": c.sent,
             "delivered": c.delivered,
@@ -248,14 +230,26 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
         "wall_s": run_s,
         "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },
     });
-    if let Some(obs) = &w.samplers.flowlet_obs {
-        s["flowlets_observed"] = obs.summary();
-    }
-    if let (Some(fl), false) = (s["scheme"]["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
+    optional_sections(&mut s, sc, w);
+    s
+}
+
+/// summary.json's `scheme`: its name, parameters, counters and resolved
+/// time constants, where an edge scheme's traffic went, and the tables the
+/// scheme reports ([`LoadBalancer::report`]).
+fn scheme_summary(sc: &Scenario, w: &World) -> Value {
+    let named = |v: Vec<(&'static str, f64)>| v.into_iter().map(|(k, x)| (k.to_string(), json!(x))).collect::<serde_json::Map<_, _>>();
+    let mut s = json!({
+        "name": sc.lb.scheme,
+        "params": serde_json::to_value(&sc.lb.params).unwrap_or(Value::Null),
+        "stats": named(w.lb.stats()),
+        "resolved": named(w.lb.resolved()),
+    });
+    if let (Some(fl), false) = (s["stats"]["flowlets"].as_f64(), w.flows.is_empty()) {
         // flowlets of both directions (ACK flows too, where a scheme splits them)
-        s["scheme"]["flowlets_per_flow"] = json!(fl / w.flows.len() as f64);
+        s["flowlets_per_flow"] = json!(fl / w.flows.len() as f64);
     }
-    s["scheme"]["rtt_us_stated"] = json!(sc.lb.rtt_us); // null: the idle fabric RTT (topology.base_rtt_us)
+    s["rtt_us_stated"] = json!(sc.lb.rtt_us); // null: the idle fabric RTT (topology.base_rtt_us)
     if let Some(u) = w.lb.path_use() {
         let rows = u.rows();
         let (fl, by): (u64, u64) = rows.iter().fold((0, 0), |a, r| (a.0 + r.1, a.1 + r.2));
@@ -274,31 +268,68 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
                 (w.topo.nodes[n.idx()].name.clone(), v)
             })
             .collect();
-        s["scheme"]["paths_via"] = per.into();
+        s["paths_via"] = per.into();
     }
-    if let Some(rows) = w.lb.remote_by_uplink() {
-        // CONGA: what each leaf learnt about each of its paths (by uplink tag)
-        let per: serde_json::Map<_, _> = rows.iter().map(|&(p, n, m)| (w.topo.ports[p.idx()].name.clone(), json!({"reports": n, "mean_metric": m}))).collect();
-        s["scheme"]["remote_metric_by_uplink"] = per.into();
+    write_report(&mut s, w.lb.report(&w.topo));
+    s
+}
+
+/// Writes a scheme's report tables into `scheme`: each table an object
+/// (empty if it has no rows), each row's value at its path of keys.
+fn write_report(scheme: &mut Value, tables: Vec<ReportTable>) {
+    for t in tables {
+        let table = &mut scheme[t.name];
+        if table.is_null() {
+            *table = json!({});
+        }
+        for (keys, value) in t.rows {
+            let at = keys.iter().fold(&mut *table, |v, k| &mut v[k.as_str()]);
+            *at = match value {
+                ReportValue::Count(n) => json!(n),
+                ReportValue::Real(x) => json!(x),
+                ReportValue::Name(name) => json!(name),
+            };
+        }
     }
-    for (section, row, col, v) in w.lb.tables(&w.topo) {
-        s["scheme"][section][row][col] = json!(v);
+}
+
+/// summary.json's `network`: packets and bytes sent, drops by cause and by
+/// where the port sits, ECN marks, and the drops the scenario asked for.
+fn network_summary(w: &World) -> Value {
+    let c = &w.c;
+    // queue drops and marks by where the port sits
+    let mut at = [[0u64; 2]; 3];
+    for (i, q) in w.ports.iter().enumerate() {
+        let k = w.topo.port_place(PortId(i as u32)) as usize; // HostNic, ToHost, Fabric: 0, 1, 2
+        let st = q.stats();
+        at[k][0] += st.drops;
+        at[k][1] += st.ecn_marks;
     }
+    let marks: u64 = at.iter().map(|a| a[1]).sum();
+    let by_place = |j: usize| json!({"host_nic": at[0][j], "switch_to_host": at[1][j], "fabric": at[2][j]});
+    let mut n = json!({
+        "packets_sent": c.sent,
+        "bytes_sent": c.sent_bytes,
+        "drops": {"total": c.dropped - c.probe_expiries, "queue": c.drop_queue, "injected": c.drop_injected, "link_down": c.drop_link, "no_route": c.drop_noroute, "ttl": c.drop_ttl, "queue_at": by_place(0)},
+        "probe_ttl_expiries": c.probe_expiries,
+        "consumed_by_scheme": c.consumed_by_lb,
+        "ecn_marks": marks,
+        "ecn_marks_at": by_place(1),
+    });
     if !w.injected.is_empty() {
         // the drops the scenario asked for, and whom they hit
         let v: Vec<Value> =
             w.injected.iter().map(|d| json!({"port": w.topo.ports[d.port.idx()].name, "at_us": d.at.as_us_f64(), "flow_id": d.flow, "seq": d.seq})).collect();
-        s["network"]["injected_drops"] = v.into();
+        n["injected_drops"] = v.into();
     }
-    if let Some(rows) = w.lb.best_hops() {
-        // HULA: each ToR's best next hop per destination ToR at the end
-        let mut per = serde_json::Map::new();
-        for (tor, rack, hop, util) in rows {
-            let to = w.topo.nodes[w.topo.racks[rack as usize].idx()].name.clone();
-            let e = per.entry(w.topo.nodes[tor.idx()].name.clone()).or_insert_with(|| json!({}));
-            e[to] = json!({"hop": w.topo.ports[hop.idx()].name, "path_utilisation": util});
-        }
-        s["scheme"]["best_hop_by_tor"] = per.into();
+    n
+}
+
+/// The sections only some runs have: flowlets observed, link and queue
+/// samplers, UDP senders, incast.
+fn optional_sections(s: &mut Value, sc: &Scenario, w: &World) {
+    if let Some(obs) = &w.samplers.flowlet_obs {
+        s["flowlets_observed"] = obs.summary();
     }
     if !w.samplers.link_samples.is_empty() {
         s["link_samplers"] = link_sampler_summary(w, sc.metrics.utilization_window_ms);
@@ -326,7 +357,6 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
             "mean_request_ms": if durs.is_empty() { Value::Null } else { json!(total / durs.len() as f64 * 1e3) },
         });
     }
-    s
 }
 
 /// The jobs and steps tables from the jobs' runs.
@@ -411,4 +441,32 @@ fn job_summary(w: &World, recs: &[metrics::JobRecord]) -> Value {
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scheme's report lands under `scheme` as it says: a table with no
+    /// rows is an empty object, keys nest, counts stay integers, a measure
+    /// that is not finite is null, and fields already there are kept.
+    #[test]
+    fn report_tables_are_written_as_nested_objects() {
+        let mut hops = ReportTable::new("best_hop_by_tor");
+        hops.push(["L0".into(), "L1".into(), "hop".into()], ReportValue::Name("L0->S0#0".into()));
+        hops.push(["L0".into(), "L1".into(), "path_utilisation".into()], ReportValue::Real(0.25));
+        let mut reports = ReportTable::new("remote_metric_by_uplink");
+        reports.push(["L0->S0#0".into(), "reports".into()], ReportValue::Count(3));
+        reports.push(["L0->S0#0".into(), "mean_metric".into()], ReportValue::Real(f64::NAN));
+        let mut s = json!({"name": "x"});
+        write_report(&mut s, vec![hops, reports, ReportTable::new("empty")]);
+        let want = json!({
+            "name": "x",
+            "best_hop_by_tor": {"L0": {"L1": {"hop": "L0->S0#0", "path_utilisation": 0.25}}},
+            "remote_metric_by_uplink": {"L0->S0#0": {"reports": 3, "mean_metric": null}},
+            "empty": {},
+        });
+        assert_eq!(s, want);
+        assert_eq!(s["remote_metric_by_uplink"]["L0->S0#0"]["reports"].to_string(), "3");
+    }
 }
