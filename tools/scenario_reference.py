@@ -105,12 +105,20 @@ def read_tcp(src: str) -> dict:
     for m in re.finditer(r"\nimpl (\w+) \{(.*?)\n\}", src, re.S):
         for c in re.finditer(r"pub const (\w+): [^=]+ = ([^;]+);", m.group(2)):
             consts[f"{m.group(1)}::{c.group(1)}"] = c.group(2)
+    return {"fields": defaults["TcpConfig"], "consts": consts, "words": enum_words(src)}
+
+
+def enum_words(src: str, head: str = "") -> dict[str, dict[str, str]]:
+    """Each `pub enum`'s words (only those whose declaration follows the
+    attribute line `head`, when given), in variant order: a variant's
+    `#[serde(rename = "...")]`, wherever it is given, else its snake_case
+    name."""
     renamed = {m.group(2): m.group(1) for m in re.finditer(r'#\[serde\(rename = "(\w+)"\)\]\s*(\w+)', src)}
     words = {}
-    for m in re.finditer(r"\npub enum (\w+) \{\n(.*?)\n\}", src, re.S):
+    for m in re.finditer(re.escape(head) + r"\npub enum (\w+) \{\n(.*?)\n\}", src, re.S):
         variants = re.findall(r"^    (\w+)(?: \{[^}]*\})?,$", m.group(2), re.M)
         words[m.group(1)] = {v: renamed.get(v, snake(v)) for v in variants}
-    return {"fields": defaults["TcpConfig"], "consts": consts, "words": words}
+    return words
 
 
 def tcp_value(v: str, tcp: dict) -> str:
@@ -202,6 +210,8 @@ def parse(src: str):
 def render(src: str, tcp_src: str) -> str:
     fns, structs, defaults = parse(src)
     tcp = read_tcp(tcp_src)
+    # the scenario's own choices (`Connections`), read as words
+    tcp["words"].update(enum_words(src, '#[serde(rename_all = "snake_case")]'))
     out = [
         "# Scenario file reference",
         "",

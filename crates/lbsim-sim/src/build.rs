@@ -4,7 +4,7 @@
 //! `lbsim validate` stops here, so it and `lbsim run` agree on what is
 //! valid.
 
-use crate::scenario::{self, bad, Scenario, ScenarioError};
+use crate::scenario::{self, bad, Connections, Scenario, ScenarioError};
 use crate::world::{DropPlan, Incast, JobSpec, LinkEvent, SampleConfig, UdpSource, World, WorldConfig};
 use crate::{metrics, SimError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
@@ -465,7 +465,7 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
     let prep = prepare(sc, base_dir)?;
     let Prepared { topo, flows, workload_info, .. } = prep;
     let _ = &prep.base_dir;
-    if sc.transport.connections == "persistent" && !flows.is_empty() {
+    if sc.transport.connections == Connections::Persistent && !flows.is_empty() {
         // the exact pairs, now that the flows are known (a flow list's were not)
         let pairs: std::collections::HashSet<(u32, u32)> = flows.iter().map(|f| (f.src, f.dst)).collect();
         sc.check_connections(pairs.len() as u64, flows.len() as u64)?;
@@ -507,7 +507,7 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         lb,
         lb_rng: Rng::stream(sc.seed, "scheme"),
         tcp,
-        persistent: (sc.transport.connections == "persistent").then_some(sc.transport.connections_per_pair),
+        persistent: (sc.transport.connections == Connections::Persistent).then_some(sc.transport.connections_per_pair),
         host_nic_limit: pq.host_nic_limit,
         jitter: SimTime::from_us_f64(n.host_jitter_ns.unwrap_or(1000.0) / 1e3),
         jitter_rng: Rng::stream(sc.seed, "host_jitter"),

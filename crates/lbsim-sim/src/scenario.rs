@@ -44,7 +44,7 @@ pub use memory::MAX_HOSTS;
 #[cfg(test)]
 pub(crate) use memory::{BYTES_PER_CONN, BYTES_PER_FLOW};
 pub use topology::{Clos3Cfg, ExplicitCfg, ExplicitLinkCfg, ExplicitNodeCfg, FatTreeCfg, HostsPerLeaf, LeafSpineCfg, TopologyCfg};
-pub use transport::TransportCfg;
+pub use transport::{Connections, TransportCfg};
 
 use check::{dur_ms, dur_us, pos, rate, unit_bytes};
 use lbsim_engine::SimTime;
@@ -157,7 +157,7 @@ fn human(msg: &str) -> String {
             m.truncate(i);
         }
     }
-    // an unknown word of an enum is listed as `one_of` lists allowed words
+    // an unknown word of an enum: `must be "a", "b" or "c", got "x"`
     if let Some(rest) = m.strip_prefix("unknown variant `") {
         if let Some((got, expected)) = rest.split_once("`, expected ") {
             let words: Vec<String> =

@@ -25,14 +25,6 @@ pub(super) fn pos(field: &str, x: f64) -> Result<(), ScenarioError> {
 pub(super) fn dur_us(field: &str, us: f64, positive: bool) -> Result<(), ScenarioError> {
     SimTime::input_us(us, positive).map(|_| ()).map_err(|m| bad(field, m))
 }
-/// A string key that must be one of `allowed`: `must be "a", "b" or "c"`.
-pub(super) fn one_of(field: &str, value: &str, allowed: &[&str]) -> Result<(), ScenarioError> {
-    if allowed.contains(&value) {
-        return Ok(());
-    }
-    let q: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
-    Err(bad(field, must_be(&q, value)))
-}
 /// `must be "a", "b" or "c", got "x"` for quoted words `q` and the value given.
 pub(super) fn must_be(q: &[String], value: &str) -> String {
     let (last, rest) = q.split_last().expect("at least one allowed value");

@@ -94,7 +94,7 @@ impl Scenario {
     /// fit in half of this machine's memory. Per-flow connections are
     /// counted in the flow state.
     pub(crate) fn check_connections(&self, pairs: u64, flows: u64) -> Result<(), ScenarioError> {
-        if self.transport.connections != "persistent" {
+        if self.transport.connections != super::Connections::Persistent {
             return Ok(());
         }
         let mem = machine_memory();

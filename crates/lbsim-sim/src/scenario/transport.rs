@@ -4,7 +4,7 @@
 //! `TcpConfig::default()`, so a setting is typed and defaulted once;
 //! `resolve` turns the section into the run's `TcpConfig`.
 
-use super::check::{dur_ms, dur_us, one_of};
+use super::check::{dur_ms, dur_us};
 use super::{bad, ScenarioError};
 use lbsim_tcp::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -114,11 +114,23 @@ pub struct TransportCfg {
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the pair's first flow to the end, flows queued on the
     /// least-loaded one.
-    pub connections: String,
+    #[serde(deserialize_with = "word")]
+    pub connections: Connections,
     /// Connections per (src, dst) pair with `connections = "persistent"`.
     /// Each holds about 1.5 KB; a run whose pairs × connections would not
     /// fit in half of the machine's memory is refused before it starts.
     pub connections_per_pair: u32,
+}
+
+/// How flows map onto connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Connections {
+    /// A new connection (with handshake) per flow.
+    #[default]
+    PerFlow,
+    /// A fixed pool of connections per (src, dst) pair.
+    Persistent,
 }
 
 /// Reads one of lbsim-tcp's words through a string, so a value of another
@@ -162,7 +174,7 @@ impl Default for TransportCfg {
             recovery_exit: d.recovery_exit,
             recover: d.recover,
             prr_bound: d.prr_bound,
-            connections: "per_flow".to_string(),
+            connections: Connections::PerFlow,
             connections_per_pair: 3,
         }
     }
@@ -199,7 +211,6 @@ impl TransportCfg {
         if self.rcv_wnd_bytes < self.mss_bytes {
             return Err(bad("transport.rcv_wnd_bytes", "must be at least one MSS"));
         }
-        one_of("transport.connections", &self.connections, &["per_flow", "persistent"])?;
         if self.sack && self.recovery_exit != RecoveryExit::Ssthresh {
             return Err(bad(
                 "transport.recovery_exit",
