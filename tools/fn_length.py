@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Names every Rust function longer than a limit (default 120 lines, from
-the ``fn`` line to its closing brace) under crates/*/src.
+the ``fn`` line to its closing brace) under crates/ (sources, tests, benches).
 
     python3 tools/fn_length.py [--max N] [FILE_OR_DIR ...]
 
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max", type=int, default=MAX_LINES, help=f"longest allowed function in lines (default {MAX_LINES})")
     ap.add_argument("paths", nargs="*", type=Path, help="files or folders (default: crates/*/src)")
     a = ap.parse_args(argv)
-    lines = too_long(a.paths or sorted(ROOT.glob("crates/*/src")), a.max)
+    lines = too_long(a.paths or sorted(ROOT.glob("crates/*")), a.max)
     for line in lines:
         print(line)
     return 1 if lines else 0
