@@ -364,21 +364,21 @@ fn job_records(w: &World) -> (Vec<metrics::JobRecord>, Vec<metrics::StepRecord>)
     let (mut jobs, mut steps) = (vec![], vec![]);
     let uplinks = w.topo.leaf_uplinks().0;
     for (j, job) in w.jobs.iter().enumerate() {
-        let n = job.hosts.len() as u32;
+        let n = job.spec.hosts.len() as u32;
         let nsteps = job.steps.len();
         for (i, it) in job.iters.iter().enumerate() {
             jobs.push(metrics::JobRecord {
                 job: j as u32,
-                name: job.name.clone(),
-                op: job.op.name(),
+                name: job.spec.name.clone(),
+                op: job.spec.op.name(),
                 ranks: n,
-                size: job.size,
-                channels: job.channels,
+                size: job.spec.size,
+                channels: job.spec.channels,
                 iteration: i as u32,
                 start: it.start,
                 end: it.end,
                 ideal: job.ideal_iteration(),
-                bus_factor: job.op.bus_factor(n),
+                bus_factor: job.spec.op.bus_factor(n),
             });
             for s in 0..nsteps {
                 let r = &job.step_runs[i * nsteps + s];
@@ -394,7 +394,7 @@ fn job_records(w: &World) -> (Vec<metrics::JobRecord>, Vec<metrics::StepRecord>)
                     start: (r.start != SimTime::MAX).then_some(r.start),
                     end: r.end,
                     ideal: job.ideal_steps[s],
-                    flows: job.steps[s].len() as u32 * job.channels,
+                    flows: job.steps[s].len() as u32 * job.spec.channels,
                     flows_done: r.done,
                     bytes: job.steps[s].iter().map(|x| x.bytes).sum(),
                     slowest: slow.map(|_| r.slowest),
@@ -421,17 +421,17 @@ fn job_summary(w: &World, recs: &[metrics::JobRecord]) -> Value {
             let mine: Vec<&metrics::JobRecord> = recs.iter().filter(|r| r.job == j as u32).collect();
             let mut times: Vec<f64> = mine.iter().filter_map(|r| r.time()).map(|t| t.as_us_f64()).collect();
             let mut busbw: Vec<f64> = mine.iter().filter_map(|r| r.time().map(|t| r.algbw_gbps(t) * r.bus_factor)).collect();
-            let n = job.hosts.len() as u32;
+            let n = job.spec.hosts.len() as u32;
             let ideal = job.ideal_iteration();
-            let ideal_busbw = job.size as f64 * 8.0 / ideal.as_secs_f64() / 1e9 * job.op.bus_factor(n);
+            let ideal_busbw = job.spec.size as f64 * 8.0 / ideal.as_secs_f64() / 1e9 * job.spec.op.bus_factor(n);
             let busbw_mean = if busbw.is_empty() { None } else { Some(busbw.iter().sum::<f64>() / busbw.len() as f64) };
             json!({
-                "name": job.name,
-                "op": job.op.name(),
+                "name": job.spec.name,
+                "op": job.spec.op.name(),
                 "ranks": n,
-                "size_bytes": job.size,
-                "channels": job.channels,
-                "iterations": job.iterations,
+                "size_bytes": job.spec.size,
+                "channels": job.spec.channels,
+                "iterations": job.spec.iterations,
                 "iterations_completed": times.len(),
                 "iteration_us": metrics::describe(&mut times),
                 "busbw_gbps": metrics::describe(&mut busbw),

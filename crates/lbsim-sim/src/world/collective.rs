@@ -58,15 +58,7 @@ pub struct StepRun {
 /// A job: its plan, its progress through the current iteration, and the
 /// records of every iteration and step so far.
 pub(crate) struct JobRun {
-    pub name: String,
-    pub op: CollOp,
-    /// Rank -> host index.
-    pub hosts: Vec<u32>,
-    pub size: u64,
-    pub iterations: u32,
-    pub gap: SimTime,
-    pub channels: u32,
-    pub start: SimTime,
+    pub spec: JobSpec,
     /// Per step, its sends.
     pub steps: Vec<Vec<Send>>,
     /// Per step and rank, the indices of the rank's sends in `steps[step]`.
@@ -94,13 +86,13 @@ impl JobRun {
     }
 
     pub fn finished(&self) -> bool {
-        self.iters.len() as u32 == self.iterations && self.iters.last().is_some_and(|i| i.end.is_some())
+        self.iters.len() as u32 == self.spec.iterations && self.iters.last().is_some_and(|i| i.end.is_some())
     }
 
     /// `bytes` split into `channels` flows: the first `bytes % channels`
     /// one byte larger.
     fn channel_bytes(&self, bytes: u64, ch: u32) -> u64 {
-        bytes / self.channels as u64 + u64::from((ch as u64) < bytes % self.channels as u64)
+        bytes / self.spec.channels as u64 + u64::from((ch as u64) < bytes % self.spec.channels as u64)
     }
 }
 
@@ -120,30 +112,22 @@ impl World {
     /// receiving — the fabric non-blocking, no slow start, no ACK bytes on
     /// the reverse link; for one flow this is the flow's ideal FCT.
     pub(super) fn add_job(&mut self, spec: JobSpec) {
-        let JobSpec { name, op, hosts, size, iterations, gap, channels, start } = spec;
-        let n = hosts.len() as u32;
-        let steps = op.steps(n, size);
+        let n = spec.hosts.len() as u32;
+        let steps = spec.op.steps(n, spec.size);
         let mut by_rank = vec![vec![vec![]; n as usize]; steps.len()];
         let mut expect = vec![vec![0u32; n as usize]; steps.len()];
         for (s, sends) in steps.iter().enumerate() {
             for (k, x) in sends.iter().enumerate() {
                 by_rank[s][x.from as usize].push(k as u32);
-                expect[s][x.to as usize] += channels;
+                expect[s][x.to as usize] += spec.channels;
             }
         }
         let mut rank_of = vec![u32::MAX; self.topo.num_hosts()];
-        for (r, &h) in hosts.iter().enumerate() {
+        for (r, &h) in spec.hosts.iter().enumerate() {
             rank_of[h as usize] = r as u32;
         }
         let mut job = JobRun {
-            name,
-            op,
-            hosts,
-            size,
-            iterations,
-            gap,
-            channels,
-            start,
+            spec,
             steps,
             by_rank,
             expect,
@@ -167,8 +151,8 @@ impl World {
         let mut first = vec![0u64; nh];
         let mut lat = SimTime::ZERO;
         for x in &job.steps[s] {
-            let (src, dst) = (job.hosts[x.from as usize], job.hosts[x.to as usize]);
-            for ch in 0..job.channels {
+            let (src, dst) = (job.spec.hosts[x.from as usize], job.spec.hosts[x.to as usize]);
+            for ch in 0..job.spec.channels {
                 let b = job.channel_bytes(x.bytes, ch);
                 out[src as usize] += wire(b, mss, hb);
                 inb[dst as usize] += wire(b, mss, hb);
@@ -198,7 +182,7 @@ impl World {
     /// Schedules every job's first iteration.
     pub(super) fn start_jobs(&mut self) {
         for j in 0..self.jobs.len() {
-            self.q.schedule_later(self.jobs[j].start, Ev::Job { job: j as u32 });
+            self.q.schedule_later(self.jobs[j].spec.start, Ev::Job { job: j as u32 });
         }
     }
 
@@ -211,11 +195,11 @@ impl World {
     pub(super) fn job_iteration(&mut self, j: u32) {
         let now = self.now();
         let job = &mut self.jobs[j as usize];
-        let n = job.hosts.len();
+        let n = job.spec.hosts.len();
         job.recv_left = job.expect.clone();
         job.recv_done = vec![0; n];
         job.next_step = vec![0; n];
-        job.flows_left = job.steps.iter().map(|s| s.len() as u64).sum::<u64>() * job.channels as u64;
+        job.flows_left = job.steps.iter().map(|s| s.len() as u64).sum::<u64>() * job.spec.channels as u64;
         job.iters.push(IterRun { start: now, end: None });
         let blank =
             StepRun { start: SimTime::MAX, end: None, flows: 0, done: 0, bytes: 0, slowest: u32::MAX, slowest_fct: SimTime::ZERO, slowest_uplink: u32::MAX };
@@ -253,9 +237,14 @@ impl World {
         let mut starts = vec![];
         for &k in &job.by_rank[s as usize][r as usize] {
             let x = job.steps[s as usize][k as usize];
-            for ch in 0..job.channels {
-                let spec =
-                    FlowSpec { src: job.hosts[x.from as usize], dst: job.hosts[x.to as usize], size: job.channel_bytes(x.bytes, ch), start: now, class: 0 };
+            for ch in 0..job.spec.channels {
+                let spec = FlowSpec {
+                    src: job.spec.hosts[x.from as usize],
+                    dst: job.spec.hosts[x.to as usize],
+                    size: job.channel_bytes(x.bytes, ch),
+                    start: now,
+                    class: 0,
+                };
                 starts.push((spec, ch));
             }
         }
@@ -289,7 +278,7 @@ impl World {
             if sr.slowest == u32::MAX || fct > sr.slowest_fct {
                 (sr.slowest, sr.slowest_fct, sr.slowest_uplink) = (f, fct, uplink);
             }
-            if sr.done == job.steps[s as usize].len() as u32 * job.channels {
+            if sr.done == job.steps[s as usize].len() as u32 * job.spec.channels {
                 sr.end = Some(now);
             }
             let r = job.rank_of[dst as usize];
@@ -297,8 +286,8 @@ impl World {
             job.flows_left -= 1;
             if job.flows_left == 0 {
                 job.iters.last_mut().unwrap().end = Some(now);
-                if (job.iters.len() as u32) < job.iterations {
-                    let at = now + job.gap;
+                if (job.iters.len() as u32) < job.spec.iterations {
+                    let at = now + job.spec.gap;
                     self.q.schedule_later(at, Ev::Job { job: j });
                 }
                 continue;
@@ -318,7 +307,7 @@ impl World {
     /// `j` from host `src` to `dst`, opened established on first use.
     pub(super) fn job_conn(&mut self, j: u32, src: u32, dst: u32, ch: u32, mptcp: bool) -> u32 {
         if !self.job_pools.contains_key(&(j, src, dst)) {
-            let n = self.jobs[j as usize].channels;
+            let n = self.jobs[j as usize].spec.channels;
             let p: Vec<u32> = (0..n)
                 .map(|k| if mptcp { self.new_mp(src, dst, true, false, 32 + k as u16) } else { self.new_conn(src, dst, true, false, 6000 + k as u16) })
                 .collect();
