@@ -75,6 +75,7 @@ impl Reseq {
 
     /// A data segment (`seq`, `len` payload bytes, `size` on the wire) of
     /// connection `conn` arriving at `host` (host index `h`).
+    // the segment's fields, each named at the one call site
     #[allow(clippy::too_many_arguments)]
     pub fn on_data(&mut self, ctx: &mut Ctx, host: NodeId, h: u32, conn: u32, pkt: PktId, seq: u64, len: u32, size: u32) -> HostRx {
         let now = ctx.now;

@@ -210,6 +210,7 @@ fn ag_input(
 /// AG's model (§IV-A, eqs. 1-6): the average rate r(gran) in Gb/s.
 #[pyfunction]
 #[pyo3(signature = (gran, paths, congested, rtt_good_us, rtt_bad_us, window_pkts=44, pkt_bytes=1500, path_gbps=1.0))]
+// one argument per Python keyword of the signature above
 #[allow(clippy::too_many_arguments)]
 fn ag_rate_gbps(gran: u32, paths: u32, congested: u32, rtt_good_us: f64, rtt_bad_us: f64, window_pkts: u32, pkt_bytes: u32, path_gbps: f64) -> PyResult<f64> {
     let m = ag_input(paths, congested, rtt_good_us, rtt_bad_us, window_pkts, pkt_bytes, path_gbps)?;
@@ -222,6 +223,7 @@ fn ag_rate_gbps(gran: u32, paths: u32, congested: u32, rtt_good_us: f64, rtt_bad
 /// AG's optimal train size gran* (eq. 7), the same code the `ag` scheme runs.
 #[pyfunction]
 #[pyo3(signature = (paths, congested, rtt_good_us, rtt_bad_us, window_pkts=44, pkt_bytes=1500, path_gbps=1.0, search="exhaustive"))]
+// one argument per Python keyword of the signature above
 #[allow(clippy::too_many_arguments)]
 fn ag_optimal_granularity(
     paths: u32,

@@ -2,8 +2,11 @@
 //! ([`Scenario::build_topology`], link overrides applied), the TCP
 //! configuration ([`Scenario::tcp_config`], the `[transport]` settings in
 //! the engine's units) and the scheme's parameters as generic values
-//! ([`Scenario::lb_params`]). The scenario module holds the schema and its
-//! checks; this one only converts, so a check never hides in a conversion.
+//! ([`Scenario::lb_params`]). The scenario module holds the schema and the
+//! checks of each value alone; the errors here are the ones that need the
+//! fabric or the scheme (a link override naming no link, a topology the
+//! builder refuses, a scheme parameter of the wrong kind), each naming its
+//! key.
 
 use crate::scenario::{bad, Clos3Cfg, ExplicitCfg, FatTreeCfg, HostsPerLeaf, LeafSpineCfg, Scenario, ScenarioError, TopologyCfg};
 use lbsim_engine::{BitsPerSec, SimTime};

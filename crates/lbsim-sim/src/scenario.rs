@@ -31,7 +31,8 @@
 //! See `examples/` for every section, commented.
 //!
 //! This module is the schema and its checks only: the larger sections live
-//! in `scenario/` (topology, transport, the shared value checks), and
+//! in `scenario/` (topology, transport, the memory checks, the shared value
+//! checks), and
 //! `crate::resolve` turns a checked scenario into the run's fabric, TCP
 //! configuration and scheme parameters.
 

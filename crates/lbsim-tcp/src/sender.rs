@@ -50,7 +50,7 @@ use crate::congestion::{Ack, Congestion, Controller, Lia, Window};
 use crate::header::{TcpHeader, ACK, CWR, ECE, SYN};
 use crate::ranges::RangeSet;
 use crate::rtt::RttEstimator;
-use lbsim_engine::{BitsPerSec, SimTime};
+use lbsim_engine::SimTime;
 use std::collections::VecDeque;
 use undo::Undo;
 
@@ -261,11 +261,6 @@ impl TcpSender {
     }
     pub fn dctcp_alpha(&self) -> f64 {
         self.cc.dctcp_alpha()
-    }
-    /// The rate a rate-based congestion control paces at; `None` for the
-    /// window-based ones.
-    pub fn pacing_rate(&self) -> Option<BitsPerSec> {
-        self.cc.pacing_rate()
     }
     pub fn config(&self) -> &TcpConfig {
         &self.cfg

@@ -59,8 +59,6 @@ def _report_paths(quick: bool, root: Path) -> tuple[Path, Path, Path]:
 def papers() -> dict[str, str]:
     """Experiment name -> the paper it reproduces (the first word of its
     [experiment].paper), for the report's verdicts per paper."""
-    import tomllib
-
     from lbsim.experiments.report import paper_of
 
     return {f.stem: paper_of(tomllib.loads(f.read_text())) for f in registry()}

@@ -20,9 +20,9 @@
 //!   RFC rules and the variants of ns-3 and htsim's `TcpSrc`.
 //!
 //! Hooks have standard (RFC 5681) or do-nothing defaults. [`Controller`]
-//! dispatches by `match`: no trait object, no allocation. A rate-based
-//! algorithm (DCQCN, HPCC) implements the same trait and answers
-//! [`Congestion::pacing_rate`]; none does yet.
+//! dispatches by `match`: no trait object, no allocation. Another
+//! algorithm is a new file here and a `Controller` variant; the sender's
+//! loss recovery does not change.
 
 mod dctcp;
 mod lia;
@@ -36,7 +36,6 @@ pub use newreno::NewReno;
 
 use crate::config::{CongestionControl, TcpConfig};
 use crate::sender::Recovery;
-use lbsim_engine::BitsPerSec;
 
 /// The sender's window state as a controller sees it: cwnd and ssthresh to
 /// read and set, and the facts the RFC formulas need.
@@ -115,12 +114,6 @@ pub trait Congestion {
     /// MPTCP: the coupled increase to use in congestion avoidance
     /// (RFC 6356 §3). Default: ignored (no coupled form).
     fn set_coupling(&mut self, _lia: Lia) {}
-
-    /// The rate a rate-based algorithm paces segments at; `None` for a
-    /// window-based one (the sender is ACK-clocked).
-    fn pacing_rate(&self) -> Option<BitsPerSec> {
-        None
-    }
 }
 
 /// The configured algorithm, dispatched by `match`.
@@ -183,9 +176,6 @@ impl Congestion for Controller {
     fn set_coupling(&mut self, lia: Lia) {
         dispatch!(self, c => c.set_coupling(lia))
     }
-    fn pacing_rate(&self) -> Option<BitsPerSec> {
-        dispatch!(self, c => c.pacing_rate())
-    }
 }
 
 #[cfg(test)]
@@ -200,7 +190,6 @@ mod tests {
         let c = Controller::new(&dctcp);
         assert!(matches!(c, Controller::Dctcp(_)));
         assert_eq!(c.dctcp_alpha(), 1.0, "RFC 8257 §3.3: α starts at 1");
-        assert_eq!(c.pacing_rate(), None, "window-based");
     }
 
     #[test]
