@@ -4,7 +4,7 @@
 //! `lbsim validate` stops here, so it and `lbsim run` agree on what is
 //! valid.
 
-use crate::scenario::{self, bad, Connections, Scenario, ScenarioError};
+use crate::scenario::{self, bad, Connections, LoadOf, PatternKind, Scenario, ScenarioError, WorkloadKind};
 use crate::world::{DropPlan, Incast, JobSpec, LinkEvent, SampleConfig, UdpSource, World, WorldConfig};
 use crate::{metrics, SimError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
@@ -45,12 +45,12 @@ fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64,
     }
     let srcs = pairs.sources();
     let racks: std::collections::BTreeSet<u32> = srcs.iter().map(|&h| topo.host_rack[h as usize]).collect();
-    Ok(match w.load_of.as_str() {
-        "host_links" => {
+    Ok(match w.load_of {
+        LoadOf::HostLinks => {
             let c: u64 = srcs.iter().map(|&h| topo.ports[topo.nic(topo.host(h)).idx()].rate.0).sum();
             (c as f64, format!("sum of the access-link rates of the {} sending hosts", srcs.len()))
         }
-        "leaf_uplinks" => {
+        LoadOf::LeafUplinks => {
             let mut c = 0u64;
             for &r in &racks {
                 let leaf = topo.racks[r as usize];
@@ -65,7 +65,7 @@ fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64,
             }
             (c as f64, format!("sum of the uplink rates of the {} leaves with sending hosts (intact topology)", racks.len()))
         }
-        "bisection" | "bottleneck_tier" => {
+        LoadOf::Bisection | LoadOf::BottleneckTier => {
             // the smallest tier cut: per tier, the sum of upward link rates (halved for "bisection")
             let mut tiers: std::collections::BTreeMap<u8, u64> = Default::default();
             for (i, p) in topo.ports.iter().enumerate() {
@@ -79,13 +79,12 @@ fn capacity(sc: &Scenario, topo: &Topology, pairs: &PairSampler) -> Result<(f64,
                 .copied()
                 .min()
                 .ok_or_else(|| bad("workload.load_of", "bisection/bottleneck_tier: the topology has no switch uplinks; use host_links or capacity_gbps"))?;
-            if w.load_of == "bisection" {
+            if w.load_of == LoadOf::Bisection {
                 (c as f64 / 2.0, "half the smallest per-tier sum of switch uplink rates".to_string())
             } else {
                 (c as f64, "the smallest per-tier sum of switch uplink rates (the bottleneck tier)".to_string())
             }
         }
-        other => return Err(bad("workload.load_of", format!("unknown capacity {other:?}"))),
     })
 }
 
@@ -127,15 +126,15 @@ fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
 pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
     let topo = sc.build_topology()?;
     let w = &sc.workload;
-    let (flows, info) = match w.kind.as_str() {
-        "poisson" | "per_sender" => generated_flows(sc, &topo, base_dir)?,
-        "flow_list" => listed_flows(sc, &topo, base_dir)?,
-        "incast" => {
+    let (flows, info) = match w.kind {
+        WorkloadKind::Poisson | WorkloadKind::PerSender => generated_flows(sc, &topo, base_dir)?,
+        WorkloadKind::FlowList => listed_flows(sc, &topo, base_dir)?,
+        WorkloadKind::Incast => {
             let i = &w.incast;
             let info = json!({"kind": "incast", "client": i.client, "fan_in": i.fan_in, "request_bytes": i.request_bytes, "requests": i.requests});
             (vec![], info)
         }
-        _ => (vec![], json!({"kind": "none"})),
+        WorkloadKind::Collective | WorkloadKind::Nothing => (vec![], json!({"kind": "none"})),
     };
     Ok(Prepared { topo, flows, workload_info: info, base_dir: base_dir.map(|p| p.to_path_buf()) })
 }
@@ -167,14 +166,13 @@ fn flow_sizes(sc: &Scenario, base_dir: Option<&Path>) -> Result<FlowSizes, Scena
 /// pods checked against the topology.
 fn pair_sampler(sc: &Scenario, topo: &Topology, rng: &mut Rng) -> Result<PairSampler, ScenarioError> {
     let w = &sc.workload;
-    let pattern = match w.pattern.as_str() {
-        "inter_rack" => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
-        "all_to_all" => Pattern::AllToAll,
-        "stride" => Pattern::Stride { stride: w.stride },
-        "bijection" => Pattern::Bijection,
-        "random_inter_pod" => Pattern::RandomInterPod { pods: w.pods.clone() },
-        "bijection_inter_pod" => Pattern::BijectionInterPod { pods: w.pods.clone() },
-        p => return Err(bad("workload.pattern", format!("unknown pattern {p:?}"))),
+    let pattern = match w.pattern {
+        PatternKind::InterRack => Pattern::InterRack { src_racks: w.src_racks.clone(), dst_racks: w.dst_racks.clone() },
+        PatternKind::AllToAll => Pattern::AllToAll,
+        PatternKind::Stride => Pattern::Stride { stride: w.stride },
+        PatternKind::Bijection => Pattern::Bijection,
+        PatternKind::RandomInterPod => Pattern::RandomInterPod { pods: w.pods.clone() },
+        PatternKind::BijectionInterPod => Pattern::BijectionInterPod { pods: w.pods.clone() },
     };
     for (f, racks) in [("workload.src_racks", &w.src_racks), ("workload.dst_racks", &w.dst_racks)] {
         if let Some(r) = racks.iter().find(|&&r| r as usize >= topo.racks.len()) {
@@ -198,7 +196,7 @@ fn generated_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> R
     let sizes = flow_sizes(sc, base_dir)?;
     let pairs = pair_sampler(sc, topo, &mut rng)?;
     let mean = sizes.mean(mss);
-    if w.kind == "per_sender" {
+    if w.kind == WorkloadKind::PerSender {
         let flows = per_sender_flows(start, SimTime::from_us_f64(w.start_gap_us), &sizes, mss, &pairs, &mut rng);
         let info = json!({
             "kind": "per_sender",
@@ -247,7 +245,7 @@ fn check_arrival_rate(sc: &Scenario, rate: f64, offered: f64, cap: f64, mean: f6
             format!(
                 "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
                 lbsim_engine::fmt_num(offered / cap),
-                w.load_of,
+                w.load_of.name(),
                 lbsim_engine::fmt_num(offered / 1e9)
             ),
         ));
@@ -294,7 +292,7 @@ fn listed_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> Resu
 
 /// The flow list a scenario generates (`lbsim flows`).
 pub fn flow_list(sc: &Scenario, base_dir: Option<&Path>) -> Result<Vec<FlowSpec>, ScenarioError> {
-    if sc.workload.kind == "incast" {
+    if sc.workload.kind == WorkloadKind::Incast {
         return Err(bad("workload.kind", "incast traffic is closed-loop (each request waits for the last): it has no flow list to export"));
     }
     Ok(prepare(sc, base_dir)?.flows)
@@ -674,7 +672,7 @@ fn scheme(sc: &Scenario, topo: &Topology, routing: &Routing, tcp: &TcpConfig, sw
 /// The closed-loop incast client and its servers (`workload.kind = "incast"`).
 fn incast(sc: &Scenario, topo: &Topology) -> Result<Option<Incast>, ScenarioError> {
     let wl = &sc.workload;
-    if wl.kind != "incast" {
+    if wl.kind != WorkloadKind::Incast {
         return Ok(None);
     }
     let i = &wl.incast;
@@ -783,16 +781,18 @@ fn sample_config(sc: &Scenario, topo: &Topology) -> Result<SampleConfig, Scenari
 fn hard_stop(sc: &Scenario, flows: &[FlowSpec]) -> Result<SimTime, ScenarioError> {
     let wl = &sc.workload;
     let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
-    let hard_stop = match (sc.run.stop_ms, wl.kind.as_str()) {
+    let hard_stop = match (sc.run.stop_ms, wl.kind) {
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
-        (None, "poisson" | "per_sender" | "flow_list") => last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3),
-        (None, "incast") => SimTime::from_ms(3_600_000),
+        (None, WorkloadKind::Poisson | WorkloadKind::PerSender | WorkloadKind::FlowList) => {
+            last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3)
+        }
+        (None, WorkloadKind::Incast) => SimTime::from_ms(3_600_000),
         // the jobs end the run when they are done
-        (None, "collective" | "none") if !sc.jobs.is_empty() => SimTime::from_ms(3_600_000),
+        (None, WorkloadKind::Collective | WorkloadKind::Nothing) if !sc.jobs.is_empty() => SimTime::from_ms(3_600_000),
         (None, _) => return Err(bad("run.stop_ms", "required when the workload has no flows (kind = \"none\")")),
     };
     if let (Some(s), Some(first)) = (sc.run.stop_ms, flows.first().map(|f| f.start)) {
-        if hard_stop <= first && sc.udp.is_empty() && wl.kind != "incast" {
+        if hard_stop <= first && sc.udp.is_empty() && wl.kind != WorkloadKind::Incast {
             return Err(bad(
                 "run.stop_ms",
                 format!(

@@ -34,7 +34,7 @@
 //! as orders of magnitude.
 
 use crate::build::{build, Built};
-use crate::scenario::{bad, Scenario, ScenarioError};
+use crate::scenario::{bad, Scenario, ScenarioError, WorkloadKind};
 use crate::SimError;
 use lbsim_engine::{fmt_num, SimTime};
 use lbsim_net::{NodeId, Topology};
@@ -206,7 +206,7 @@ impl Span {
             }
         }
         // incast: requests in sequence, each limited by the client's downlink
-        let incast = cx.sc.workload.kind == "incast";
+        let incast = cx.sc.workload.kind == WorkloadKind::Incast;
         let start_s = SimTime::from_us_f64(cx.sc.workload.start_us).as_secs_f64();
         let (mut inc_req_s, mut inc_hops) = (0.0, 4.0);
         if let Some(i) = &w.incast {
@@ -340,7 +340,7 @@ fn rack_loads(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) -> 
         }));
     }
     if !overloaded.is_empty() {
-        let key = if cx.sc.workload.kind == "poisson" { "workload.load" } else { "workload" };
+        let key = if cx.sc.workload.kind == WorkloadKind::Poisson { "workload.load" } else { "workload" };
         warn(warnings, key, format!("offered load exceeds capacity at {}: queues there grow without bound", overloaded.join(", ")));
     }
     (racks, overloaded)
@@ -382,7 +382,7 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
     if n > 0 && work.started == 0 {
         warn(
             warnings,
-            if sc.workload.kind == "poisson" { "workload.load" } else { stop_key(sc, span.has_work) },
+            if sc.workload.kind == WorkloadKind::Poisson { "workload.load" } else { stop_key(sc, span.has_work) },
             format!("no flow starts before the run stops at {} ms (first start {} ms)", fmt_num(stop_s * 1e3), fmt_num(first * 1e3)),
         );
     }
@@ -462,7 +462,7 @@ fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec
 
 /// The key that sets the run's stop time.
 fn stop_key(sc: &Scenario, has_work: bool) -> &'static str {
-    if sc.run.stop_ms.is_some() || !has_work || sc.workload.kind == "incast" {
+    if sc.run.stop_ms.is_some() || !has_work || sc.workload.kind == WorkloadKind::Incast {
         "run.stop_ms"
     } else {
         "run.stop_after_last_start_ms"
@@ -472,8 +472,8 @@ fn stop_key(sc: &Scenario, has_work: bool) -> &'static str {
 /// The key that decides how much open-loop work there is.
 fn flow_key(sc: &Scenario) -> &'static str {
     let w = &sc.workload;
-    match w.kind.as_str() {
-        "flow_list" => "workload.flow_list",
+    match w.kind {
+        WorkloadKind::FlowList => "workload.flow_list",
         _ if w.size_bytes.is_some() => "workload.size_bytes",
         _ if sc.run.stop_ms.is_some() => "run.stop_ms",
         _ => "workload.flows",
@@ -521,16 +521,16 @@ pub(crate) fn unfinished_warning(
     let jitter = SimTime::from_us_f64(sc.network.host_jitter_ns.unwrap_or(1000.0) / 1e3);
     let span = end.saturating_sub(first);
     let (key, why) = if never == total {
-        let key = match sc.workload.kind.as_str() {
-            "flow_list" => "workload.flow_list",
-            "poisson" if sc.run.stop_ms.is_none() => "workload.load",
+        let key = match sc.workload.kind {
+            WorkloadKind::FlowList => "workload.flow_list",
+            WorkloadKind::Poisson if sc.run.stop_ms.is_none() => "workload.load",
             _ => stop,
         };
         (key, format!("no flow started before the run stopped at {} ms (the first starts at {} ms)", ms(end), ms(first)))
     } else if jitter.as_secs_f64() >= 0.1 * span.as_secs_f64() {
         ("network.host_jitter_ns", format!("host jitter of up to {} ms per packet against {} ms of run", ms(jitter), ms(span)))
     } else if stopped || end >= hard_stop {
-        let key = if sc.workload.kind == "flow_list" && never > 0 && sc.run.stop_ms.is_none() { "workload.flow_list" } else { stop };
+        let key = if sc.workload.kind == WorkloadKind::FlowList && never > 0 && sc.run.stop_ms.is_none() { "workload.flow_list" } else { stop };
         (key, format!("the run stopped at {} ms ({}), {never} flows never started", ms(end), key))
     } else {
         ("", format!("the run ran out of events at {} ms before its stop at {} ms (failed links? see the flows table)", ms(end), ms(hard_stop)))

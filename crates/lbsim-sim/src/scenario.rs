@@ -49,7 +49,7 @@ pub use transport::{Connections, TransportCfg};
 
 use check::{dur_ms, dur_us, pos, rate, unit_bytes};
 use lbsim_engine::SimTime;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A scenario error: the dotted path of the offending field and what is wrong.
@@ -75,7 +75,70 @@ pub(crate) fn bad(field: impl Into<String>, msg: impl Into<String>) -> ScenarioE
 }
 
 /// The traffic patterns `workload.pattern` accepts.
-pub const PATTERNS: &[&str] = &["inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod", "bijection_inter_pod"];
+/// Where a workload's flows come from (`workload.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkloadKind {
+    Poisson,
+    PerSender,
+    FlowList,
+    Incast,
+    Collective,
+    #[serde(rename = "none")]
+    Nothing,
+}
+
+/// The capacity `workload.load` is a fraction of (`workload.load_of`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadOf {
+    HostLinks,
+    LeafUplinks,
+    Bisection,
+    BottleneckTier,
+}
+
+/// Who sends to whom (`workload.pattern`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatternKind {
+    InterRack,
+    AllToAll,
+    Stride,
+    Bijection,
+    RandomInterPod,
+    BijectionInterPod,
+}
+
+impl WorkloadKind {
+    /// The scenario word.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkloadKind::Poisson => "poisson",
+            WorkloadKind::PerSender => "per_sender",
+            WorkloadKind::FlowList => "flow_list",
+            WorkloadKind::Incast => "incast",
+            WorkloadKind::Collective => "collective",
+            WorkloadKind::Nothing => "none",
+        }
+    }
+    /// Flows drawn from a size distribution by lbsim (poisson, per_sender).
+    pub fn generated(self) -> bool {
+        matches!(self, WorkloadKind::Poisson | WorkloadKind::PerSender)
+    }
+}
+
+impl LoadOf {
+    /// The scenario word.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadOf::HostLinks => "host_links",
+            LoadOf::LeafUplinks => "leaf_uplinks",
+            LoadOf::Bisection => "bisection",
+            LoadOf::BottleneckTier => "bottleneck_tier",
+        }
+    }
+}
 
 fn one() -> u64 {
     1
@@ -208,7 +271,8 @@ fn s(x: &str) -> String {
 pub struct WorkloadCfg {
     /// "poisson", "per_sender", "flow_list", "incast", "collective" (no
     /// flows of its own: the `[[jobs]]` are the traffic) or "none".
-    pub kind: String,
+    #[serde(deserialize_with = "check::word")]
+    pub kind: WorkloadKind,
     /// A built-in CDF name (see `lbsim-workload`) ...
     pub cdf: String,
     /// ... or a file of `bytes cdf` lines.
@@ -233,7 +297,8 @@ pub struct WorkloadCfg {
     /// leaves' uplinks), "host_links" (the senders' links), "bisection" (half
     /// the smallest per-tier sum of uplink rates) or "bottleneck_tier" (the
     /// smallest per-tier sum of uplink rates); printed in the summary.
-    pub load_of: String,
+    #[serde(deserialize_with = "check::word")]
+    pub load_of: LoadOf,
     /// Overrides the capacity the load refers to, Gb/s.
     pub capacity_gbps: Option<f64>,
     /// Allow load >= 1 of the named capacity.
@@ -247,7 +312,8 @@ pub struct WorkloadCfg {
     pub start_gap_us: f64,
     /// "inter_rack", "all_to_all", "stride", "bijection", "random_inter_pod",
     /// "bijection_inter_pod".
-    pub pattern: String,
+    #[serde(deserialize_with = "check::word")]
+    pub pattern: PatternKind,
     /// Inter-pod patterns: only hosts of these pods send and receive (all if empty).
     pub pods: Vec<u32>,
     /// pattern = "stride": host h sends to host h + stride (mod hosts).
@@ -264,7 +330,7 @@ pub struct WorkloadCfg {
 impl Default for WorkloadCfg {
     fn default() -> Self {
         WorkloadCfg {
-            kind: s("poisson"),
+            kind: WorkloadKind::Poisson,
             cdf: s("websearch"),
             cdf_file: None,
             cdf_unit_bytes: None,
@@ -273,13 +339,13 @@ impl Default for WorkloadCfg {
             classes: vec![],
             load: 0.5,
             rate_per_s: None,
-            load_of: s("leaf_uplinks"),
+            load_of: LoadOf::LeafUplinks,
             capacity_gbps: None,
             allow_overload: false,
             flows: 1000,
             start_us: 0.0,
             start_gap_us: 0.0,
-            pattern: s("inter_rack"),
+            pattern: PatternKind::InterRack,
             pods: vec![],
             stride: 1,
             src_racks: vec![],
@@ -742,7 +808,7 @@ impl Scenario {
         for (i, j) in self.jobs.iter().enumerate() {
             j.validate(i)?;
         }
-        if self.workload.kind == "collective" && self.jobs.is_empty() {
+        if self.workload.kind == WorkloadKind::Collective && self.jobs.is_empty() {
             return Err(bad("workload.kind", "\"collective\" runs the [[jobs]] alone: give at least one [[jobs]] entry"));
         }
         self.metrics.validate()?;
@@ -806,40 +872,32 @@ impl LbCfg {
 impl WorkloadCfg {
     /// Checks the workload's kind and the settings that kind uses.
     fn validate(&self) -> Result<(), ScenarioError> {
-        if !["poisson", "per_sender", "flow_list", "incast", "collective", "none"].contains(&self.kind.as_str()) {
-            return Err(bad("workload.kind", format!("must be poisson, per_sender, flow_list, incast, collective or none; got {:?}", self.kind)));
-        }
         dur_us("workload.start_gap_us", self.start_gap_us, false)?;
-        if self.start_gap_us > 0.0 && self.kind != "per_sender" {
+        if self.start_gap_us > 0.0 && self.kind != WorkloadKind::PerSender {
             return Err(bad("workload.start_gap_us", "applies to workload.kind = \"per_sender\" only (poisson gaps follow from the load)"));
         }
-        if !self.pods.is_empty() && !["random_inter_pod", "bijection_inter_pod"].contains(&self.pattern.as_str()) {
+        if !self.pods.is_empty() && !matches!(self.pattern, PatternKind::RandomInterPod | PatternKind::BijectionInterPod) {
             return Err(bad(
                 "workload.pods",
                 "applies to the inter-pod patterns (random_inter_pod, bijection_inter_pod); use src_racks/dst_racks with inter_rack",
             ));
         }
-        if self.kind == "per_sender" {
-            if self.size_bytes == Some(0) {
-                return Err(bad("workload.size_bytes", "must be at least 1 byte"));
-            }
-            if !PATTERNS.contains(&self.pattern.as_str()) {
-                return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), self.pattern)));
-            }
+        if self.kind == WorkloadKind::PerSender && self.size_bytes == Some(0) {
+            return Err(bad("workload.size_bytes", "must be at least 1 byte"));
         }
-        if self.kind == "poisson" {
+        if self.kind == WorkloadKind::Poisson {
             self.validate_poisson()?;
         }
-        if !(self.kind == "poisson" || self.kind == "per_sender") {
+        if !self.kind.generated() {
             for (f, set) in
                 [("workload.pareto", self.pareto.is_some()), ("workload.classes", !self.classes.is_empty()), ("workload.rate_per_s", self.rate_per_s.is_some())]
             {
                 if set {
-                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", self.kind)));
+                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", self.kind.name())));
                 }
             }
         }
-        if self.kind == "poisson" || self.kind == "per_sender" {
+        if self.kind.generated() {
             if let Some(r) = self.rate_per_s {
                 self.validate_rate_per_s(r)?;
             }
@@ -853,10 +911,10 @@ impl WorkloadCfg {
                 p.build("workload.pareto")?;
             }
         }
-        if self.kind == "flow_list" && self.flow_list.is_none() {
+        if self.kind == WorkloadKind::FlowList && self.flow_list.is_none() {
             return Err(bad("workload.flow_list", "required when workload.kind = \"flow_list\""));
         }
-        if self.kind == "incast" {
+        if self.kind == WorkloadKind::Incast {
             if self.incast.fan_in == 0 {
                 return Err(bad("workload.incast.fan_in", "must be >= 1"));
             }
@@ -877,11 +935,11 @@ impl WorkloadCfg {
                 format!("{} is below the smallest load run (0.0001): flows would start days apart", lbsim_engine::fmt_num(self.load)),
             ));
         }
-        if !["leaf_uplinks", "host_links", "bisection", "bottleneck_tier"].contains(&self.load_of.as_str()) {
-            return Err(bad("workload.load_of", format!("must be leaf_uplinks, host_links, bisection or bottleneck_tier; got {:?}", self.load_of)));
-        }
         if self.load >= 1.0 && !self.allow_overload {
-            return Err(bad("workload.load", format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", self.load, self.load_of)));
+            return Err(bad(
+                "workload.load",
+                format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", self.load, self.load_of.name()),
+            ));
         }
         if let Some(c) = self.capacity_gbps {
             rate("workload.capacity_gbps", c)?;
@@ -893,15 +951,12 @@ impl WorkloadCfg {
             return Err(bad("workload.size_bytes", "must be at least 1 byte"));
         }
         unit_bytes("workload.cdf_unit_bytes", self.cdf_unit_bytes)?;
-        if !PATTERNS.contains(&self.pattern.as_str()) {
-            return Err(bad("workload.pattern", format!("must be one of {}; got {:?}", PATTERNS.join(", "), self.pattern)));
-        }
         Ok(())
     }
 
     /// Checks `rate_per_s` (given as `r`): poisson only, positive, and arrivals that fit the clock.
     fn validate_rate_per_s(&self, r: f64) -> Result<(), ScenarioError> {
-        if self.kind != "poisson" {
+        if self.kind != WorkloadKind::Poisson {
             return Err(bad("workload.rate_per_s", "applies to workload.kind = \"poisson\" only"));
         }
         if !(r.is_finite() && r > 0.0) {

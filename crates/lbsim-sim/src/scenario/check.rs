@@ -4,6 +4,7 @@
 
 use super::{bad, ScenarioError};
 use lbsim_engine::{BitsPerSec, SimTime};
+use serde::{Deserialize, Deserializer};
 
 /// Bytes per packet of a packet-form CDF: absent, or a number >= 1.
 pub(super) fn unit_bytes(field: &str, u: Option<f64>) -> Result<(), ScenarioError> {
@@ -38,4 +39,11 @@ pub(super) fn dur_ms(field: &str, ms: f64, positive: bool) -> Result<(), Scenari
 /// A link rate in Gb/s the engine can hold.
 pub(super) fn rate(field: &str, gbps: f64) -> Result<(), ScenarioError> {
     BitsPerSec::input_gbps(gbps).map(|_| ()).map_err(|m| bad(field, m))
+}
+
+/// Reads a choice (one of lbsim-tcp's enums, or the scenario's own) through a string, so a value of another
+/// type is reported as any string key's is ("expected a string") and an
+/// unknown word lists the words the enum has.
+pub(super) fn word<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    T::deserialize(serde::de::value::StringDeserializer::<D::Error>::new(String::deserialize(d)?))
 }

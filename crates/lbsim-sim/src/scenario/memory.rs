@@ -2,7 +2,7 @@
 //! persistent connections whose state would not fit in half of this
 //! machine's memory, from the scenario's parameters alone.
 
-use super::{bad, Scenario, ScenarioError};
+use super::{bad, Scenario, ScenarioError, WorkloadKind};
 
 /// Memory this machine has (MemTotal), bytes; 64 GiB where unknown.
 fn machine_memory() -> u64 {
@@ -77,11 +77,11 @@ impl Scenario {
         // pairs are bounded here by the hosts and the flow count (a flow
         // list is checked once read, with its exact pairs)
         let all_pairs = hosts.saturating_mul(hosts.saturating_sub(1));
-        let pairs = match self.workload.kind.as_str() {
-            "poisson" | "per_sender" => Some(all_pairs.min(self.workload.flows as u64)),
-            "incast" => Some(hosts.saturating_sub(1)), // servers to the one client
-            "flow_list" => None,
-            _ => Some(0),
+        let pairs = match self.workload.kind {
+            WorkloadKind::Poisson | WorkloadKind::PerSender => Some(all_pairs.min(self.workload.flows as u64)),
+            WorkloadKind::Incast => Some(hosts.saturating_sub(1)), // servers to the one client
+            WorkloadKind::FlowList => None,
+            WorkloadKind::Collective | WorkloadKind::Nothing => Some(0),
         };
         match pairs {
             Some(p) => self.check_connections(p, self.workload.flows as u64),

@@ -4,10 +4,10 @@
 //! `TcpConfig::default()`, so a setting is typed and defaulted once;
 //! `resolve` turns the section into the run's `TcpConfig`.
 
-use super::check::{dur_ms, dur_us};
+use super::check::{dur_ms, dur_us, word};
 use super::{bad, ScenarioError};
 use lbsim_tcp::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -131,13 +131,6 @@ pub enum Connections {
     PerFlow,
     /// A fixed pool of connections per (src, dst) pair.
     Persistent,
-}
-
-/// Reads one of lbsim-tcp's words through a string, so a value of another
-/// type is reported as any string key's is ("expected a string") and an
-/// unknown word lists the words the enum has.
-fn word<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
-    T::deserialize(serde::de::value::StringDeserializer::<D::Error>::new(String::deserialize(d)?))
 }
 
 impl Default for TransportCfg {
