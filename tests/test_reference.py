@@ -26,11 +26,15 @@ def test_every_key_is_described_and_every_section_present():
         assert cells[-1], f"no description: {r}"
     for key in ["transport.min_rto_ms", "workload.load_of", "topology.k", "failures[].link", "metrics.pcap_ports", "lb.rtt_us"]:
         assert f"| `{key}` |" in doc, key
-    # every load_of value the parser accepts is documented
+    # every word of every choice the scenario reads as a word is documented
     src = (ROOT / "crates/lbsim-sim/src/scenario.rs").read_text()
-    accepted = re.search(r'\[([^\]]*)\]\.contains\(&(?:w|self)\.load_of', src).group(1)
-    for v in re.findall(r'"(\w+)"', accepted):
-        assert f'"{v}"' in doc, v
+    enums = re.findall(r'#\[serde\(rename_all = "snake_case"\)\]\npub enum (\w+) \{\n(.*?)\n\}', src, re.S)
+    assert {"WorkloadKind", "LoadOf", "PatternKind"} <= {name for name, _ in enums}
+    for name, body in enums:
+        renamed = dict((v, w) for w, v in re.findall(r'#\[serde\(rename = "(\w+)"\)\]\s*(\w+)', body))
+        for v in re.findall(r"^    (\w+),$", body, re.M):
+            word = renamed.get(v, re.sub(r"(?<!^)([A-Z])", r"_\1", v).lower())
+            assert f'"{word}"' in doc, (name, word)
 
 
 def cli(*args):

@@ -245,7 +245,7 @@ def render(src: str, tcp_src: str) -> str:
             if name in dv:
                 default = value_text(dv[name], fns, tcp)
             elif fdefault and fdefault != "Default":
-                default = value_text(fdefault, fns)
+                default = value_text(fdefault, fns, tcp)
             elif fdefault == "Default" or container_default or optional:
                 default = {"boolean": "false", "number": "0", "string": '""'}.get(words, "[]" if words.startswith("list") else "")
                 if optional:

@@ -4,7 +4,7 @@
 //! `lbsim validate` stops here, so it and `lbsim run` agree on what is
 //! valid.
 
-use crate::scenario::{self, bad, Connections, LoadOf, PatternKind, Scenario, ScenarioError, WorkloadKind};
+use crate::scenario::{self, bad, Connections, EcnPorts, FailureTier, HostNic, LoadOf, PatternKind, Placement, Scenario, ScenarioError, WorkloadKind};
 use crate::world::{DropPlan, Incast, JobSpec, LinkEvent, SampleConfig, UdpSource, World, WorldConfig};
 use crate::{metrics, SimError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
@@ -334,10 +334,9 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
         if topo.kind != "clos3" && topo.kind != "fat_tree" {
             return Err(bad(field("tier"), format!("random failures are drawn in pods of a clos3 or fat_tree fabric; this topology is {}", topo.kind)));
         }
-        let (lo, hi) = match f.tier.as_str() {
-            "tor_agg" => (lbsim_net::Tier::Leaf, lbsim_net::Tier::Spine),
-            "agg_core" => (lbsim_net::Tier::Spine, lbsim_net::Tier::Core),
-            t => return Err(bad(field("tier"), format!("must be \"tor_agg\" or \"agg_core\", got {t:?}"))),
+        let (lo, hi) = match f.tier {
+            FailureTier::TorAgg => (lbsim_net::Tier::Leaf, lbsim_net::Tier::Spine),
+            FailureTier::AggCore => (lbsim_net::Tier::Spine, lbsim_net::Tier::Core),
         };
         let pods = topo.nodes.iter().filter(|n| n.tier == lbsim_net::Tier::Leaf).map(|n| n.pod).max().unwrap_or(0) + 1;
         if f.pod >= pods {
@@ -379,7 +378,7 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
         if got < f.count {
             return Err(bad(
                 field("count"),
-                format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier, f.pod, f.max_per_switch, f.count),
+                format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier.name(), f.pod, f.max_per_switch, f.count),
             ));
         }
     }
@@ -415,9 +414,9 @@ pub fn place_jobs(sc: &Scenario, topo: &Topology) -> Result<Vec<Vec<u32>>, Scena
                         ),
                     ));
                 }
-                match j.placement.as_str() {
-                    "packed" => free[..*n as usize].to_vec(),
-                    "spread" => {
+                match j.placement {
+                    Placement::Packed => free[..*n as usize].to_vec(),
+                    Placement::Spread => {
                         // round robin over the racks, each rack's free hosts in order
                         let mut by_rack: Vec<std::collections::VecDeque<u32>> = vec![Default::default(); topo.racks.len()];
                         for &h in &free {
@@ -435,8 +434,8 @@ pub fn place_jobs(sc: &Scenario, topo: &Topology) -> Result<Vec<Vec<u32>>, Scena
                         }
                         v
                     }
-                    _ => {
-                        // random: a partial Fisher-Yates over the free hosts
+                    Placement::Random => {
+                        // a partial Fisher-Yates over the free hosts
                         let mut pool = free;
                         for k in 0..*n as usize {
                             let r = k + rng.below((pool.len() - k) as u64) as usize;
@@ -610,9 +609,9 @@ fn port_queues(sc: &Scenario, topo: &Topology) -> PortSetup {
         // a scheme's own default (Clove-ECN: 20 packets)
         _ => lbsim_lb::scheme_info(&sc.lb.scheme).and_then(|s| s.ecn_k_pkts).map(Threshold::Packets),
     };
-    let backpressure = n.host_nic.as_deref() != Some("drop_tail");
-    let ecn_ports = n.ecn_ports.as_deref().unwrap_or("switch");
-    let fabric_only_ecn = ecn_ports == "fabric";
+    let backpressure = n.host_nic != Some(HostNic::DropTail);
+    let ecn_ports = n.ecn_ports.unwrap_or(EcnPorts::Switch);
+    let fabric_only_ecn = ecn_ports == EcnPorts::Fabric;
     let host_nic_limit = match host_limit {
         Threshold::Packets(p) => p,
         Threshold::Bytes(b) => (b / (sc.transport.mss_bytes + sc.transport.header_bytes) as u64).max(1) as u32,

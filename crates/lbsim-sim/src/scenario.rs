@@ -110,6 +110,39 @@ pub enum PatternKind {
     BijectionInterPod,
 }
 
+/// What a host NIC does when its queue is full (`network.host_nic`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostNic {
+    Backpressure,
+    DropTail,
+}
+
+/// Which ports mark ECN (`network.ecn_ports`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EcnPorts {
+    Switch,
+    Fabric,
+}
+
+/// The links a random failure draws from (`random_failures[].tier`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureTier {
+    TorAgg,
+    AggCore,
+}
+
+/// How a job's ranks are placed on free hosts (`jobs[].placement`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    Packed,
+    Spread,
+    Random,
+}
+
 impl WorkloadKind {
     /// The scenario word.
     pub fn name(self) -> &'static str {
@@ -125,6 +158,16 @@ impl WorkloadKind {
     /// Flows drawn from a size distribution by lbsim (poisson, per_sender).
     pub fn generated(self) -> bool {
         matches!(self, WorkloadKind::Poisson | WorkloadKind::PerSender)
+    }
+}
+
+impl FailureTier {
+    /// The scenario word.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureTier::TorAgg => "tor_agg",
+            FailureTier::AggCore => "agg_core",
+        }
     }
 }
 
@@ -244,7 +287,8 @@ pub struct NetworkCfg {
     /// "backpressure" (default): like Linux, a full NIC queue makes TCP wait
     /// (TSQ / qdisc back-pressure), it never loses its own packets; UDP is
     /// dropped. "drop_tail": the NIC drops like a switch port (ns-2/ns-3).
-    pub host_nic: Option<String>,
+    #[serde(default, deserialize_with = "check::some_word")]
+    pub host_nic: Option<HostNic>,
     /// Host send jitter, ns: each packet a host sends reaches its leaf up to
     /// this much later (uniform, order kept). Breaks the deterministic
     /// phase effects of drop-tail queues (Floyd & Jacobson 1992) that make
@@ -259,7 +303,8 @@ pub struct NetworkCfg {
     /// (switch-to-switch ports only). A host NIC never marks: a NIC or
     /// qdisc does not set CE, and a mark from the sender's own queue would
     /// tell an edge scheme nothing about paths.
-    pub ecn_ports: Option<String>,
+    #[serde(default, deserialize_with = "check::some_word")]
+    pub ecn_ports: Option<EcnPorts>,
 }
 
 fn s(x: &str) -> String {
@@ -482,7 +527,8 @@ pub struct FailureCfg {
 #[serde(deny_unknown_fields)]
 pub struct RandomFailureCfg {
     /// "tor_agg" or "agg_core".
-    pub tier: String,
+    #[serde(deserialize_with = "check::word")]
+    pub tier: FailureTier,
     /// The pod whose links fail.
     pub pod: u32,
     /// Links to fail.
@@ -548,12 +594,9 @@ pub enum Ranks {
 fn s_all_reduce() -> String {
     s("all_reduce")
 }
-fn s_packed() -> String {
-    s("packed")
+fn packed() -> Placement {
+    Placement::Packed
 }
-
-/// The placements `jobs[].placement` accepts.
-pub const PLACEMENTS: &[&str] = &["packed", "spread", "random"];
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -569,8 +612,8 @@ pub struct JobCfg {
     /// round robin over the racks, so ring neighbours sit under different
     /// racks) or "random" (uniformly among the free hosts, from the seed's
     /// "jobs" stream). Hosts taken by earlier jobs are not free.
-    #[serde(default = "s_packed")]
-    pub placement: String,
+    #[serde(default = "packed", deserialize_with = "check::word")]
+    pub placement: Placement,
     /// "all_reduce" (ring), "all_gather" (ring), "reduce_scatter" (ring),
     /// "all_to_all" or "all_reduce_hd" (recursive halving-doubling, a
     /// power-of-two number of ranks).
@@ -611,9 +654,6 @@ impl JobCfg {
         let key = |k: &str| format!("jobs[{i}].{k}");
         let op = lbsim_workload::CollOp::from_name(&self.op)
             .ok_or_else(|| bad(key("op"), format!("must be one of {}; got {:?}", lbsim_workload::COLL_OPS.join(", "), self.op)))?;
-        if !PLACEMENTS.contains(&self.placement.as_str()) {
-            return Err(bad(key("placement"), format!("must be one of {}; got {:?}", PLACEMENTS.join(", "), self.placement)));
-        }
         let n = self.n_ranks();
         op.check_ranks(n).map_err(|m| bad(key("ranks"), m))?;
         if let Ranks::Hosts(h) = &self.ranks {
@@ -827,18 +867,8 @@ impl NetworkCfg {
 
     /// Checks the ECN, host NIC, jitter and buffer settings (after `validate_buffer_choice`).
     fn validate(&self) -> Result<(), ScenarioError> {
-        if let Some(e) = &self.ecn_ports {
-            if e != "switch" && e != "fabric" {
-                return Err(bad("network.ecn_ports", format!("must be \"switch\" or \"fabric\", got {e:?}")));
-            }
-        }
         if self.ecn_k_pkts.is_some() && self.ecn_k_bytes.is_some() {
             return Err(bad("network.ecn_k_bytes", "give ecn_k_pkts or ecn_k_bytes, not both"));
-        }
-        if let Some(m) = &self.host_nic {
-            if !["backpressure", "drop_tail"].contains(&m.as_str()) {
-                return Err(bad("network.host_nic", format!("must be \"backpressure\" or \"drop_tail\", got {m:?}")));
-            }
         }
         if let Some(j) = self.host_jitter_ns {
             SimTime::input(j, 1e3, "ns", false).map_err(|m| bad("network.host_jitter_ns", m))?;

@@ -47,3 +47,8 @@ pub(super) fn rate(field: &str, gbps: f64) -> Result<(), ScenarioError> {
 pub(super) fn word<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
     T::deserialize(serde::de::value::StringDeserializer::<D::Error>::new(String::deserialize(d)?))
 }
+
+/// [`word`] for an optional key (with `#[serde(default)]`: absent is `None`).
+pub(super) fn some_word<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    word(d).map(Some)
+}
