@@ -442,7 +442,7 @@ mod tests {
             ("jobs=[{ranks=[1, 2, 1], size_bytes=1000}]", "jobs[0].ranks", "appears twice"),
             ("jobs=[{ranks=6, op=\"all_reduce_hd\", size_bytes=1000}]", "jobs[0].ranks", "power-of-two"),
             ("jobs=[{ranks=4, op=\"allreduce\", size_bytes=1000}]", "jobs[0].op", "must be one of"),
-            ("jobs=[{ranks=4, placement=\"tight\", size_bytes=1000}]", "jobs[0].placement", "must be one of"),
+            ("jobs=[{ranks=4, placement=\"tight\", size_bytes=1000}]", "jobs[0].placement", "must be \"packed\", \"spread\" or \"random\", got \"tight\""),
             ("jobs=[{ranks=4, size_bytes=1000, channels=0}]", "jobs[0].channels", "1 to 64"),
             ("jobs=[{ranks=4, size_bytes=1000, iterations=0}]", "jobs[0].iterations", ">= 1"),
             ("jobs=[{ranks=4, size_bytes=1000, gap_us=-1}]", "jobs[0].gap_us", ""),
