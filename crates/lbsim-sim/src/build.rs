@@ -245,7 +245,7 @@ fn check_arrival_rate(sc: &Scenario, rate: f64, offered: f64, cap: f64, mean: f6
             format!(
                 "offers {} of {} ({} Gb/s): an overload; set workload.allow_overload = true to run it anyway",
                 lbsim_engine::fmt_num(offered / cap),
-                w.load_of.name(),
+                scenario::word_of(w.load_of),
                 lbsim_engine::fmt_num(offered / 1e9)
             ),
         ));
@@ -378,7 +378,13 @@ pub fn random_failures(sc: &Scenario, topo: &Topology) -> Result<Vec<(SimTime, l
         if got < f.count {
             return Err(bad(
                 field("count"),
-                format!("only {got} {} links of pod {} can fail with at most {} per switch; asked for {}", f.tier.name(), f.pod, f.max_per_switch, f.count),
+                format!(
+                    "only {got} {} links of pod {} can fail with at most {} per switch; asked for {}",
+                    scenario::word_of(f.tier),
+                    f.pod,
+                    f.max_per_switch,
+                    f.count
+                ),
             ));
         }
     }

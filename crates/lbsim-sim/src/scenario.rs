@@ -144,43 +144,16 @@ pub enum Placement {
 }
 
 impl WorkloadKind {
-    /// The scenario word.
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkloadKind::Poisson => "poisson",
-            WorkloadKind::PerSender => "per_sender",
-            WorkloadKind::FlowList => "flow_list",
-            WorkloadKind::Incast => "incast",
-            WorkloadKind::Collective => "collective",
-            WorkloadKind::Nothing => "none",
-        }
-    }
     /// Flows drawn from a size distribution by lbsim (poisson, per_sender).
     pub fn generated(self) -> bool {
         matches!(self, WorkloadKind::Poisson | WorkloadKind::PerSender)
     }
 }
 
-impl FailureTier {
-    /// The scenario word.
-    pub fn name(self) -> &'static str {
-        match self {
-            FailureTier::TorAgg => "tor_agg",
-            FailureTier::AggCore => "agg_core",
-        }
-    }
-}
-
-impl LoadOf {
-    /// The scenario word.
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadOf::HostLinks => "host_links",
-            LoadOf::LeafUplinks => "leaf_uplinks",
-            LoadOf::Bisection => "bisection",
-            LoadOf::BottleneckTier => "bottleneck_tier",
-        }
-    }
+/// The scenario word of a choice read from its word (its serde name), for
+/// messages.
+pub fn word_of<T: Serialize>(v: T) -> String {
+    serde_json::to_value(v).ok().and_then(|x| x.as_str().map(str::to_string)).unwrap_or_default()
 }
 
 fn one() -> u64 {
@@ -923,7 +896,7 @@ impl WorkloadCfg {
                 [("workload.pareto", self.pareto.is_some()), ("workload.classes", !self.classes.is_empty()), ("workload.rate_per_s", self.rate_per_s.is_some())]
             {
                 if set {
-                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", self.kind.name())));
+                    return Err(bad(f, format!("applies to workload.kind = \"poisson\" or \"per_sender\", not {:?}", word_of(self.kind))));
                 }
             }
         }
@@ -968,7 +941,7 @@ impl WorkloadCfg {
         if self.load >= 1.0 && !self.allow_overload {
             return Err(bad(
                 "workload.load",
-                format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", self.load, self.load_of.name()),
+                format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", self.load, word_of(self.load_of)),
             ));
         }
         if let Some(c) = self.capacity_gbps {
