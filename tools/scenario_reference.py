@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "crates/lbsim-sim/src/scenario.rs"
 SECTION_DIR = ROOT / "crates/lbsim-sim/src/scenario"
 TCP_CONFIG = ROOT / "crates/lbsim-tcp/src/config.rs"
+RDMA_CONFIG = ROOT / "crates/lbsim-rdma/src/config.rs"
 OUT = ROOT / "docs/scenario.md"
 
 # (heading, struct, how the table is written, note)
@@ -32,10 +33,12 @@ SECTIONS = [
     ('`[topology]` with `kind = "clos3"`', "Clos3Cfg", "[topology]", "A 3-tier Clos: ToRs T<pod>_<i>, aggregation switches A<pod>_<i>, cores C<i>, hosts H0.. numbered ToR by ToR."),
     ('`[topology]` with `kind = "fat_tree"`', "FatTreeCfg", "[topology]", "A k-ary fat-tree (Al-Fares et al. 2008): the clos3 fabric with k pods of k/2 ToRs and k/2 aggregation switches, (k/2)^2 cores, k/2 hosts per ToR; same names as clos3."),
     ('`[topology]` with `kind = "explicit"`', "ExplicitCfg", "[topology]", "Any graph: `[[topology.nodes]]` and `[[topology.links]]` below; names are yours."),
+    ('`[topology]` with `kind = "hpcc"`', "HpccTopoCfg", "[topology]", "The HPCC simulator's topology file (docs/rdma.md, \"Formats\"): node ids are kept, hosts numbered in id order and named H0.., switches S<id>. `--set topology.kind=hpcc` starts `[topology]` afresh: set `topology.file` after it."),
     ("`[[topology.nodes]]` (explicit)", "ExplicitNodeCfg", "[[topology.nodes]]", ""),
     ("`[[topology.links]]` (explicit)", "ExplicitLinkCfg", "[[topology.links]]", ""),
     ("`[network]`", "NetworkCfg", "[network]", ""),
     ("`[transport]`", "TransportCfg", "[transport]", ""),
+    ("`[rdma]`", "RdmaCfg", "[rdma]", "RoCEv2, DCQCN, the switches' shared buffer, PFC and ECN, with `transport.kind = \"rdma\"` (docs/rdma.md). The defaults are the HPCC simulator's `run.py --cc dcqcn --bw 100`; the DCQCN paper's timers are `dcqcn_alpha_interval_us = 50`, `dcqcn_decrease_interval_us = 50`, `dcqcn_increase_interval_us = 55`."),
     ("`[workload]`", "WorkloadCfg", "[workload]", ""),
     ("`workload.pareto` (and a class's `pareto`)", "ParetoCfg", "[workload.pareto]", "An inline table, e.g. `pareto = { shape = 1.5, mean_bytes = 20000 }`."),
     ("`[[workload.classes]]`", "ClassCfg", "[[workload.classes]]", "A flow mixture, e.g. VMS §V-E: `classes = [{ name = \"small\", fraction = 0.99, pareto = { shape = 1.5, mean_bytes = 20000 } }, { name = \"large\", fraction = 0.01, pareto = { shape = 1.5, mean_bytes = 50e6 } }]`."),
@@ -66,7 +69,7 @@ Failures, samplers, drops, pcap and link overrides name the fabric's parts:
   parallel link (`L0-S*`).
 """
 
-UNITS = {"_us": "µs", "_ms": "ms", "_ns": "ns", "_gbps": "Gb/s", "_pkts": "packets", "_bytes": "bytes"}
+UNITS = {"_us": "µs", "_ms": "ms", "_ns": "ns", "_gbps": "Gb/s", "_mbps": "Mb/s", "_pkts": "packets", "_bytes": "bytes"}
 
 
 def rust_type(t: str, words: dict[str, list[str]] | None = None) -> tuple[str, bool]:
@@ -212,6 +215,7 @@ def render(src: str, tcp_src: str) -> str:
     tcp = read_tcp(tcp_src)
     # the scenario's own choices (`Connections`), read as words
     tcp["words"].update(enum_words(src, '#[serde(rename_all = "snake_case")]'))
+    tcp["words"].update(enum_words(RDMA_CONFIG.read_text(), '#[serde(rename_all = "snake_case")]'))
     out = [
         "# Scenario file reference",
         "",

@@ -136,6 +136,9 @@ class Result:
 
     tables: dict[str, pa.Table]
     summary: dict[str, Any]
+    #: RDMA runs: the completed flows in the HPCC simulator's FCT format
+    #: (``sip dip sport dport size start_ns fct_ns standalone_fct_ns``), written as fct.txt
+    fct_txt: str = ""
     _df: dict[str, Any] = field(default_factory=dict, repr=False)
     #: the files the last ``write`` wrote
     written: list = field(default_factory=list, repr=False)
@@ -156,7 +159,7 @@ class Result:
     steps = _table_property("steps")
 
     def write(self, out_dir: Union[str, os.PathLike]) -> Path:
-        """Writes flows.parquet, summary.json and (if sampled) links.parquet,
+        """Writes flows.parquet, summary.json, fct.txt (RDMA runs) and (if sampled) links.parquet,
         queues.parquet, flow_rates.parquet, cwnd.parquet, and (with
         ``[[jobs]]``) jobs.parquet and steps.parquet (removing an earlier run's when
         this one has none), plus ports.parquet. Same scenario and seed give
@@ -182,6 +185,13 @@ class Result:
             pq.write_table(t, tmp, compression="zstd")
             os.replace(tmp, d / f"{name}.parquet")
             written.append(d / f"{name}.parquet")
+        if self.fct_txt:
+            tmp = d / ".fct.txt.tmp"
+            tmp.write_text(self.fct_txt)
+            os.replace(tmp, d / "fct.txt")
+            written.append(d / "fct.txt")
+        else:
+            (d / "fct.txt").unlink(missing_ok=True)
         tmp = d / ".summary.json.tmp"
         tmp.write_text(json.dumps(self.summary, indent=2, sort_keys=True) + "\n")
         os.replace(tmp, d / "summary.json")
@@ -253,7 +263,7 @@ def _call_text(fn: str, scenario: ScenarioLike, seed: Optional[int], set: Option
 
 def _result(raw: dict) -> Result:
     """A Result from the extension's raw output."""
-    return Result(tables={name: _table(name, raw[name]) for name in _SCHEMAS}, summary=json.loads(raw["summary_json"]))
+    return Result(tables={name: _table(name, raw[name]) for name in _SCHEMAS}, summary=json.loads(raw["summary_json"]), fct_txt=raw["fct_txt"])
 
 
 def flows(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None):

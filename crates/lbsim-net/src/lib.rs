@@ -8,6 +8,8 @@
 //! - [`routing`]: shortest-path equal-cost next-hop groups, recomputed
 //!   when links fail;
 //! - [`port`]: drop-tail egress FIFOs with instantaneous-queue ECN marking;
+//! - [`pfc`]: lossless egress classes, the shared-buffer switch MMU and
+//!   PFC pause/resume (IEEE 802.1Qbb), ECN by RED at dequeue;
 //! - [`packet`]: typed packets (addressing, 5-tuple, ECMP key, transport
 //!   header, scheme header extension);
 //! - [`lb`]: the load-balancing trait and the context its hooks act on.
@@ -18,13 +20,15 @@
 pub mod ids;
 pub mod lb;
 pub mod packet;
+pub mod pfc;
 pub mod port;
 pub mod routing;
 pub mod topology;
 
 pub use ids::{LinkId, NodeId, PktId, PortId};
 pub use lb::{ecmp_pick, Action, Ctx, Forward, HostRx, LoadBalancer, ReportTable, ReportValue};
-pub use packet::{cd_get, cd_set, tuple_hash, LbHeader, Packet, Payload, Proto, ENCAP_DPORT};
+pub use packet::{cd_get, cd_set, tuple_hash, LbHeader, Packet, Payload, Proto, RdmaKind, ENCAP_DPORT, ROCE_DPORT};
+pub use pfc::{Dequeued, LosslessPort, Mmu, PfcConfig, Waiting};
 pub use port::{Admit, PortEnds, PortQueue, Threshold};
 pub use routing::Routing;
 pub use topology::{LinkSpec, NodeKind, PortPlace, Tier, Topology, TopologyError};

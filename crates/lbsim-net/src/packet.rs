@@ -10,6 +10,20 @@ use lbsim_tcp::TcpHeader;
 /// fixed, so only the outer source port varies.
 pub const ENCAP_DPORT: u16 = 4789;
 
+/// UDP destination port of RoCEv2 (IBA Annex A17.2.1).
+pub const ROCE_DPORT: u16 = 4791;
+
+/// What a RoCEv2 packet of a queue pair is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RdmaKind {
+    /// Payload `len` bytes from byte `seq`.
+    Data,
+    /// Every byte below `seq` arrived.
+    Ack,
+    /// Every byte below `seq` arrived and a later one came first.
+    Nack,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Proto {
     Tcp = 6,
@@ -30,6 +44,12 @@ pub enum Payload {
     /// `from` when a packet's TTL runs out there; `tag` copies the expired
     /// packet's control tag, `in_port` is where it entered `from`.
     TimeExceeded { tag: u32, from: NodeId, in_port: crate::ids::PortId },
+    /// A RoCEv2 packet of queue pair `qp` (data from its sender, or an
+    /// ACK/NACK from its receiver carrying the CNP flag `cnp`).
+    Rdma { qp: u32, kind: RdmaKind, seq: u64, len: u32, cnp: bool },
+    /// A PFC frame (IEEE 802.1Qbb MAC control): pause or resume the data
+    /// class of the link it crosses.
+    Pfc { pause: bool },
 }
 
 /// A load-balancing scheme's header extension (the overlay header fields
@@ -184,7 +204,8 @@ impl Packet {
 
     /// True for TCP segments carrying payload.
     pub fn is_data(&self) -> bool {
-        matches!(&self.payload, Payload::Tcp { hdr, .. } if hdr.len > 0) || matches!(self.payload, Payload::Udp { .. })
+        matches!(&self.payload, Payload::Tcp { hdr, .. } if hdr.len > 0)
+            || matches!(self.payload, Payload::Udp { .. } | Payload::Rdma { kind: RdmaKind::Data, .. })
     }
 }
 

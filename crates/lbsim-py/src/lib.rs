@@ -148,6 +148,7 @@ fn run(
         res.set_item(table, d)?;
     }
     res.set_item("summary_json", serde_json::to_string(&out.summary).unwrap())?;
+    res.set_item("fct_txt", &out.fct_txt)?;
     Ok(res.into_any().unbind())
 }
 

@@ -4,8 +4,10 @@
 //! `lbsim validate` stops here, so it and `lbsim run` agree on what is
 //! valid.
 
-use crate::scenario::{self, bad, Connections, EcnPorts, FailureTier, HostNic, LoadOf, PatternKind, Placement, Scenario, ScenarioError, WorkloadKind};
-use crate::world::{DropPlan, Incast, JobSpec, LinkEvent, SampleConfig, UdpSource, World, WorldConfig};
+use crate::scenario::{
+    self, bad, AckClass, Connections, EcnPorts, FailureTier, HostNic, LoadOf, PatternKind, Placement, Scenario, ScenarioError, TransportKind, WorkloadKind,
+};
+use crate::world::{DropPlan, Incast, JobSpec, LinkEvent, RdmaSetup, SampleConfig, UdpSource, World, WorldConfig};
 use crate::{metrics, SimError};
 use lbsim_engine::{BitsPerSec, Bytes, Rng, SimTime};
 use lbsim_lb::{Scheme, SchemeEnv};
@@ -29,7 +31,7 @@ fn layout(topo: &Topology) -> HostLayout {
     HostLayout { rack: topo.host_rack.clone(), pod: topo.hosts.iter().map(|&h| topo.nodes[h.idx()].pod).collect() }
 }
 
-fn resolve(base: Option<&Path>, p: &str) -> std::path::PathBuf {
+pub(crate) fn resolve(base: Option<&Path>, p: &str) -> std::path::PathBuf {
     let pb = std::path::PathBuf::from(p);
     match base {
         Some(b) if pb.is_relative() => b.join(pb),
@@ -124,11 +126,12 @@ fn class_info(sizes: &FlowSizes, mss: u64) -> Value {
 /// Builds the topology and the open-loop flow list of a scenario (no run).
 /// `base_dir` resolves relative file paths (the scenario file's folder).
 pub fn prepare(sc: &Scenario, base_dir: Option<&Path>) -> Result<Prepared, ScenarioError> {
-    let topo = sc.build_topology()?;
+    let topo = sc.build_topology_in(base_dir)?;
     let w = &sc.workload;
     let (flows, info) = match w.kind {
         WorkloadKind::Poisson | WorkloadKind::PerSender => generated_flows(sc, &topo, base_dir)?,
         WorkloadKind::FlowList => listed_flows(sc, &topo, base_dir)?,
+        WorkloadKind::Hpcc => hpcc_flows(sc, &topo, base_dir)?,
         WorkloadKind::Incast => {
             let i = &w.incast;
             let info = json!({"kind": "incast", "client": i.client, "fan_in": i.fan_in, "request_bytes": i.request_bytes, "requests": i.requests});
@@ -272,6 +275,15 @@ fn check_arrival_rate(sc: &Scenario, rate: f64, offered: f64, cap: f64, mean: f6
         ));
     }
     Ok(())
+}
+
+/// The flows of an HPCC simulator flow file (`workload.file`).
+fn hpcc_flows(sc: &Scenario, topo: &Topology, base_dir: Option<&Path>) -> Result<(Vec<FlowSpec>, Value), ScenarioError> {
+    let path = resolve(base_dir, sc.workload.file.as_deref().unwrap());
+    let text = std::fs::read_to_string(&path).map_err(|e| bad("workload.file", format!("{}: {e}", path.display())))?;
+    let flows = crate::hpcc::read_flows(&text, topo).map_err(|m| bad("workload.file", format!("{}: {m}", path.display())))?;
+    let bytes: u64 = flows.iter().map(|f| f.size).sum();
+    Ok((flows.clone(), json!({"kind": "hpcc", "file": path.display().to_string(), "flows": flows.len(), "total_bytes": bytes})))
 }
 
 /// The flows of a `flow_list` file and their description for the summary.
@@ -500,6 +512,7 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
     let samplers = sample_config(sc, &topo)?;
     let hard_stop = hard_stop(sc, &flows)?;
     let n = &sc.network;
+    let topo_rates: Vec<BitsPerSec> = (0..topo.num_hosts() as u32).map(|h| topo.port(topo.nic(topo.host(h))).rate).collect();
     let cfg = WorldConfig {
         salts: (0..topo.nodes.len()).map(|i| Rng::substream(sc.seed, "ecmp", i as u64).next_u64()).collect(),
         topo,
@@ -523,8 +536,18 @@ pub(crate) fn build(sc: &Scenario, base_dir: Option<&Path>) -> Result<Built, Sim
         samplers,
         // the steps table names the uplink of each step's slowest flow
         path_record: sc.metrics.path_record || !sc.jobs.is_empty(),
+        rdma: rdma_setup(sc, &topo_rates),
     };
     Ok(Built { w: World::new(cfg), hard_stop, workload_info, rtt, ecn_desc: pq.ecn_desc, wall0 })
+}
+
+/// The RDMA transport and lossless fabric (`transport.kind = "rdma"`);
+/// DCQCN's default steps scale with the slowest host link.
+fn rdma_setup(sc: &Scenario, host_rates: &[BitsPerSec]) -> Option<RdmaSetup> {
+    (sc.transport.kind == TransportKind::Rdma).then(|| {
+        let line = host_rates.iter().copied().min().unwrap_or(BitsPerSec::gbps(100));
+        RdmaSetup { cfg: sc.rdma.config(line), pfc: sc.rdma.pfc_config(), ack_high: sc.rdma.ack_class == AckClass::High, rng: Rng::stream(sc.seed, "ecn") }
+    })
 }
 
 /// The scheduled link failures (`[[failures]]`, `[[random_failures]]`):
@@ -788,7 +811,7 @@ fn hard_stop(sc: &Scenario, flows: &[FlowSpec]) -> Result<SimTime, ScenarioError
     let last_start = flows.last().map(|f| f.start).unwrap_or(SimTime::ZERO);
     let hard_stop = match (sc.run.stop_ms, wl.kind) {
         (Some(s), _) => SimTime::from_us_f64(s * 1e3),
-        (None, WorkloadKind::Poisson | WorkloadKind::PerSender | WorkloadKind::FlowList) => {
+        (None, WorkloadKind::Poisson | WorkloadKind::PerSender | WorkloadKind::FlowList | WorkloadKind::Hpcc) => {
             last_start + SimTime::from_us_f64(sc.run.stop_after_last_start_ms * 1e3)
         }
         (None, WorkloadKind::Incast) => SimTime::from_ms(3_600_000),

@@ -155,6 +155,15 @@ flow_counters! {
     path_changes => "path_changes", "segments",
         "Data segments that left the source leaf by another uplink than the connection's previous one (metrics.path_record; null without)."
         if |o| o.path_record;
+    cnps => "cnps", "ACKs",
+        "RDMA: ACKs and NACKs carrying the CNP flag (the receiver saw CE) that reached the sender (transport.kind = \"rdma\"; null otherwise)."
+        if |o| o.rdma;
+    nacks => "nacks", "NACKs",
+        "RDMA: NACKs the sender took (each sends it back to the first missing byte, go-back-N)."
+        if |o| o.rdma;
+    paused_ns => "paused_ns", "ns",
+        "RDMA: time the source NIC's data class was paused by PFC while the flow ran."
+        if |o| o.rdma;
 }
 
 fn opt_us(t: Option<lbsim_engine::SimTime>) -> Cell<'static> {

@@ -474,6 +474,7 @@ fn flow_key(sc: &Scenario) -> &'static str {
     let w = &sc.workload;
     match w.kind {
         WorkloadKind::FlowList => "workload.flow_list",
+        WorkloadKind::Hpcc => "workload.file",
         _ if w.size_bytes.is_some() => "workload.size_bytes",
         _ if sc.run.stop_ms.is_some() => "run.stop_ms",
         _ => "workload.flows",
@@ -523,6 +524,7 @@ pub(crate) fn unfinished_warning(
     let (key, why) = if never == total {
         let key = match sc.workload.kind {
             WorkloadKind::FlowList => "workload.flow_list",
+            WorkloadKind::Hpcc => "workload.file",
             WorkloadKind::Poisson if sc.run.stop_ms.is_none() => "workload.load",
             _ => stop,
         };

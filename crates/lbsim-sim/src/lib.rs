@@ -14,6 +14,7 @@
 mod build;
 pub mod columns;
 pub mod explain;
+pub mod hpcc;
 pub mod metrics;
 pub mod provenance;
 mod resolve;
@@ -71,6 +72,12 @@ pub struct RunOutput {
     /// Whether the run recorded paths (`metrics.path_record`): without,
     /// the flows' path columns are null.
     pub path_record: bool,
+    /// Whether the hosts ran RDMA (`transport.kind = "rdma"`): without,
+    /// the flows' RDMA columns are null.
+    pub rdma: bool,
+    /// RDMA: the completed flows in the HPCC simulator's FCT format (one
+    /// line per flow in completion order; docs/rdma.md), written as fct.txt.
+    pub fct_txt: String,
     pub summary: Value,
 }
 

@@ -19,6 +19,11 @@ use std::collections::BTreeMap;
 impl Scenario {
     /// Builds the topology with link overrides applied (failures are events).
     pub fn build_topology(&self) -> Result<Topology, ScenarioError> {
+        self.build_topology_in(None)
+    }
+
+    /// [`Scenario::build_topology`] with files relative to `base_dir`.
+    pub fn build_topology_in(&self, base_dir: Option<&std::path::Path>) -> Result<Topology, ScenarioError> {
         let spec = |g: f64, d: f64| LinkSpec { rate: BitsPerSec::from_gbps_f64(g), delay: SimTime::from_us_f64(d) };
         let tr = |e: lbsim_net::TopologyError| bad(e.field, e.msg);
         let mut topo = match &self.topology {
@@ -79,6 +84,11 @@ impl Scenario {
                 let ls: Vec<ExplicitLink> =
                     links.iter().map(|l| ExplicitLink { a: l.a.clone(), b: l.b.clone(), spec: spec(l.rate_gbps, l.delay_us), count: l.count }).collect();
                 Topology::explicit(&ns, &ls).map_err(tr)?
+            }
+            TopologyCfg::Hpcc(c) => {
+                let path = crate::build::resolve(base_dir, &c.file);
+                let text = std::fs::read_to_string(&path).map_err(|e| bad("topology.file", format!("{}: {e}", path.display())))?;
+                crate::hpcc::read_topology(&text).map_err(|m| bad("topology.file", format!("{}: {m}", path.display())))?
             }
         };
         for (i, o) in self.link_overrides.iter().enumerate() {

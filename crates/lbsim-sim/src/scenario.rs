@@ -38,13 +38,15 @@
 
 mod check;
 mod memory;
+mod rdma;
 mod topology;
 mod transport;
 
 pub use memory::MAX_HOSTS;
 #[cfg(test)]
 pub(crate) use memory::{BYTES_PER_CONN, BYTES_PER_FLOW};
-pub use topology::{Clos3Cfg, ExplicitCfg, ExplicitLinkCfg, ExplicitNodeCfg, FatTreeCfg, HostsPerLeaf, LeafSpineCfg, TopologyCfg};
+pub use rdma::{AckClass, RdmaCfg, TransportKind};
+pub use topology::{Clos3Cfg, ExplicitCfg, ExplicitLinkCfg, ExplicitNodeCfg, FatTreeCfg, HostsPerLeaf, HpccTopoCfg, LeafSpineCfg, TopologyCfg};
 pub use transport::{Connections, TransportCfg};
 
 use check::{dur_ms, dur_us, pos, rate, unit_bytes};
@@ -84,6 +86,8 @@ pub enum WorkloadKind {
     FlowList,
     Incast,
     Collective,
+    /// The HPCC simulator's flow file (`workload.file`).
+    Hpcc,
     #[serde(rename = "none")]
     Nothing,
 }
@@ -175,6 +179,8 @@ pub struct Scenario {
     pub network: NetworkCfg,
     #[serde(default)]
     pub transport: TransportCfg,
+    #[serde(default)]
+    pub rdma: RdmaCfg,
     #[serde(default)]
     pub workload: WorkloadCfg,
     #[serde(default)]
@@ -288,7 +294,8 @@ fn s(x: &str) -> String {
 #[serde(deny_unknown_fields, default)]
 pub struct WorkloadCfg {
     /// "poisson", "per_sender", "flow_list", "incast", "collective" (no
-    /// flows of its own: the `[[jobs]]` are the traffic) or "none".
+    /// flows of its own: the `[[jobs]]` are the traffic), "hpcc" (the HPCC
+    /// simulator's flow file, `workload.file`) or "none".
     #[serde(deserialize_with = "check::word")]
     pub kind: WorkloadKind,
     /// A built-in CDF name (see `lbsim-workload`) ...
@@ -342,6 +349,10 @@ pub struct WorkloadCfg {
     pub dst_racks: Vec<u32>,
     /// CSV `src,dst,size_bytes,start_us` (kind = "flow_list").
     pub flow_list: Option<String>,
+    /// The HPCC simulator's flow file (kind = "hpcc": the count, then
+    /// `src dst priority dport size start_s` per flow, node ids of an
+    /// hpcc topology; docs/rdma.md).
+    pub file: Option<String>,
     pub incast: IncastCfg,
 }
 
@@ -369,6 +380,7 @@ impl Default for WorkloadCfg {
             src_racks: vec![],
             dst_racks: vec![],
             flow_list: None,
+            file: None,
             incast: IncastCfg::default(),
         }
     }
@@ -744,6 +756,8 @@ impl Default for RunCfg {
 // ------------------------------------------------------------------ parsing
 
 /// Applies `key=value` overrides (TOML value syntax; bare words are strings).
+/// Setting `topology.kind` to another kind starts `[topology]` afresh (the
+/// old kind's keys do not apply): set the new kind's keys after it.
 pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), ScenarioError> {
     for kv in sets {
         let (k, v) = kv.split_once('=').ok_or_else(|| bad(kv.as_str(), "override must be key=value"))?;
@@ -753,6 +767,14 @@ pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), Sce
             Err(_) => toml::Value::String(v.to_string()),
         };
         let parts: Vec<&str> = k.split('.').collect();
+        if k == "topology.kind" {
+            // another kind of fabric: the old kind's keys do not apply to it
+            if let Some(toml::Value::Table(old)) = doc.get_mut("topology") {
+                if old.get("kind") != Some(&val) {
+                    old.clear();
+                }
+            }
+        }
         let mut t = &mut *doc;
         for p in &parts[..parts.len() - 1] {
             let e = t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
@@ -788,6 +810,28 @@ impl Scenario {
         Ok(sc)
     }
 
+    /// What RDMA runs on: switch schemes, open-loop flows, no UDP or jobs.
+    fn check_rdma(&self) -> Result<(), ScenarioError> {
+        const SWITCH_SCHEMES: &[&str] = &["ecmp", "spray", "drill", "letflow", "conga", "conga_flow"];
+        if !SWITCH_SCHEMES.contains(&self.lb.scheme.as_str()) {
+            return Err(bad(
+                "lb.scheme",
+                format!(
+                    "{:?} does not run with transport.kind = \"rdma\": one of {} (schemes at the hosts' edge need TCP)",
+                    self.lb.scheme,
+                    SWITCH_SCHEMES.join(", ")
+                ),
+            ));
+        }
+        if matches!(self.workload.kind, WorkloadKind::Incast | WorkloadKind::Collective) || !self.jobs.is_empty() {
+            return Err(bad("workload.kind", "transport.kind = \"rdma\" runs open-loop flows (poisson, per_sender, flow_list); incast and [[jobs]] need TCP"));
+        }
+        if !self.udp.is_empty() {
+            return Err(bad("udp", "transport.kind = \"rdma\" has no UDP background sources"));
+        }
+        Ok(())
+    }
+
     /// Checks what deserialising cannot, section by section in a fixed order:
     /// the first error found is the one reported.
     fn validate(&self) -> Result<(), ScenarioError> {
@@ -805,6 +849,10 @@ impl Scenario {
             return Err(bad("network.ecn_k_pkts", "DCTCP needs an ECN marking threshold (e.g. ecn_k_pkts = 20)"));
         }
         self.transport.validate()?;
+        if self.transport.kind == TransportKind::Rdma {
+            self.rdma.validate()?;
+            self.check_rdma()?;
+        }
         self.workload.validate()?;
         for (i, d) in self.drops.iter().enumerate() {
             d.validate(i)?;
@@ -913,6 +961,9 @@ impl WorkloadCfg {
                 }
                 p.build("workload.pareto")?;
             }
+        }
+        if self.kind == WorkloadKind::Hpcc && self.file.is_none() {
+            return Err(bad("workload.file", "required when workload.kind = \"hpcc\""));
         }
         if self.kind == WorkloadKind::FlowList && self.flow_list.is_none() {
             return Err(bad("workload.flow_list", "required when workload.kind = \"flow_list\""));

@@ -23,6 +23,7 @@ pub(crate) struct Ran {
 pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
     let Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s } = ran;
     w.finalize_unfinished();
+    w.rdma_finalize();
     w.record_unstarted();
     w.flush_flow_rates();
     let mut summary = summarize(sc, &w, events, workload_info, rtt, setup_s, run_s);
@@ -47,6 +48,10 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
     if let Some(n) = w.tcp.mptcp_n {
         summary["transport"]["mptcp_subflows"] = json!(n);
     }
+    if let Some(r) = &w.rdma {
+        summary["rdma"] = rdma_summary(&w, r);
+    }
+    let fct_txt = w.rdma.as_ref().map(|r| crate::hpcc::fct_lines(&w.topo, &w.flows, r.fct.iter().map(|x| (x.flow, x.sport, x.dport)))).unwrap_or_default();
     let (jobs, steps) = job_records(&w);
     if !jobs.is_empty() {
         summary["jobs"] = job_summary(&w, &jobs);
@@ -120,8 +125,43 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
             .collect(),
         class_names: sc.workload.classes.iter().map(|c| c.name.clone()).collect(),
         path_record: w.path_record,
+        rdma: w.rdma.is_some(),
+        fct_txt,
         summary,
     }
+}
+
+/// The lossless fabric's totals for summary.json.
+fn rdma_summary(w: &World, r: &crate::world::RdmaHosts) -> Value {
+    let now = w.now();
+    let (mut pauses, mut resumes, mut lossless_drops, mut marks) = (0u64, 0u64, 0u64, 0u64);
+    let (mut host_paused, mut switch_paused) = (SimTime::ZERO, SimTime::ZERO);
+    for (i, p) in r.mmu.ports.iter().enumerate() {
+        pauses += p.pauses_sent;
+        resumes += p.resumes_sent;
+        lossless_drops += p.drops;
+        let t = r.mmu.paused_time(PortId(i as u32), now);
+        if w.ports[i].ends.at_host {
+            host_paused += t;
+        } else {
+            switch_paused += t;
+        }
+        marks += w.ports[i].stats().ecn_marks;
+    }
+    let sum = |f: fn(&crate::metrics::FlowRecord) -> u64| w.flows.iter().map(f).sum::<u64>();
+    json!({
+        "queue_pairs": r.qp_count(),
+        "pfc": r.mmu.cfg.enabled,
+        "pause_frames": pauses,
+        "resume_frames": resumes,
+        "host_paused_ms": host_paused.as_ms_f64(),
+        "switch_port_paused_ms": switch_paused.as_ms_f64(),
+        "ingress_drops": lossless_drops,
+        "ecn_marks": marks,
+        "cnps": sum(|f| f.counters.cnps),
+        "nacks": sum(|f| f.counters.nacks),
+        "timeouts": sum(|f| f.counters.timeouts),
+    })
 }
 
 /// Per sampled port: mean utilisation over the windows; over all sampled

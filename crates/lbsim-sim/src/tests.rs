@@ -872,7 +872,7 @@ fn summary_keys(v: &serde_json::Value, path: &str, out: &mut std::collections::B
 /// has, and no key it no longer has: two runs with the optional sections on
 /// (CONGA with a parameter, samplers, UDP background, injected drops,
 /// flowlet gaps, size classes; then the incast workload under Clove-ECN;
-/// then a collective job) give
+/// then a collective job; then RDMA) give
 /// the keys; those of scheme-specific
 /// sections, MPTCP and lbsim-run are listed apart in the test.
 #[test]
@@ -893,7 +893,9 @@ fn docs_metrics_md_lists_every_summary_key() {
     );
     let b = run_ok(include_str!("../../../examples/incast.toml"), &["lb.scheme=\"clove_ecn\""]);
     let c = run_ok(include_str!("../../../examples/allreduce_leafspine.toml"), &["jobs=[{ranks=4, size_bytes=400000}]"]);
+    let d = run_ok(include_str!("../../../examples/rdma_dcqcn.toml"), &["workload.flows=100"]);
     let mut have = std::collections::BTreeSet::new();
+    summary_keys(&d.summary, "", &mut have);
     summary_keys(&a.summary, "", &mut have);
     summary_keys(&b.summary, "", &mut have);
     summary_keys(&c.summary, "", &mut have);

@@ -30,12 +30,14 @@ mod fabric;
 mod host;
 mod mptcp;
 mod order;
+mod rdma;
 mod sample;
 pub(crate) use collective::{JobRun, JobSpec};
 pub(crate) use fabric::{DropPlan, InjectedDrop, LinkEvent};
 #[cfg(test)]
 pub(crate) use host::Conn;
 pub(crate) use host::{Incast, TcpHosts, UdpSource};
+pub(crate) use rdma::{RdmaHosts, RdmaSetup};
 pub(crate) use sample::{SampleConfig, Samplers};
 
 use crate::metrics::{Counters, FlowRecord};
@@ -90,6 +92,16 @@ pub(crate) enum Ev {
     /// Collective job `job` starts its next iteration.
     Job {
         job: u32,
+    },
+    /// RDMA: `port`'s wire is free (or a paced queue pair may send): it
+    /// sends what comes next (`world/rdma.rs`).
+    PortFree {
+        port: PortId,
+    },
+    /// RDMA: a queue pair's timer (DCQCN's steps, the timeout).
+    QpTimer {
+        qp: u32,
+        gen: u32,
     },
 }
 
@@ -236,6 +248,9 @@ pub(crate) struct World {
     actions: Vec<Action>,
     /// The hosts' TCP: connections, MPTCP, NIC wake-ups.
     pub tcp: TcpHosts,
+    /// The RDMA hosts and the lossless fabric (`transport.kind = "rdma"`):
+    /// then every port sends by dequeue (`world/rdma.rs`).
+    pub rdma: Option<Box<RdmaHosts>>,
     pub flows: Vec<FlowRecord>,
     pub arrivals: Vec<FlowSpec>,
     /// Per port: its index among its leaf's uplinks, or u32::MAX; used when
@@ -300,6 +315,8 @@ pub(crate) struct WorldConfig {
     pub drop_plan: Vec<DropPlan>,
     pub samplers: SampleConfig,
     pub path_record: bool,
+    /// The RDMA transport and lossless fabric, instead of TCP.
+    pub rdma: Option<RdmaSetup>,
 }
 
 impl World {
@@ -329,6 +346,7 @@ impl World {
             drop_plan,
             samplers,
             path_record,
+            rdma,
         } = cfg;
         debug_assert_eq!(link_up.len(), topo.links.len());
         let hosts = topo.num_hosts();
@@ -356,6 +374,7 @@ impl World {
             lb_rng,
             actions: Vec::new(),
             tcp: TcpHosts::new(tcp, persistent, mptcp_n, hosts),
+            rdma: rdma.map(|r| Box::new(RdmaHosts::new(r, &topo))),
             flows: Vec::new(),
             arrivals,
             path_profiles: HashMap::new(),
@@ -446,7 +465,11 @@ impl World {
                     let next = self.arrivals[self.next_arrival].start;
                     self.q.schedule_later(next.max(self.now()), Ev::FlowArrival);
                 }
-                self.start_flow(spec, None);
+                if self.rdma.is_some() {
+                    self.rdma_start_flow(spec);
+                } else {
+                    self.start_flow(spec, None);
+                }
             }
             Ev::Lb { token } => {
                 self.lb.on_timer(&mut ctx!(self), token);
@@ -461,6 +484,8 @@ impl World {
             Ev::SampleScheme => self.sample_scheme(),
             Ev::NicReady { host } => self.nic_ready(host),
             Ev::Job { job } => self.job_iteration(job),
+            Ev::PortFree { port } => self.port_free(port),
+            Ev::QpTimer { qp, gen } => self.qp_timer(qp, gen),
         }
     }
 

@@ -80,7 +80,7 @@ impl Scenario {
         let pairs = match self.workload.kind {
             WorkloadKind::Poisson | WorkloadKind::PerSender => Some(all_pairs.min(self.workload.flows as u64)),
             WorkloadKind::Incast => Some(hosts.saturating_sub(1)), // servers to the one client
-            WorkloadKind::FlowList => None,
+            WorkloadKind::FlowList | WorkloadKind::Hpcc => None,
             WorkloadKind::Collective | WorkloadKind::Nothing => Some(0),
         };
         match pairs {

@@ -21,6 +21,7 @@ pub enum TopologyCfg {
     Clos3(Clos3Cfg),
     FatTree(FatTreeCfg),
     Explicit(ExplicitCfg),
+    Hpcc(HpccTopoCfg),
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -97,6 +98,15 @@ pub struct ExplicitCfg {
     pub links: Vec<ExplicitLinkCfg>,
 }
 
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HpccTopoCfg {
+    /// The HPCC simulator's topology file (`nodes switches links`, the switch
+    /// ids, then `a b rate delay error_rate` per link; docs/rdma.md), relative
+    /// to the scenario file.
+    pub file: String,
+}
+
 impl TopologyCfg {
     /// Checks a `[topology]` table against its kind's fields, so an error
     /// names the key (`topology.leaves`), which serde's tagged-enum path
@@ -105,7 +115,7 @@ impl TopologyCfg {
         let kind = match t.get("kind") {
             Some(toml::Value::String(k)) => k.as_str(),
             Some(v) => return Err(bad("topology.kind", format!("must be a string, got {v}"))),
-            None => return Err(bad("topology.kind", "missing: one of leaf_spine, clos3, fat_tree, explicit")),
+            None => return Err(bad("topology.kind", "missing: one of leaf_spine, clos3, fat_tree, explicit, hpcc")),
         };
         let mut rest = t.clone();
         rest.remove("kind");
@@ -120,7 +130,8 @@ impl TopologyCfg {
             "clos3" => check::<Clos3Cfg>(rest),
             "fat_tree" => check::<FatTreeCfg>(rest),
             "explicit" => check::<ExplicitCfg>(rest),
-            other => Err(bad("topology.kind", format!("unknown kind {other:?}: one of leaf_spine, clos3, fat_tree, explicit"))),
+            "hpcc" => check::<HpccTopoCfg>(rest),
+            other => Err(bad("topology.kind", format!("unknown kind {other:?}: one of leaf_spine, clos3, fat_tree, explicit, hpcc"))),
         }
     }
 }
@@ -168,6 +179,8 @@ impl TopologyCfg {
                 let uplinks = racks.iter().map(|r| degree[r]).max().unwrap_or(0);
                 (hosts.len() as u64, c.nodes.len() as u64, (racks.len() as u64).min(hosts.len() as u64), uplinks)
             }
+            // known once the file is read (its reader bounds it)
+            TopologyCfg::Hpcc(_) => (0, 0, 0, 0),
         }
     }
 
@@ -192,6 +205,7 @@ impl TopologyCfg {
             ]),
             TopologyCfg::FatTree(_) => "topology.k",
             TopologyCfg::Explicit(_) => "topology.nodes",
+            TopologyCfg::Hpcc(_) => "topology.file",
         }
     }
 }
@@ -250,6 +264,7 @@ impl TopologyCfg {
                     dur_us(&format!("topology.links[{i}].delay_us"), l.delay_us, false)?;
                 }
             }
+            TopologyCfg::Hpcc(_) => {}
         }
         Ok(())
     }

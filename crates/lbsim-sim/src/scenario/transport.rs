@@ -5,6 +5,7 @@
 //! `resolve` turns the section into the run's `TcpConfig`.
 
 use super::check::{dur_ms, dur_us, word};
+use super::rdma::TransportKind;
 use super::{bad, ScenarioError};
 use lbsim_tcp::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TransportCfg {
+    /// The hosts' transport: "tcp" (this section) or "rdma" (RoCEv2 with
+    /// DCQCN over a lossless PFC fabric: the `[rdma]` section, docs/rdma.md).
+    #[serde(deserialize_with = "word")]
+    pub kind: TransportKind,
     /// "newreno" or "dctcp".
     #[serde(deserialize_with = "word")]
     pub cc: CongestionControl,
@@ -139,6 +144,7 @@ impl Default for TransportCfg {
     fn default() -> Self {
         let d = TcpConfig::default();
         TransportCfg {
+            kind: TransportKind::Tcp,
             cc: d.cc,
             dctcp_g: CongestionControl::DCTCP_G,
             ecn: d.ecn,

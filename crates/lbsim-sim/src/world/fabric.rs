@@ -54,6 +54,10 @@ impl World {
 
     #[inline]
     pub(super) fn enqueue(&mut self, port: PortId, pkt: PktId) {
+        if self.rdma.is_some() {
+            self.lossless_enqueue(port, pkt, None);
+            return;
+        }
         let now = self.now();
         if !self.drop_plan.is_empty() && self.injected_drop(port, pkt) {
             return;
@@ -162,9 +166,25 @@ impl World {
         }
     }
 
+    /// A switch sends `pkt`, which arrived over `in_port`, out of `port`.
+    #[inline(always)]
+    fn forward(&mut self, port: PortId, pkt: PktId, in_port: PortId) {
+        if self.rdma.is_some() {
+            self.lossless_enqueue(port, pkt, Some(in_port));
+        } else {
+            self.enqueue(port, pkt);
+        }
+    }
+
     #[inline(always)]
     pub(super) fn arrive(&mut self, pkt: PktId, port: PortId) {
         let PortEnds { peer: in_port, peer_node: node, peer_is_host, .. } = self.ports[port.idx()].ends;
+        if self.rdma.is_some() {
+            if let Payload::Pfc { pause } = self.pkts.get(pkt.0).payload {
+                self.pfc_arrive(pkt, port, pause);
+                return;
+            }
+        }
 
         if peer_is_host {
             let rx = if self.lb_host_hooks {
@@ -194,7 +214,7 @@ impl World {
             let f = self.lb.on_switch_control(&mut ctx!(self), node, in_port, pkt);
             self.run_actions();
             match f {
-                Forward::Port(p) => self.enqueue(p, pkt),
+                Forward::Port(p) => self.forward(p, pkt, in_port),
                 Forward::Consume => self.consume(pkt),
             }
             return;
@@ -208,7 +228,7 @@ impl World {
         if let Payload::Udp { source } = p.payload {
             if let Some(via) = self.udp[source as usize].via {
                 if let Some(&port) = cands.iter().find(|c| self.topo.ports[self.topo.ports[c.idx()].peer.idx()].node == via) {
-                    self.enqueue(port, pkt);
+                    self.forward(port, pkt, in_port);
                     return;
                 }
             }
@@ -221,7 +241,7 @@ impl World {
             Forward::Port(lbsim_net::ecmp_pick(self.salts[node.idx()], p.hash, cands))
         };
         match f {
-            Forward::Port(p) => self.enqueue(p, pkt),
+            Forward::Port(p) => self.forward(p, pkt, in_port),
             Forward::Consume => self.consume(pkt),
         }
     }

@@ -188,6 +188,7 @@ impl Conn {
             fr_loss: self.fr_loss,
             fr_other: self.fr_other,
             path_changes: self.path_changes,
+            ..FlowCounters::default()
         }
     }
 }
@@ -235,7 +236,11 @@ impl World {
                 u.recv_pkts += 1;
                 u.recv_bytes += p.size as u64;
             }
-            Payload::Control { .. } | Payload::TimeExceeded { .. } => self.c.control_delivered += 1,
+            Payload::Control { .. } | Payload::TimeExceeded { .. } | Payload::Pfc { .. } => self.c.control_delivered += 1,
+            Payload::Rdma { qp, kind, seq, len, cnp } => {
+                let flag = if kind == lbsim_net::RdmaKind::Data { p.ce } else { cnp };
+                self.rdma_input(qp, kind, seq, len, flag)
+            }
         }
     }
 
