@@ -166,27 +166,21 @@ impl Drill {
 
     /// DRILL(d, m) among the candidates `c` (one symmetric component).
     fn choose(&mut self, ctx: &mut Ctx, sw: NodeId, c: &[PortId]) -> Forward {
-        let load = |p: PortId| {
-            let q = &ctx.ports[p.idx()];
-            if self.by_bytes {
-                q.qlen_bytes(ctx.now)
-            } else {
-                q.qlen_pkts(ctx.now) as u64
-            }
-        };
+        let by_bytes = self.by_bytes;
+        let load = |ctx: &Ctx, p: PortId| if by_bytes { ctx.queued_bytes(p) } else { ctx.queued_pkts(p) };
         self.seen.clear();
         let mem = self.memory.entry((sw.0, group_key(c))).or_default();
         // remembered ports first, so a tie keeps the remembered one
         for &p in mem.iter() {
             if c.contains(&p) {
-                self.seen.push((load(p), p));
+                self.seen.push((load(ctx, p), p));
             }
         }
         let n_mem = self.seen.len();
         if self.d >= c.len() {
             for &p in c {
                 if !self.seen.iter().any(|s| s.1 == p) {
-                    self.seen.push((load(p), p));
+                    self.seen.push((load(ctx, p), p));
                 }
             }
         } else {
@@ -201,7 +195,7 @@ impl Drill {
                 idx.swap(k, j);
                 let p = c[idx[k]];
                 if !self.seen.iter().any(|s| s.1 == p) {
-                    self.seen.push((load(p), p));
+                    self.seen.push((load(ctx, p), p));
                 }
             }
         }

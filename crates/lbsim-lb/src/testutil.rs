@@ -67,6 +67,7 @@ impl Env {
             pkts: &mut self.pkts,
             rng: &mut self.rng,
             actions: &mut self.actions,
+            lossless: None,
         }
     }
 }

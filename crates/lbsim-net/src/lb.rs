@@ -25,6 +25,7 @@
 
 use crate::ids::{LinkId, NodeId, PktId, PortId};
 use crate::packet::Packet;
+use crate::pfc::Mmu;
 use crate::port::PortQueue;
 use crate::routing::Routing;
 use crate::topology::Topology;
@@ -83,9 +84,23 @@ pub struct Ctx<'a> {
     /// The scheme's own random stream.
     pub rng: &'a mut Rng,
     pub actions: &'a mut Vec<Action>,
+    /// The lossless fabric's queues (RDMA runs): packets waiting there have
+    /// not reached their port's `PortQueue` yet.
+    pub lossless: Option<&'a Mmu<PktId>>,
 }
 
 impl<'a> Ctx<'a> {
+    /// Packets queued at egress `p` (waiting or transmitting), in either
+    /// fabric.
+    #[inline]
+    pub fn queued_pkts(&self, p: PortId) -> u64 {
+        self.ports[p.idx()].qlen_pkts(self.now) as u64 + self.lossless.map_or(0, |m| m.waiting(p) as u64)
+    }
+    /// Bytes queued at egress `p`, in either fabric.
+    #[inline]
+    pub fn queued_bytes(&self, p: PortId) -> u64 {
+        self.ports[p.idx()].qlen_bytes(self.now) + self.lossless.map_or(0, |m| m.data_bytes(p))
+    }
     #[inline]
     pub fn pkt(&self, p: PktId) -> &Packet {
         self.pkts.get(p.0)

@@ -810,7 +810,8 @@ impl Scenario {
         Ok(sc)
     }
 
-    /// What RDMA runs on: switch schemes, open-loop flows, no UDP or jobs.
+    /// What RDMA runs on: switch schemes, open-loop flows and jobs, no
+    /// incast or UDP.
     fn check_rdma(&self) -> Result<(), ScenarioError> {
         const SWITCH_SCHEMES: &[&str] = &["ecmp", "spray", "drill", "letflow", "conga", "conga_flow"];
         if !SWITCH_SCHEMES.contains(&self.lb.scheme.as_str()) {
@@ -823,8 +824,8 @@ impl Scenario {
                 ),
             ));
         }
-        if matches!(self.workload.kind, WorkloadKind::Incast | WorkloadKind::Collective) || !self.jobs.is_empty() {
-            return Err(bad("workload.kind", "transport.kind = \"rdma\" runs open-loop flows (poisson, per_sender, flow_list); incast and [[jobs]] need TCP"));
+        if self.workload.kind == WorkloadKind::Incast {
+            return Err(bad("workload.kind", "transport.kind = \"rdma\" runs open-loop flows and [[jobs]]; the incast workload needs TCP"));
         }
         if !self.udp.is_empty() {
             return Err(bad("udp", "transport.kind = \"rdma\" has no UDP background sources"));

@@ -21,6 +21,7 @@ macro_rules! ctx {
             pkts: &mut $w.pkts,
             rng: &mut $w.lb_rng,
             actions: &mut $w.actions,
+            lossless: $w.rdma.as_ref().map(|r| &r.mmu),
         }
     };
 }

@@ -47,9 +47,10 @@ pub struct RdmaCfg {
     /// Shortest gap between two NACKs for the same missing byte.
     pub nack_interval_us: f64,
     /// Retransmission timeout: go back to the first unacknowledged byte after
-    /// this long without an acknowledgement (absent: none, as the HPCC
-    /// simulator; under PFC nothing is lost).
-    pub rto_us: Option<f64>,
+    /// this long without an acknowledgement; 0 = none, as the HPCC simulator,
+    /// where a flow whose last packets arrive out of order, or are lost,
+    /// never completes. 4 ms as the ConWeave artifact's NICs.
+    pub rto_us: f64,
     /// Bytes a queue pair may have unacknowledged (absent: no window).
     pub window_bytes: Option<u64>,
     /// What sets each queue pair's rate: "dcqcn" or "none" (line rate).
@@ -78,7 +79,7 @@ pub struct RdmaCfg {
     /// The target rate follows the current one at every cut.
     pub dcqcn_clamp_target: bool,
     /// PFC (IEEE 802.1Qbb) on: switches pause upstream ports instead of
-    /// dropping. Off, the data class is lossy (set `rto_us`).
+    /// dropping. Off, the data class is lossy (`rto_us` repairs tail losses).
     pub pfc: bool,
     /// Shared buffer per switch.
     pub buffer_bytes: u64,
@@ -107,7 +108,7 @@ impl Default for RdmaCfg {
             header_bytes: 48,
             ack_bytes: 60,
             nack_interval_us: 500.0,
-            rto_us: None,
+            rto_us: 4000.0,
             window_bytes: None,
             rate_control: RateControl::Dcqcn,
             ack_class: AckClass::Data,
@@ -146,9 +147,7 @@ impl RdmaCfg {
             return Err(bad("rdma.ack_bytes", format!("must be from 20 to 1500 bytes, got {}", self.ack_bytes)));
         }
         dur_us("rdma.nack_interval_us", self.nack_interval_us, false)?;
-        if let Some(r) = self.rto_us {
-            dur_us("rdma.rto_us", r, true)?;
-        }
+        dur_us("rdma.rto_us", self.rto_us, false)?;
         if self.window_bytes.is_some_and(|w| w < self.mtu_bytes as u64) {
             return Err(bad("rdma.window_bytes", format!("must be at least one packet's payload (rdma.mtu_bytes = {})", self.mtu_bytes)));
         }
@@ -202,7 +201,7 @@ impl RdmaCfg {
             header_bytes: self.header_bytes,
             ack_bytes: self.ack_bytes,
             nack_interval: SimTime::from_us_f64(self.nack_interval_us),
-            rto: self.rto_us.map(SimTime::from_us_f64),
+            rto: (self.rto_us > 0.0).then(|| SimTime::from_us_f64(self.rto_us)),
             window: self.window_bytes,
             rate_control: self.rate_control,
             dcqcn: d,

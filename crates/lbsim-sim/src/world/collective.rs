@@ -145,7 +145,10 @@ impl World {
     }
 
     fn ideal_step(&self, job: &JobRun, s: usize) -> SimTime {
-        let (mss, hb) = (self.tcp.cfg.mss as u64, self.tcp.cfg.header_bytes as u64);
+        let (mss, hb) = match &self.rdma {
+            Some(r) => (r.cfg.mtu_bytes as u64, r.cfg.header_bytes as u64),
+            None => (self.tcp.cfg.mss as u64, self.tcp.cfg.header_bytes as u64),
+        };
         let nh = self.topo.num_hosts();
         let (mut out, mut inb) = (vec![0u64; nh], vec![0u64; nh]);
         let mut first = vec![0u64; nh];
@@ -250,7 +253,11 @@ impl World {
         }
         for (spec, ch) in starts {
             let fid = self.flows.len() as u32;
-            self.start_flow_on(spec, None, Some((j, ch)));
+            if self.rdma.is_some() {
+                self.rdma_start_flow(spec); // a queue pair per flow
+            } else {
+                self.start_flow_on(spec, None, Some((j, ch)));
+            }
             let fr = &mut self.flows[fid as usize];
             fr.job = j;
             fr.job_iteration = iter;
@@ -262,7 +269,8 @@ impl World {
         }
     }
 
-    /// The job flows `tcp_input` / `mp_receive` found complete: records
+    /// The job flows `tcp_input` / `mp_receive` / `rdma_input` found
+    /// complete (their receiver has every byte): records
     /// them, releases the steps that waited for them, ends iterations.
     pub(super) fn job_flows_done(&mut self) {
         let now = self.now();
