@@ -154,6 +154,7 @@ class Result:
     flow_rates = _table_property("flow_rates")
     scheme_samples = _table_property("scheme_samples")
     cwnd = _table_property("cwnd")
+    qp_rates = _table_property("qp_rates")
     ports = _table_property("ports")
     jobs = _table_property("jobs")
     steps = _table_property("steps")
@@ -178,7 +179,7 @@ class Result:
 
                     written += write_pcaps(t.to_pandas(), d)
                 continue
-            if name in ("links", "queues", "flow_rates", "scheme_samples", "cwnd", "jobs", "steps") and t.num_rows == 0:
+            if name in ("links", "queues", "flow_rates", "scheme_samples", "cwnd", "qp_rates", "jobs", "steps") and t.num_rows == 0:
                 (d / f"{name}.parquet").unlink(missing_ok=True)  # no stale samples from an earlier run
                 continue
             tmp = d / f".{name}.parquet.tmp"

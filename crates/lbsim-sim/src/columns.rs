@@ -437,6 +437,20 @@ const CWND: &[Column<crate::CwndSample>] = &[
     },
 ];
 
+const QP_RATES: &[Column<crate::QpRateSample>] = &[
+    Column { name: "t_us", ty: Ty::F64, unit: "µs", doc: "Sample time (metrics.cwnd_sample_interval_us).", get: |_, q, _| Cell::F(q.t.as_us_f64()) },
+    Column { name: "flow_id", ty: Ty::I64, unit: "", doc: "The flow (one queue pair per flow).", get: |_, q, _| Cell::I(q.flow as i64) },
+    Column {
+        name: "rate_gbps",
+        ty: Ty::F64,
+        unit: "Gb/s",
+        doc: "The rate the NIC paces the queue pair at (DCQCN's current rate Rc; line rate without DCQCN).",
+        get: |_, q, _| Cell::F(q.rate.as_gbps_f64()),
+    },
+    Column { name: "target_gbps", ty: Ty::F64, unit: "Gb/s", doc: "DCQCN's target rate Rt.", get: |_, q, _| Cell::F(q.target.as_gbps_f64()) },
+    Column { name: "in_flight_bytes", ty: Ty::I64, unit: "bytes", doc: "Bytes sent and not yet acknowledged.", get: |_, q, _| Cell::I(signed(q.in_flight)) },
+];
+
 const FLOW_RATES: &[Column<crate::FlowRate>] = &[
     Column { name: "t_ms", ty: Ty::F64, unit: "ms", doc: "End of the window (metrics.flow_rate_window_ms).", get: |_, r, _| Cell::F(r.0.as_ms_f64()) },
     Column {
@@ -598,6 +612,7 @@ pub fn tables() -> Vec<TableInfo> {
         info("links", "one row per sampled port and window (metrics.link_samplers)", LINKS.iter()),
         info("queues", "one row per sampled port and sample (metrics.queue_samplers)", QUEUES.iter()),
         info("cwnd", "one row per busy connection and sample (metrics.cwnd_sample_interval_us)", CWND.iter()),
+        info("qp_rates", "RDMA: one row per busy queue pair and sample (metrics.cwnd_sample_interval_us)", QP_RATES.iter()),
         info("flow_rates", "one row per flow and window with bytes received (metrics.flow_rate_window_ms)", FLOW_RATES.iter()),
         info("scheme_samples", "one row per scheme metric and sample (metrics.scheme_sample_interval_us)", SCHEME_SAMPLES.iter()),
         info("pcap", "one row per captured packet (metrics.pcap_ports; written as .pcap files, not Parquet: docs/pcap.md)", PCAP.iter()),
@@ -656,6 +671,7 @@ pub fn table_cells(out: &RunOutput) -> Vec<(&'static str, Vec<(&'static str, Cel
         ("links", cells(LINKS.iter(), &out.link_samples, out)),
         ("queues", cells(QUEUES.iter(), &out.queue_samples, out)),
         ("cwnd", cells(CWND.iter(), &out.cwnd_samples, out)),
+        ("qp_rates", cells(QP_RATES.iter(), &out.qp_rates, out)),
         ("flow_rates", cells(FLOW_RATES.iter(), &out.flow_rates, out)),
         ("scheme_samples", cells(SCHEME_SAMPLES.iter(), &out.scheme_samples, out)),
         ("pcap", cells(PCAP.iter(), &out.pcap, out)),

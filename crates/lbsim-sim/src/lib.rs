@@ -63,6 +63,8 @@ pub struct RunOutput {
     /// Packets captured on `metrics.pcap_ports`.
     pub pcap: Vec<metrics::CapturedPacket>,
     pub cwnd_samples: Vec<CwndSample>,
+    /// RDMA: queue-pair rate samples (`metrics.cwnd_sample_interval_us`).
+    pub qp_rates: Vec<QpRateSample>,
     /// Scheme state samples (`metrics.scheme_sample_interval_us`).
     pub scheme_samples: Vec<lbsim_lb::SchemeSample>,
     /// Every egress port's totals, indexed by `PortId`.
@@ -84,6 +86,18 @@ pub struct RunOutput {
 /// Receive-side goodput per flow and window (`metrics.flow_rate_window_ms`):
 /// (window end, flow, bytes newly in order; flow `u32::MAX` for UDP).
 pub type FlowRate = (SimTime, u32, u64);
+
+/// An RDMA queue pair's rates at a sample time.
+#[derive(Clone, Copy, Debug)]
+pub struct QpRateSample {
+    pub t: SimTime,
+    pub flow: u32,
+    /// The rate the NIC paces it at (DCQCN's Rc) and DCQCN's target Rt.
+    pub rate: lbsim_engine::BitsPerSec,
+    pub target: lbsim_engine::BitsPerSec,
+    /// Bytes sent and not yet acknowledged.
+    pub in_flight: u64,
+}
 
 /// A congestion-window sample (`metrics.cwnd_sample_interval_us`): (time,
 /// flow id, connection, cwnd bytes, ssthresh bytes).

@@ -693,7 +693,8 @@ pub struct MetricsCfg {
     /// alpha) every this many µs; 0 = off.
     pub scheme_sample_interval_us: f64,
     /// Sample every busy connection's congestion window and slow-start
-    /// threshold (cwnd.parquet) every this many µs; 0 = off.
+    /// threshold (cwnd.parquet), or with RDMA every busy queue pair's rates
+    /// (qp_rates.parquet), every this many µs; 0 = off.
     pub cwnd_sample_interval_us: f64,
     /// Ports whose admitted packets are captured to pcap files (headers
     /// only), at most `pcap_max_packets` in all.

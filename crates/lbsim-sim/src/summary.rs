@@ -82,6 +82,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
         link_samples: std::mem::take(&mut w.samplers.link_samples),
         queue_samples: std::mem::take(&mut w.samplers.queue_samples),
         cwnd_samples: std::mem::take(&mut w.samplers.cwnd_samples),
+        qp_rates: std::mem::take(&mut w.samplers.qp_rates),
         flow_rates: std::mem::take(&mut w.samplers.flow_rates),
         flow_rate_window: w.samplers.flow_rate_window,
         scheme_samples: std::mem::take(&mut w.samplers.scheme_samples),

@@ -110,6 +110,23 @@ impl RdmaHosts {
         }
     }
 
+    /// Every queue pair with bytes unacknowledged: its rates now.
+    pub fn sample_rates(&self, now: SimTime, rows: &mut Vec<crate::QpRateSample>) {
+        for (fid, q) in self.qps.iter().enumerate() {
+            let Some(q) = q else { continue };
+            let s = &q.sender;
+            if !s.done() {
+                rows.push(crate::QpRateSample {
+                    t: now,
+                    flow: fid as u32,
+                    rate: s.rate(&self.cfg),
+                    target: s.dcqcn.target(),
+                    in_flight: s.snd_nxt() - s.snd_una(),
+                });
+            }
+        }
+    }
+
     /// Queue pairs opened (one per flow).
     pub fn qp_count(&self) -> usize {
         self.qps.len()
@@ -603,6 +620,23 @@ mod tests {
         let ideal = 64e6 * 1.048 * 8.0 / 100e9 * 1e6;
         assert!(last < ideal * 1.05, "last flow at {last} us, the link's minimum {ideal} us");
         assert!(out.flows.iter().all(|f| f.counters.paused_ns > 0));
+    }
+
+    #[test]
+    fn the_rate_sampler_shows_dcqcn_cutting_sixteen_senders_to_their_share() {
+        let out = incast(&["metrics.cwnd_sample_interval_us=20"]);
+        assert!(out.cwnd_samples.is_empty());
+        let at = |t: f64| out.qp_rates.iter().filter(move |q| (q.t.as_us_f64() - t).abs() < 1e-6);
+        // the 16:1 overload passes Kmin (400 KB) within 5 us: by 20 us every
+        // sender has been cut at least once (to 100 (1 - α/2) ≈ 50 Gb/s or
+        // below), its target still at line rate (no increase since)
+        assert_eq!(at(20.0).count(), 16);
+        assert!(at(20.0).all(|q| q.rate.as_gbps_f64() < 51.0 && q.target.0 == 100_000_000_000), "{:?}", at(20.0).collect::<Vec<_>>());
+        // 1 ms in, DCQCN has cut them: together near the bottleneck's
+        // 100 Gb/s rather than 16 x 100
+        let sum: f64 = at(1000.0).map(|q| q.rate.as_gbps_f64()).sum();
+        assert!(at(1000.0).count() == 16 && sum < 200.0, "{sum} Gb/s in all at 1 ms");
+        assert!(r(&out, "cnps") > 0.0);
     }
 
     #[test]

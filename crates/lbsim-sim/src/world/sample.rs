@@ -46,6 +46,8 @@ pub(crate) struct Samplers {
     /// ssthresh bytes) every `cwnd_interval`.
     pub cwnd_interval: Option<SimTime>,
     pub cwnd_samples: Vec<(SimTime, u32, u32, u64, u64)>,
+    /// RDMA: every busy queue pair's rates at the same samples.
+    pub qp_rates: Vec<crate::QpRateSample>,
     /// Receive-side goodput rows (window end, flow, bytes newly in order).
     pub flow_rate_window: Option<SimTime>,
     pub flow_rates: Vec<(SimTime, u32, u64)>,
@@ -71,6 +73,7 @@ impl Samplers {
             scheme_samples: Vec::new(),
             cwnd_interval: c.cwnd_interval,
             cwnd_samples: Vec::new(),
+            qp_rates: Vec::new(),
             flow_rate_window: c.flow_rate_window,
             flow_rates: Vec::new(),
             pcap_port: c.pcap_port,
@@ -131,6 +134,9 @@ impl World {
     /// labelled with its connection's flow).
     pub(super) fn sample_cwnd(&mut self) {
         let now = self.now();
+        if let Some(r) = &self.rdma {
+            r.sample_rates(now, &mut self.samplers.qp_rates);
+        }
         for (i, c) in self.tcp.conns.iter().enumerate() {
             let Some(c) = c else { continue };
             if c.sender.app_end() <= c.sender.snd_una() {
