@@ -162,6 +162,9 @@ fn rdma_summary(w: &World, r: &crate::world::RdmaHosts) -> Value {
         "cnps": sum(|f| f.counters.cnps),
         "nacks": sum(|f| f.counters.nacks),
         "timeouts": sum(|f| f.counters.timeouts),
+        "pfc_deadlocks": r.deadlocks,
+        "first_deadlock_ms": r.first_deadlock.as_ref().map(|d| d.0.as_ms_f64()),
+        "first_deadlock_ports": w.deadlock_ports(),
     })
 }
 

@@ -85,6 +85,10 @@ pub(crate) struct RdmaHosts {
     pub fct: Vec<FctRow>,
     /// Per host index: the NIC's line rate.
     line: Vec<BitsPerSec>,
+    /// PFC deadlocks found (a PAUSE that closed a cycle of paused ports
+    /// holding data), and the first: when, and its ports.
+    pub deadlocks: u64,
+    pub first_deadlock: Option<(SimTime, Vec<PortId>)>,
 }
 
 impl RdmaHosts {
@@ -107,6 +111,8 @@ impl RdmaHosts {
             rng: s.rng,
             fct: Vec::new(),
             line,
+            deadlocks: 0,
+            first_deadlock: None,
         }
     }
 
@@ -431,6 +437,50 @@ impl World {
         if changed && !pause {
             self.kick(target);
         }
+        if changed && pause {
+            if let Some(cycle) = self.pause_cycle(target) {
+                let r = self.rdma.as_mut().unwrap();
+                r.deadlocks += 1;
+                r.first_deadlock.get_or_insert((now, cycle));
+            }
+        }
+    }
+
+    /// A cycle of paused ports holding data through `start` (a PFC
+    /// deadlock: none of them can drain): `start` is paused by its far end,
+    /// whose data waits at its own egress ports; a paused one holding data
+    /// waits in turn for its far end, and so on. The cycle's ports, if any.
+    fn pause_cycle(&self, start: PortId) -> Option<Vec<PortId>> {
+        let mmu = &self.rdma.as_ref().unwrap().mmu;
+        let blocked = |p: PortId| mmu.ports[p.idx()].paused && mmu.data_bytes(p) > 0;
+        if !blocked(start) {
+            return None;
+        }
+        // depth-first over blocked ports; `path` is the chain from start
+        let mut path = vec![start];
+        let mut next = vec![0usize];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(start);
+        while let Some(&cur) = path.last() {
+            let node = self.ports[cur.idx()].ends.peer_node;
+            let outs = &self.topo.nodes[node.idx()].ports;
+            let k = next.last_mut().unwrap();
+            if self.topo.is_host(node) || *k >= outs.len() {
+                path.pop();
+                next.pop();
+                continue;
+            }
+            let q = outs[*k];
+            *k += 1;
+            if q == start && blocked(q) {
+                return Some(path);
+            }
+            if blocked(q) && seen.insert(q) {
+                path.push(q);
+                next.push(0);
+            }
+        }
+        None
     }
 
     /// A RoCEv2 packet reaches the host it is for.
@@ -542,6 +592,12 @@ impl World {
         let nic = self.topo.nic(q.src);
         self.qp_rearm(qp);
         self.kick(nic);
+    }
+
+    /// The first deadlock's ports by name, for the summary.
+    pub fn deadlock_ports(&self) -> Vec<String> {
+        let r = self.rdma.as_ref().unwrap();
+        r.first_deadlock.as_ref().map(|(_, c)| c.iter().map(|p| self.topo.port(*p).name.clone()).collect()).unwrap_or_default()
     }
 
     /// Flows still running at the end: their counters so far.
@@ -690,6 +746,46 @@ mod tests {
         assert!(v(&out) > 3.0 * v(&alone), "victim {} us with the incast, {} us alone", v(&out), v(&alone));
         assert!(r(&out, "switch_port_paused_ms") > 0.0);
         assert_eq!(r(&out, "ingress_drops"), 0.0);
+    }
+
+    #[test]
+    fn a_ring_with_cyclic_routes_deadlocks_and_it_is_reported() {
+        // five switches in a ring, two hosts each; every host sends to a
+        // host two switches clockwise (its only shortest path), so each ring
+        // link's buffer waits on the next: a cyclic buffer dependency. At
+        // line rate (no DCQCN) with small buffers every ring port pauses
+        // while holding data, and nothing moves again
+        let mut t = String::from("[topology]\nkind = \"explicit\"\n");
+        for i in 0..5 {
+            t += &format!("[[topology.nodes]]\nname = \"S{i}\"\n");
+        }
+        for h in 0..10 {
+            t += &format!("[[topology.nodes]]\nname = \"H{h}\"\nhost = true\n");
+        }
+        for i in 0..5 {
+            t += &format!("[[topology.links]]\na = \"S{i}\"\nb = \"S{}\"\nrate_gbps = 100\n", (i + 1) % 5);
+        }
+        for h in 0..10 {
+            t += &format!("[[topology.links]]\na = \"H{h}\"\nb = \"S{}\"\nrate_gbps = 100\n", h / 2);
+        }
+        let dir = std::env::temp_dir().join(format!("lbsim-ring-{}.csv", std::process::id()));
+        let mut csv = String::from("src,dst,size_bytes,start_us\n");
+        for h in 0..10u32 {
+            csv += &format!("{h},{},20000000,0\n", (h + 4) % 10);
+        }
+        std::fs::write(&dir, csv).unwrap();
+        t += &format!("[transport]\nkind = \"rdma\"\n[workload]\nkind = \"flow_list\"\nflow_list = {:?}\n[run]\nstop_ms = 5\n", dir.display().to_string());
+        let out = run_ok(&t, &["rdma.rate_control=none", "rdma.buffer_bytes=1000000", "rdma.rto_us=0"]);
+        let _ = std::fs::remove_file(&dir);
+        assert!(r(&out, "pfc_deadlocks") >= 1.0, "{}", out.summary["rdma"]);
+        let ports: Vec<String> = serde_json::from_value(out.summary["rdma"]["first_deadlock_ports"].clone()).unwrap();
+        // the cycle is the five clockwise ring ports
+        let mut ring: Vec<String> = (0..5).map(|i| format!("S{i}->S{}#0", (i + 1) % 5)).collect();
+        let mut got = ports.clone();
+        ring.sort();
+        got.sort();
+        assert_eq!(got, ring, "{ports:?}");
+        assert!(out.flows.iter().all(|f| f.finish.is_none()), "nothing completes once deadlocked");
     }
 
     #[test]
