@@ -10,6 +10,8 @@ use lbsim_engine::{BitsPerSec, SimTime};
 pub enum RateControl {
     /// DCQCN (Zhu et al., SIGCOMM'15), ConnectX form ([`crate::dcqcn`]).
     Dcqcn,
+    /// DCTCP's law on the rate ([`crate::dctcp`]).
+    Dctcp,
     /// None: every QP sends at line rate (PFC alone keeps the fabric
     /// lossless).
     None,
@@ -87,6 +89,7 @@ pub struct RdmaConfig {
     pub window: Option<u64>,
     pub rate_control: RateControl,
     pub dcqcn: DcqcnConfig,
+    pub dctcp: crate::DctcpRateConfig,
 }
 
 impl Default for RdmaConfig {
@@ -100,6 +103,7 @@ impl Default for RdmaConfig {
             window: None,
             rate_control: RateControl::Dcqcn,
             dcqcn: DcqcnConfig::connectx(BitsPerSec::gbps(100)),
+            dctcp: crate::DctcpRateConfig { g: 1.0 / 16.0, rate_ai: BitsPerSec(1_000_000_000) },
         }
     }
 }

@@ -12,6 +12,8 @@
 //!   per packet, an ACK per packet, NACK on a gap and go-back-N at the
 //!   sender (HPCC simulator `rdma-hw.cc`, ConnectX NICs), pacing at the
 //!   current rate, an optional window of one BDP, a retransmission timeout.
+//! - [`dctcp`]: DCTCP's control law driving the rate instead of a window
+//!   (the HPCC simulator's DCTCP mode);
 //! - [`dcqcn`]: DCQCN's reaction point as ConnectX implements it (and as
 //!   the HPCC simulator's `*Mlx` functions model it), with the paper's
 //!   variant as an option; its timers are evaluated lazily, so a flow costs
@@ -22,8 +24,10 @@
 
 pub mod config;
 pub mod dcqcn;
+pub mod dctcp;
 pub mod qp;
 
 pub use config::{DcqcnConfig, RateControl, RdmaConfig};
 pub use dcqcn::Dcqcn;
+pub use dctcp::{DctcpRate, DctcpRateConfig};
 pub use qp::{AckKind, QpReceiver, QpSender, QpStats, Reply};

@@ -65,13 +65,25 @@ pub struct QpSender {
     /// The last send or acknowledgement (the timeout counts from it).
     last_progress: SimTime,
     pub dcqcn: Dcqcn,
+    pub dctcp: crate::DctcpRate,
     pub stats: QpStats,
 }
 
 impl QpSender {
     /// A queue pair for `size` bytes starting at `now` at line rate.
     pub fn new(size: u64, line: BitsPerSec, now: SimTime) -> QpSender {
-        QpSender { size, snd_una: 0, snd_nxt: 0, snd_max: 0, line, next_avail: now, last_progress: now, dcqcn: Dcqcn::new(line), stats: QpStats::default() }
+        QpSender {
+            size,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            line,
+            next_avail: now,
+            last_progress: now,
+            dcqcn: Dcqcn::new(line),
+            dctcp: crate::DctcpRate::new(line),
+            stats: QpStats::default(),
+        }
     }
 
     pub fn size(&self) -> u64 {
@@ -94,6 +106,7 @@ impl QpSender {
     pub fn rate(&self, cfg: &RdmaConfig) -> BitsPerSec {
         match cfg.rate_control {
             crate::RateControl::Dcqcn => self.dcqcn.rate(),
+            crate::RateControl::Dctcp => self.dctcp.rate(),
             crate::RateControl::None => self.line,
         }
     }
@@ -141,6 +154,9 @@ impl QpSender {
             if cfg.rate_control == crate::RateControl::Dcqcn {
                 self.dcqcn.on_cnp(now, &cfg.dcqcn);
             }
+        }
+        if cfg.rate_control == crate::RateControl::Dctcp {
+            self.dctcp.on_ack(seq, cnp, self.snd_nxt, cfg.mtu_bytes as u64, cfg.dcqcn.min_rate, &cfg.dctcp);
         }
         self.done()
     }

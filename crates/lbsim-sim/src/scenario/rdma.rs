@@ -53,7 +53,8 @@ pub struct RdmaCfg {
     pub rto_us: f64,
     /// Bytes a queue pair may have unacknowledged (absent: no window).
     pub window_bytes: Option<u64>,
-    /// What sets each queue pair's rate: "dcqcn" or "none" (line rate).
+    /// What sets each queue pair's rate: "dcqcn", "dctcp" (DCTCP's law on
+    /// the rate, the HPCC simulator's DCTCP mode) or "none" (line rate).
     #[serde(deserialize_with = "word")]
     pub rate_control: RateControl,
     /// Where ACKs queue at switches: "data" (with data, paused and marked
@@ -78,6 +79,10 @@ pub struct RdmaCfg {
     pub dcqcn_min_rate_gbps: f64,
     /// The target rate follows the current one at every cut.
     pub dcqcn_clamp_target: bool,
+    /// With `rate_control = "dctcp"`: DCTCP's gain g.
+    pub dctcp_g: f64,
+    /// With `rate_control = "dctcp"`: the rate added per window outside CWR.
+    pub dctcp_rate_ai_mbps: f64,
     /// PFC (IEEE 802.1Qbb) on: switches pause upstream ports instead of
     /// dropping. Off, the data class is lossy (`rto_us` repairs tail losses).
     pub pfc: bool,
@@ -121,6 +126,8 @@ impl Default for RdmaCfg {
             dcqcn_rate_hai_mbps: None,
             dcqcn_min_rate_gbps: 1.0,
             dcqcn_clamp_target: false,
+            dctcp_g: 0.0625,
+            dctcp_rate_ai_mbps: 1000.0,
             pfc: true,
             buffer_bytes: 33554432,
             pfc_reserve_bytes: 4096,
@@ -164,6 +171,12 @@ impl RdmaCfg {
                 }
             }
         }
+        if !(self.dctcp_g > 0.0 && self.dctcp_g <= 1.0) {
+            return Err(bad("rdma.dctcp_g", format!("must be in (0, 1], got {}", self.dctcp_g)));
+        }
+        if !(self.dctcp_rate_ai_mbps.is_finite() && (0.001..=1e8).contains(&self.dctcp_rate_ai_mbps)) {
+            return Err(bad("rdma.dctcp_rate_ai_mbps", format!("must be a rate from 0.001 to 100,000,000 Mb/s, got {}", self.dctcp_rate_ai_mbps)));
+        }
         BitsPerSec::input_gbps(self.dcqcn_min_rate_gbps).map_err(|m| bad("rdma.dcqcn_min_rate_gbps", m))?;
         if self.buffer_bytes < 65536 {
             return Err(bad("rdma.buffer_bytes", format!("must be at least 65536 bytes, got {}", self.buffer_bytes)));
@@ -205,6 +218,7 @@ impl RdmaCfg {
             window: self.window_bytes,
             rate_control: self.rate_control,
             dcqcn: d,
+            dctcp: lbsim_rdma::DctcpRateConfig { g: self.dctcp_g, rate_ai: BitsPerSec::from_gbps_f64(self.dctcp_rate_ai_mbps / 1000.0) },
         }
     }
 
