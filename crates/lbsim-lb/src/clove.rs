@@ -18,7 +18,13 @@
 //! a weighted round robin. The source edge
 //! relays ECN to its VM (ECE on the ACKs it passes up) only while every
 //! path to that destination is congested — before discovery has found the
-//! paths, while the one hashed path in use is.
+//! paths, while the one hashed path in use is. That is the paper's design
+//! and the default (`guest_sees_ce = false`): the guest transport stays
+//! unaware of underlay marks (§4), so a DCTCP guest reduces its window only
+//! while every path is congested. `guest_sees_ce = true` is the other
+//! reading, as the Hermes authors' ns-3 Clove has it: CE goes on to the
+//! receiving guest and the ACKs' ECE to the sending one untouched, the
+//! relay still feeding the weights.
 //! Weights change only as §3.2 says: a report cuts one path and spreads
 //! the cut over the others, so a starved path regains weight when the
 //! others are cut in turn. *Our choices where the paper is silent:* within
@@ -62,7 +68,7 @@
 use crate::dre::{Dre, DreParams};
 use crate::edge::{hashed_port, set_clove_header, Discovery, Flowlets, IdMap, PathUse, Relay, Wrr};
 use crate::edge_params::{self, num, FLOWLET_GAP_US, RTT};
-use crate::params::{ParamDef, ParamError, Params};
+use crate::params::{DefaultValue, ParamDef, ParamError, Params, GUEST_SEES_CE};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Payload, PktId, PortId};
@@ -83,7 +89,13 @@ macro_rules! clove_params {
 pub const ECN_PARAMS: &[ParamDef] = clove_params!(
     num("weight_cut", "fraction", 1.0 / 3.0, "share of a path's weight removed on an ECN report (§3.2: a third)"),
     num("congested_expiry_rtts", "RTT", 5.0, "a path is congested from a report with ecnSet until one without it (§4); a mark no report renews or clears expires after this long (our choice: the relay's 10 intervals of RTT/2, after which it drops an unsent report as stale)"),
-    num("weight_recovery_us", "us", 0.0, "0 (default, §3.2): weights change only on ECN reports; > 0: they also relax back to equal with this time constant (an option of ours, not in the paper)")
+    num("weight_recovery_us", "us", 0.0, "0 (default, §3.2): weights change only on ECN reports; > 0: they also relax back to equal with this time constant (an option of ours, not in the paper)"),
+    ParamDef {
+        name: GUEST_SEES_CE,
+        unit: "",
+        default: DefaultValue::Bool(false),
+        help: "false (default, §4 and §3.2): the receiving edge clears CE, and the sending edge passes ECE to the guest only while every path to the destination is congested; true: CE reaches the receiving guest and ECE the sending one untouched (the other reading, as the Hermes authors' ns-3 Clove)"
+    }
 );
 
 pub const INT_PARAMS: &[ParamDef] = clove_params!(
@@ -104,6 +116,8 @@ struct DestState {
 
 pub struct Clove {
     int: bool,
+    /// Clove-ECN: CE and ECE reach the guests untouched.
+    guest_sees_ce: bool,
     disc: Discovery,
     pub flowlets: Flowlets,
     relay: Relay,
@@ -150,6 +164,7 @@ impl Clove {
         let (gap, relay) = (edge_params::flowlet_gap(p, rtt)?, in_rtts("relay_interval_rtts")?);
         Ok(Clove {
             int,
+            guest_sees_ce: !int && p.boolean(GUEST_SEES_CE)?,
             disc: Discovery::new(edge_params::discovery(p)?, hosts),
             flowlets: Flowlets::new(gap, hosts),
             relay: Relay::new(relay, hosts),
@@ -433,7 +448,7 @@ impl LoadBalancer for Clove {
         }
         let pm = ctx.pkt_mut(pkt);
         pm.lb = LbHeader::None;
-        if self.int {
+        if self.int || self.guest_sees_ce {
             return HostRx::Deliver;
         }
         // 3. the VMs never see underlay ECN ...
@@ -547,6 +562,35 @@ mod tests {
         let a = ack(&mut env, 20, 0, true, None);
         c.on_host_receive(&mut env.ctx(now + SimTime::from_us(103)), host0, a);
         assert!(!has_ece(&env, a));
+    }
+
+    #[test]
+    fn with_guest_sees_ce_marks_and_echoes_reach_the_guests_untouched() {
+        let mut env = Env::testbed();
+        let mut given = BTreeMap::new();
+        given.insert("discovery".to_string(), crate::Value::Str("oracle".into()));
+        given.insert(GUEST_SEES_CE.to_string(), crate::Value::Bool(true));
+        let e = env.scheme_env();
+        let mut c = Clove::new(&Params::new(&given, ECN_PARAMS, "clove").unwrap(), &e, false).unwrap();
+        let host0 = env.topo.host(0);
+        let now = SimTime::from_us(10);
+        let data = env.packet(0, 20, 1500);
+        c.on_host_send(&mut env.ctx(now), host0, data);
+        let ports = c.discovery().get(0, 20).unwrap().ports.clone();
+        // one path congested, three not: the ECE stays (no masking) ...
+        let a = ack(&mut env, 20, 0, true, Some((ports[0], true, 0)));
+        c.on_host_receive(&mut env.ctx(now), host0, a);
+        assert!(has_ece(&env, a));
+        assert_eq!(c.ece_masked, 0);
+        // ... the report still cuts the path's weight ...
+        let w = c.weights(0, 20).unwrap();
+        assert!(w[0] < w[1], "{w:?}");
+        // ... and a CE-marked packet keeps its mark
+        let a = ack(&mut env, 20, 0, false, None);
+        env.pkts.get_mut(a.0).ce = true;
+        c.on_host_receive(&mut env.ctx(now), host0, a);
+        assert!(env.pkts.get(a.0).ce && !has_ece(&env, a), "CE kept; no ECE added");
+        assert_eq!(c.ece_relayed, 0);
     }
 
     #[test]

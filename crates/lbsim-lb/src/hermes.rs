@@ -10,8 +10,7 @@
 //!   period's minimum while the current one has none);
 //! - ECN fraction: the sender edge sets ECT on the outer header; the
 //!   receiving edge keeps a moving average (gain 1/16) of CE per
-//!   (source, path), takes CE off before the guest sees it (the VMs never
-//!   see underlay ECN), and relays (path, fraction) on reverse packets with
+//!   (source, path) and relays (path, fraction) on reverse packets with
 //!   Clove's relay (at most once per half RTT per path, `edge.rs`);
 //! - loss: a data segment sent again (sequence below the flow's highest)
 //!   marks its path lossy for the current and next aging period;
@@ -41,6 +40,18 @@
 //! RTT + 2 × 20 µs (on a 10G fabric with an 11 µs idle RTT, 1.5 RTT would
 //! sit below T_RTT_low); the resolved values are in `scheme.resolved`.
 //!
+//! **What the host transport sees.** Hermes reads ECN beside the host's
+//! transport, not instead of it. The paper's text past its abstract was
+//! not at hand to check; its authors' public ns-3 code (the simulator of
+//! the paper's large-scale runs, where Hermes is "TLB") hands the ECN-Echo
+//! of each ACK to both Hermes and the TCP congestion control
+//! (`TcpSocketBase::ReceivedAck`), so a DCTCP host reacts to every mark.
+//! That is the default, `guest_sees_ce = true`: CE goes on to the receiving
+//! host's transport. `guest_sees_ce = false` is the other reading, a
+//! hypervisor that hides underlay ECN from its VMs as Clove-ECN's does
+//! (Clove §4): the receiving edge clears CE, and a DCTCP guest never
+//! reduces its window on marks.
+//!
 //! *Our choices:* state per destination host (the paper aggregates per
 //! destination ToR); a flow counts on a path while it sent within the last
 //! 10 aging periods (the edge sees no FIN); ACK-only flows are placed by
@@ -49,7 +60,7 @@
 use crate::dre::{Dre, DreParams};
 use crate::edge::{hashed_port, set_clove_header, token_kind, Discovery, IdMap, PathUse, Relay};
 use crate::edge_params::{self, num, RTT};
-use crate::params::{ParamDef, ParamError, Params};
+use crate::params::{DefaultValue, ParamDef, ParamError, Params, GUEST_SEES_CE};
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
 use lbsim_net::{packet::tuple_hash, Ctx, HostRx, LbHeader, LoadBalancer, NodeId, Packet, Payload, PktId, Proto, ENCAP_DPORT};
@@ -73,6 +84,12 @@ pub const PARAMS: &[ParamDef] = crate::with_discovery![
     num("rate_tau_rtts", "RTT", 2.0, "time constant of a flow's sending-rate estimate"),
     num("probe_us", "us", 500.0, "active probing period per (source, destination) pair with traffic"),
     num("probe_paths", "paths", 2.0, "random paths probed each period besides the best one"),
+    ParamDef {
+        name: GUEST_SEES_CE,
+        unit: "",
+        default: DefaultValue::Bool(true),
+        help: "true (default, as the authors' ns-3 code, where the TCP and Hermes read the same ECN-Echo): CE reaches the receiving host's transport, so DCTCP reacts to marks; false: the receiving edge clears CE, the hosts never see underlay ECN (a hypervisor as Clove-ECN's, the other reading)",
+    },
     RTT,
 ];
 
@@ -240,6 +257,8 @@ pub struct Hermes {
     flows: Vec<IdMap<u64, Flow>>,
     /// Receiver side: CE moving average per (receiver, source host, port).
     ce_avg: Vec<IdMap<u64, f64>>,
+    /// CE goes on to the receiving host's transport.
+    guest_sees_ce: bool,
     active_pairs: Vec<(u32, u32)>,
     /// Probe ring: (src, dst, path, epoch, sent at).
     probes: Vec<(u32, u32, u16, u32, SimTime)>,
@@ -290,6 +309,7 @@ impl Hermes {
             dests: (0..hosts).map(|_| IdMap::default()).collect(),
             flows: (0..hosts).map(|_| IdMap::default()).collect(),
             ce_avg: (0..hosts).map(|_| IdMap::default()).collect(),
+            guest_sees_ce: p.boolean(GUEST_SEES_CE)?,
             active_pairs: vec![],
             probes: vec![],
             probe_seq: 0,
@@ -591,10 +611,12 @@ impl LoadBalancer for Hermes {
                 }
             }
         }
-        // 4. the VMs never see underlay ECN
+        // 4. the transport sees CE unless the edge hides it
         let pm = ctx.pkt_mut(pkt);
         pm.lb = LbHeader::None;
-        pm.ce = false;
+        if !self.guest_sees_ce {
+            pm.ce = false;
+        }
         HostRx::Deliver
     }
 
@@ -679,27 +701,40 @@ mod tests {
     }
 
     #[test]
-    fn the_guest_never_sees_underlay_ce_and_the_fraction_is_relayed_back() {
+    fn ce_reaches_the_guest_unless_hidden_and_the_fraction_is_relayed_back() {
         use crate::testutil::Env;
         use lbsim_tcp::TcpHeader;
-        let mut env = Env::testbed();
-        let g = std::collections::BTreeMap::new();
-        let mut h = Hermes::new(&Params::new(&g, PARAMS, "hermes").unwrap(), &env.scheme_env()).unwrap();
-        let (a, b) = (env.topo.host(0), env.topo.host(16));
-        let now = SimTime::from_us(10);
-        // a CE-marked data segment from host 0 arrives at host 16
-        let mut p =
-            Packet::new(a, b, 1000, 80, Proto::Tcp, 1500, Payload::Tcp { conn: 0, to_receiver: true, hdr: TcpHeader { len: 1448, ..Default::default() } }, now);
-        p.set_outer_sport(50_000);
-        set_clove_header(&mut p, None);
-        p.ect = true;
-        p.ce = true;
-        let id = env.ctx(now).new_packet(p);
-        assert_eq!(h.on_host_receive(&mut env.ctx(now), b, id), HostRx::Deliver);
-        assert!(!env.pkts.get(id.0).ce, "CE taken off before the guest");
-        assert_eq!(env.pkts.get(id.0).lb, LbHeader::None);
-        // the receiving edge's next packet to host 0 carries (port 50000, 1/16)
-        assert_eq!(h.relay.take(16, 0, now), Some((50_000, true, 63)));
+        for hide in [false, true] {
+            let mut env = Env::testbed();
+            let mut g = std::collections::BTreeMap::new();
+            if hide {
+                g.insert(GUEST_SEES_CE.to_string(), crate::Value::Bool(false));
+            }
+            let mut h = Hermes::new(&Params::new(&g, PARAMS, "hermes").unwrap(), &env.scheme_env()).unwrap();
+            let (a, b) = (env.topo.host(0), env.topo.host(16));
+            let now = SimTime::from_us(10);
+            // a CE-marked data segment from host 0 arrives at host 16
+            let mut p = Packet::new(
+                a,
+                b,
+                1000,
+                80,
+                Proto::Tcp,
+                1500,
+                Payload::Tcp { conn: 0, to_receiver: true, hdr: TcpHeader { len: 1448, ..Default::default() } },
+                now,
+            );
+            p.set_outer_sport(50_000);
+            set_clove_header(&mut p, None);
+            p.ect = true;
+            p.ce = true;
+            let id = env.ctx(now).new_packet(p);
+            assert_eq!(h.on_host_receive(&mut env.ctx(now), b, id), HostRx::Deliver);
+            assert_eq!(env.pkts.get(id.0).ce, !hide, "CE reaches the guest unless guest_sees_ce = false");
+            assert_eq!(env.pkts.get(id.0).lb, LbHeader::None);
+            // either way the receiving edge's next packet to host 0 carries (port 50000, 1/16)
+            assert_eq!(h.relay.take(16, 0, now), Some((50_000, true, 63)));
+        }
     }
 
     #[test]

@@ -5,9 +5,10 @@
 //! [`Scheme`] enum dispatches statically. What the rest of the simulator
 //! knows about a scheme is its row in [`SCHEMES`] (a [`SchemeInfo`]): the
 //! description for `lbsim schemes` (paper, section, parameters with units
-//! and defaults), its revision, its default ECN threshold, the tables it
-//! allocates up front, and its constructor, which [`Scheme::new`] calls by
-//! name. Adding a scheme is its file, a `Scheme` variant and a row.
+//! and defaults), what it changes in what the hosts' transport receives,
+//! its revision, its default ECN threshold, the tables it allocates up
+//! front, and its constructor, which [`Scheme::new`] calls by name. Adding
+//! a scheme is its file, a `Scheme` variant and a row.
 
 pub mod ag;
 pub mod clairvoyant;
@@ -34,7 +35,7 @@ pub mod spray;
 pub(crate) mod testutil;
 pub mod vms;
 
-pub use params::{DefaultValue, ParamDef, ParamError, Params, Value};
+pub use params::{DefaultValue, ParamDef, ParamError, Params, Value, GUEST_SEES_CE};
 
 use lbsim_engine::SimTime;
 use lbsim_net::{Ctx, Forward, HostRx, LinkId, LoadBalancer, NodeId, PktId, PortId, ReportTable, Routing, Topology};
@@ -68,6 +69,8 @@ pub struct SchemeInfo {
     /// Where it acts: "switch", "host edge", "source leaf", "transport".
     pub acts_at: &'static str,
     pub params: &'static [ParamDef],
+    /// What it changes in what the hosts' transport receives.
+    pub guest: GuestView,
     /// The scheme's revision on top of the simulator's model revision
     /// (`lbsim_sim::MODEL_REVISION`), 0 for none: a change that alters the
     /// results of this scheme only bumps it, so results catalogs re-run only
@@ -82,6 +85,36 @@ pub struct SchemeInfo {
     /// Builds the scheme from its checked parameters (and the given ones,
     /// for a scheme that tells a default from a value set to it).
     pub build: Build,
+}
+
+/// What a scheme changes in what the hosts' transport receives, beyond
+/// the paths and timing of its packets: listed by `lbsim schemes`, and read
+/// for the note `validate`, `run` and `compare` print when the scheme
+/// clears CE before an ECN-driven transport (DCTCP) sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct GuestView {
+    /// Each change, as `lbsim schemes` lists it (empty: none).
+    pub changes: &'static [&'static str],
+    /// The boolean parameter ([`GUEST_SEES_CE`]) with which CE marks reach
+    /// the receiving host's transport; while it is false the scheme clears
+    /// them first. None: the scheme never clears CE.
+    pub ce_unless: Option<&'static str>,
+    /// What an ECN-driven sender hears of the marks while they are cleared.
+    pub instead: &'static str,
+}
+
+/// A scheme that changes nothing the transport receives.
+const UNCHANGED: GuestView = GuestView { changes: &[], ce_unless: None, instead: "" };
+
+impl SchemeInfo {
+    /// Whether the scheme, with the parameters `given` (as the scenario
+    /// gives them), clears CE before the receiving host's transport sees it.
+    pub fn clears_ce(&self, given: &BTreeMap<String, Value>) -> Result<bool, ParamError> {
+        match self.guest.ce_unless {
+            Some(p) => Ok(!Params::new(given, self.params, self.name)?.boolean(p)?),
+            None => Ok(false),
+        }
+    }
 }
 
 /// A scheme's constructor, from its checked parameters, what it may need
@@ -190,6 +223,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "baseline of every paper (RFC 2992 hash-threshold style; hash mod group size)",
         acts_at: "every switch",
         params: ecmp::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: None,
@@ -201,6 +235,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "RPS (Dixit et al. 2013); VMS 'PerPacket', AG and CONGA §2.4 baselines",
         acts_at: "every switch",
         params: spray::PARAMS,
+        guest: GuestView { changes: &["with resequence = true, the receiving host resequences packets before its transport"], ce_unless: None, instead: "" },
         // 1: with resequence = true, the same resequencer start
         revision: 1,
         ecn_k_pkts: None,
@@ -213,6 +248,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Ghorbani et al., SIGCOMM 2017, §3 with the §3.3 decomposition for asymmetry (AG baseline); memory per candidate group (our choice)",
         acts_at: "every switch",
         params: drill::PARAMS,
+        guest: UNCHANGED,
         // 1: asymmetric fabrics split into symmetric components (DRILL §3.3);
         // results on symmetric fabrics unchanged
         revision: 1,
@@ -226,6 +262,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Vanini et al., NSDI 2017 (Clove and AG baseline)",
         acts_at: "every switch",
         params: letflow::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: None,
@@ -237,6 +274,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al., SOSR 2016, §3-4 (AG baseline: flowlet gap 500 us, probes every 200 us); replicate only on a table update (our choice)",
         acts_at: "every switch (probes originate at ToRs)",
         params: hula::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: Some(HULA_TABLES),
@@ -248,6 +286,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Alizadeh et al., SIGCOMM 2014, §3 (DRE §3.2, feedback §3.3, flowlets §3.4, decision §3.5, defaults §3.6)",
         acts_at: "leaves (spines: ECMP + CE)",
         params: conga::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: Some(CONGA_TABLES),
@@ -259,6 +298,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Alizadeh et al., SIGCOMM 2014, §5 'Schemes compared'",
         acts_at: "leaves (spines: ECMP + CE)",
         params: conga::FLOW_PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: Some(CONGA_TABLES),
@@ -270,6 +310,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Wang, Xu, Niu, Han, Expeditus, §3 (Alg. 1-2, failures §3.3, granularity §3.4); choices in docs/schemes/expeditus.md §3",
         acts_at: "ToRs and aggregation switches",
         params: expeditus::PARAMS,
+        guest: UNCHANGED,
         // 1: a dead or unroutable plane or core never wins a tie; 2: with
         // response = "synack", a retransmitted SYN-ACK carries the response
         // again (eefbdc1; the default mode's results are unchanged)
@@ -284,6 +325,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Expeditus §6.1 'Clairvoyant' (same meters as expeditus; zero-latency oracle, both directions)",
         acts_at: "source ToR (oracle), aggregation switches follow its entries",
         params: clairvoyant::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: Some(PST_TABLES),
@@ -295,6 +337,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Liu et al., AG (2019), §III-V; exhaustive search of the model by default (the paper's bisection misses the argmax where r is not unimodal)",
         acts_at: "leaves (spines: ECMP)",
         params: ag::PARAMS,
+        guest: UNCHANGED,
         // 1: probes ride data packets only (§III), not ACKs; 2: per-leaf
         // timers (event counts change, flows do not) and the truth beside a
         // measurement is for the size of the packet that measured it
@@ -309,6 +352,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 and §5",
         acts_at: "host edge (hypervisor)",
         params: edge_flowlet::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: None,
@@ -320,6 +364,14 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.1-3.2, §4",
         acts_at: "host edge (hypervisor); switches mark ECN",
         params: clove::ECN_PARAMS,
+        guest: GuestView {
+            changes: &[
+                "with guest_sees_ce = false (the default, §4), the receiving edge clears CE before the guest sees it",
+                "with guest_sees_ce = false, the sending edge sets ECE on the ACKs it passes to the guest only while every path to that destination is congested, and clears it otherwise (§3.2)",
+            ],
+            ce_unless: Some(GUEST_SEES_CE),
+            instead: "its senders see ECE only while every path to the destination is congested (Clove §3.2), so they rarely react to marks",
+        },
         // 1: the relay reports every path with ecnSet set or clear (§4); a
         // path is congested from a marked report to an unmarked one (was: for
         // a fixed hold of 1 RTT after a mark)
@@ -335,6 +387,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Katta et al. (Clove), CoNEXT 2017, §3.2 'Clove-INT'",
         acts_at: "host edge (hypervisor); switches write INT",
         params: clove::INT_PARAMS,
+        guest: UNCHANGED,
         // 1: reports age as CONGA §3.3 instead of being dropped after 1 ms;
         // 2: a flowlet moving off its path counts its own rate on the new one
         revision: 2,
@@ -348,10 +401,18 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Zhang et al., SIGCOMM 2017 (AG baseline: S = 600 KB, R = 30 %); thresholds in RTTs scaled from the authors' ns-3 defaults (our choice); per destination host; no failure detection",
         acts_at: "host edge (hypervisor); switches mark ECN",
         params: hermes::PARAMS,
+        guest: GuestView {
+            changes: &["with guest_sees_ce = false, the receiving edge clears CE before the host's transport sees it (the default lets it through, as the authors' simulator does)"],
+            ce_unless: Some(GUEST_SEES_CE),
+            instead: "its senders never see ECE and never react to marks (Hermes itself still reads them)",
+        },
         // 1: probes go to distinct random paths, and a probing round first
         // fits the pair's path state to a rediscovered path set (it indexed
         // past a shrunken set: a panic in AG Fig. 10's data-mining runs)
-        revision: 1,
+        // 2: CE reaches the receiving host's transport by default
+        // (guest_sees_ce = true, as the authors' simulator); it was cleared.
+        // Runs whose transport ignores ECN are unchanged
+        revision: 2,
         // Clove-ECN's (our choice)
         ecn_k_pkts: Some(20),
         tables: None,
@@ -363,6 +424,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "He et al., SIGCOMM 2015, as adapted to L3 ECMP in Clove §5",
         acts_at: "host edge (both ends)",
         params: presto::PARAMS,
+        guest: GuestView { changes: &["with reassembly = true (the default), the receiving edge puts flowcells back in order before the transport, holding packets up to reassembly_timeout_us"], ce_unless: None, instead: "" },
         revision: 0,
         ecn_k_pkts: None,
         tables: None,
@@ -374,6 +436,15 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "Li et al., VMS, §III (Algorithms 1-2, Reset §III-G, resequencing §III-C); choices in docs/schemes/vms.md §2 (Q1-Q16)",
         acts_at: "host edge (both virtual switches)",
         params: vms::PARAMS,
+        guest: GuestView {
+            changes: &[
+                "with guest_sees_ce = false (the default, Q1), the receiving virtual switch clears CE before the guest sees it",
+                "the receiving virtual switch resequences data before the guest (§III-C)",
+                "the sending virtual switch lowers the window advertised to the sending guest to the sum of the flow's channel windows (Q12)",
+            ],
+            ce_unless: Some(GUEST_SEES_CE),
+            instead: "its senders never see ECE; VMS's channel windows react to the marks instead (§III-F)",
+        },
         // 1: flow state expires after state_idle_ms (persistent connections
         // idle longer come back single-channel); 2: when only rVMS's state
         // expired, it signals SIN so both ends are single-channel
@@ -393,6 +464,7 @@ pub static SCHEMES: &[SchemeInfo] = &[
         follows: "RFC 6356 (LIA), Wischik et al. NSDI 2011; CONGA §5 (8 subflows), Clove §5 (4 subflows)",
         acts_at: "transport (hosts); switches: ECMP",
         params: mptcp::PARAMS,
+        guest: UNCHANGED,
         revision: 0,
         ecn_k_pkts: None,
         tables: None,
@@ -689,6 +761,31 @@ mod tests {
         }
         assert_eq!(bytes("nope", &pst), 0);
         assert_eq!(fabric_table_kind("hula"), "best-hop tables");
+    }
+
+    /// What a scheme does to the marks the transport sees is one row's
+    /// `guest`: the parameter it names is a declared boolean of the row,
+    /// and by default Clove-ECN and VMS clear CE (their papers), Hermes
+    /// does not (its authors' simulator); setting the parameter flips it.
+    #[test]
+    fn schemes_that_clear_ce_name_their_parameter() {
+        let mut clearing = vec![];
+        for s in SCHEMES {
+            if let Some(p) = s.guest.ce_unless {
+                let d = s.params.iter().find(|d| d.name == p).unwrap_or_else(|| panic!("{}: {p} not declared", s.name));
+                assert!(matches!(d.default, DefaultValue::Bool(_)), "{}", s.name);
+                assert!(!s.guest.instead.is_empty() && !s.guest.changes.is_empty(), "{}", s.name);
+            }
+            if s.clears_ce(&BTreeMap::new()).unwrap() {
+                clearing.push(s.name);
+            }
+        }
+        assert_eq!(clearing, ["clove_ecn", "vms"]);
+        let set = |v: bool| BTreeMap::from([(GUEST_SEES_CE.to_string(), Value::Bool(v))]);
+        let info = |n: &str| scheme_info(n).unwrap();
+        assert!(info("hermes").clears_ce(&set(false)).unwrap() && !info("clove_ecn").clears_ce(&set(true)).unwrap());
+        assert!(!info("ecmp").clears_ce(&set(false)).unwrap(), "a scheme without the parameter never clears CE");
+        assert_eq!(info("hermes").revision, 2);
     }
 
     /// Scheme state for the summary comes through the trait's `report`:

@@ -34,6 +34,10 @@ pub struct ParamDef {
     pub help: &'static str,
 }
 
+/// The parameter of the schemes that clear CE at the receiving edge
+/// (`GuestView::ce_unless`): true lets the marks reach the host's transport.
+pub const GUEST_SEES_CE: &str = "guest_sees_ce";
+
 /// A numeric parameter (const-constructible).
 pub const fn num(name: &'static str, unit: &'static str, default: f64, help: &'static str) -> ParamDef {
     ParamDef { name, unit, default: DefaultValue::Num(default), help }

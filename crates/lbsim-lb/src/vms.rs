@@ -38,7 +38,7 @@
 //!   it signals SIN so that both ends are single-channel (our choice).
 
 use crate::edge::IdMap;
-use crate::params::{num, DefaultValue, ParamDef, ParamError, Params};
+use crate::params::{num, DefaultValue, ParamDef, ParamError, Params, GUEST_SEES_CE};
 use crate::reseq::Reseq;
 use crate::SchemeEnv;
 use lbsim_engine::SimTime;
@@ -50,7 +50,7 @@ pub const PARAMS: &[ParamDef] = &[
     num("g", "", 1.0 / 16.0, "alpha gain (§V-B: 1/16)"),
     num("reseq_timeout_us", "us", 0.0, "T: resequencing timeout; 0 = T'/2 with T' = kB/C of eq. 3 for this fabric: the longest drain of full switch buffers (B each, at the port's rate C) on any routed path, not counting the destination ToR's port to the host, which every path of a pair shares (§III-C; 0.83 ms for the 10G benchmark with 690-packet buffers). Printed in the summary (scheme.resolved)"),
     num("reseq_buffer_bytes", "bytes", 0.0, "S: resequencing buffer per host, all flows; 0 = C'T (eq. 4, C' the receiving host's link rate)"),
-    ParamDef { name: "guest_sees_ce", unit: "", default: DefaultValue::Bool(false), help: "false: rVMS clears CE, the guests never see underlay ECN (Q1, AC/DC-style; §III-A, §III-F, §V-A); true: CE reaches the receiving guest (the other reading, for comparison)" },
+    ParamDef { name: GUEST_SEES_CE, unit: "", default: DefaultValue::Bool(false), help: "false: rVMS clears CE, the guests never see underlay ECN (Q1, AC/DC-style; §III-A, §III-F, §V-A); true: CE reaches the receiving guest (the other reading, for comparison)" },
     num("init_window_pkts", "packets", 10.0, "initial sum of the channel windows, in MSS (our choice, Q2: a normal TCP's initial window, split over the channels)"),
     ParamDef { name: "cut", unit: "", default: DefaultValue::Str("every_rtt"), help: "\"every_rtt\": Algorithm 2 literally (every channel that carried data is cut by alpha/2 each RTT); \"on_ce\": only in RTTs with CE (DCTCP's rule; Q6)" },
     num("state_idle_ms", "ms", 1000.0, "a flow's state at each end is dropped, when the flow next sends, if it has been idle this long (each end times its own packets; nothing is swept); recreated by a non-SYN packet as one channel (§III-I: \"e.g. 1 second\")"),
@@ -325,7 +325,7 @@ impl Vms {
             senders: (0..hosts).map(|_| IdMap::default()).collect(),
             receivers: (0..hosts).map(|_| IdMap::default()).collect(),
             reseq: Reseq::new(timeout, buffer, hosts),
-            guest_sees_ce: p.boolean("guest_sees_ce")?,
+            guest_sees_ce: p.boolean(GUEST_SEES_CE)?,
             resolved,
             resets: 0,
             resets_retransmission: 0,
