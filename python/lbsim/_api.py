@@ -306,6 +306,15 @@ def validate(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optiona
     return json.loads(text)
 
 
+def notes(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> list[dict]:
+    """The notes ``validate``, ``run`` and ``compare`` print for a scenario,
+    each a dict with ``key`` and ``message``: a scheme that clears CE before
+    an ECN-driven transport (DCTCP) sees it, and the parameter that lets the
+    marks through (``explain``'s ``notes``). Reads the scenario only."""
+    sc = load_scenario(scenario)
+    return json.loads(native(_lbsim.scheme_notes, sc.text, _sets(seed, set)))
+
+
 def explanation_lines(e: Mapping[str, Any]) -> list[str]:
     """``explain``'s dict as the lines ``lbsim validate`` and ``lbsim run`` print."""
     t, w, st, est = e["topology"], e["workload"], e["sim_time"], e["estimate"]
@@ -333,6 +342,8 @@ def explanation_lines(e: Mapping[str, Any]) -> list[str]:
                f"(simulator; rough: lbsim_sim::explain)")
     for x in e["warnings"]:
         out.append(f"warning: {x['message']}")
+    for x in e.get("notes", []):
+        out.append(f"note: {x['message']}")
     return out
 
 
@@ -352,5 +363,5 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "read_text", "run",
-           "schemes", "validate"]
+__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "notes", "read_text",
+           "run", "schemes", "validate"]

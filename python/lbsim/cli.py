@@ -205,6 +205,8 @@ def cmd_schemes(a: argparse.Namespace) -> None:
         print(f"{s['name']}  ({s['acts_at']})")
         print(f"    {s['summary']}")
         print(f"    follows: {s['follows']}")
+        for c in s["transport_sees"]:
+            print(f"    changes what the transport receives: {c}")
         for p in s["params"]:
             unit = f" [{p['unit']}]" if p["unit"] else ""
             print(f"    - {p['name']}{unit} = {p['default']}: {p['help']}")

@@ -14,7 +14,10 @@ over seeds.
 With ``until``, seeds are added in batches until every interval that can be
 judged is within ±``until`` % of its estimate or excludes no difference, or
 ``max_seeds`` is reached; then the intervals still open are listed with the
-seeds each would need (``lbsim.stats.seeds_needed``).
+seeds each would need (``lbsim.stats.seeds_needed``). An arm whose scheme
+hides ECN marks from an ECN-driven transport (Clove-ECN or VMS with DCTCP)
+gets the note ``lbsim validate`` prints for it, on stderr and at the top of
+compare.md (``arm_notes``).
 
 Runs go through the sweep machinery: ``OUT/compare.sweep.toml`` is an
 ordinary sweep file (``lbsim sweep`` reruns it), its runs are cached in
@@ -193,6 +196,27 @@ def _sweep_file(scenario: Union[str, os.PathLike], arms: list[tuple[str, str, di
     path = out / "compare.sweep.toml"
     path.write_text(tomli_w.dumps(spec))
     return path
+
+
+def arm_notes(scenario: Union[str, os.PathLike], arms: list[tuple[str, str, dict]], sets: Sequence[str]) -> list[str]:
+    """The notes ``lbsim validate`` prints (``_api.notes``) for each arm's
+    scenario, as "ARM: message" lines: e.g. an arm whose scheme clears CE
+    before DCTCP sees it."""
+    import copy
+
+    base = tomllib.loads(_api.resolved_scenario(scenario, set=sets))
+    out = []
+    for label, scheme, over in arms:
+        d = copy.deepcopy(base)
+        d.setdefault("lb", {})["scheme"] = scheme
+        for key, v in over.items():
+            t = d
+            *head, last = key.split(".")
+            for part in head:
+                t = t.setdefault(part, {})
+            t[last] = v
+        out += [f"{label}: {n['message']}" for n in _api.notes(d)]
+    return out
 
 
 def _run(path: Path, out: Path, workers: int, ray: Optional[str], quiet: bool):
@@ -448,6 +472,9 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
                                f"{', '.join(k + '[BUCKET]' for k in BUCKET_METRICS)}, or a summary.json path)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    notes = arm_notes(scenario, arms, list(set or []))
+    for x in notes:
+        print(f"compare: note: {x}", file=sys.stderr)
     n = seeds
     while True:
         path = _sweep_file(scenario, arms, list(range(1, n + 1)), list(set or []), out)
@@ -494,7 +521,7 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
                                                       for k, v in r.items()}, "provenance": prov} for r in public],
                                                  indent=2, ensure_ascii=False) + "\n")
     head = f"# compare: {', '.join(labels)} against {baseline}, {n} seeds\n\nScenario {scenario}" + \
-           (f" with {', '.join(set)}" if set else "") + ".\n\n"
+           (f" with {', '.join(set)}" if set else "") + ".\n\n" + "".join(f"Note: {x}\n\n" for x in notes)
     absolute_head = ("## Each arm\n\nMean per run over the seeds, with its 95 % t interval over the seeds.\n\n")
     paired_head = ("\n## Against the baseline\n\nPaired by seed: ratio = arm / baseline per seed (interval 95 %, method "
                    "per row in compare.json); where the baseline is 0 in a seed, that seed has no ratio, and the difference "
@@ -580,4 +607,4 @@ def add_command(sub) -> None:
     c.set_defaults(fn=cmd_compare)
 
 
-__all__ = ["compare", "CompareError", "METRICS", "UNITS", "verdict", "metric_values", "provenance", "unit"]
+__all__ = ["arm_notes", "compare", "CompareError", "METRICS", "UNITS", "verdict", "metric_values", "provenance", "unit"]

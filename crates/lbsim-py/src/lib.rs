@@ -52,6 +52,17 @@ fn explain(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathB
     }
 }
 
+/// The notes `validate`, `run` and `compare` print for a scenario
+/// (lbsim_sim::scheme_notes: a scheme that hides ECN marks from an
+/// ECN-driven transport) as JSON text: a list of {key, message}. Parses the
+/// scenario only (cheap); ScenarioError if it does not parse.
+#[pyfunction]
+#[pyo3(signature = (text, sets=vec![]))]
+fn scheme_notes(py: Python<'_>, text: &str, sets: Vec<String>) -> PyResult<String> {
+    let sc = parse(py, text, sets)?;
+    Ok(serde_json::to_string(&lbsim_sim::scheme_notes(&sc)).unwrap())
+}
+
 /// The refusal `run` gives a scenario whose estimated wall time exceeds a
 /// day: raises ScenarioError naming the key (explained: `explain`'s JSON).
 #[pyfunction]
@@ -152,7 +163,8 @@ fn run(
     Ok(res.into_any().unbind())
 }
 
-/// Every load-balancing scheme: name, summary, paper section, parameters.
+/// Every load-balancing scheme: name, summary, paper section, what it
+/// changes in what the hosts' transport receives, parameters.
 #[pyfunction]
 fn schemes(py: Python<'_>) -> PyResult<PyObject> {
     let list = PyList::empty(py);
@@ -162,6 +174,8 @@ fn schemes(py: Python<'_>) -> PyResult<PyObject> {
         d.set_item("summary", s.summary)?;
         d.set_item("follows", s.follows)?;
         d.set_item("acts_at", s.acts_at)?;
+        d.set_item("transport_sees", s.guest.changes.to_vec())?;
+        d.set_item("clears_ce_unless", s.guest.ce_unless)?;
         let ps = PyList::empty(py);
         for p in s.params {
             let pd = PyDict::new(py);
@@ -293,6 +307,7 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(check_long, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_notes, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(model_revision, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;

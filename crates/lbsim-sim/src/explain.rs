@@ -417,6 +417,29 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
     }
 }
 
+/// One line for each way the scheme changes what an ECN-driven transport
+/// (DCTCP, or `transport.ecn`) learns of the fabric's marks: a scheme that
+/// clears CE before the transport sees it (its row's
+/// [`lbsim_lb::GuestView`]), with the parameter that lets the marks
+/// through. `validate`, `run` and `compare` print them; an invalid
+/// parameter is left to the build's error.
+pub fn scheme_notes(sc: &Scenario) -> Vec<Value> {
+    let t = &sc.transport;
+    let transport = match t.cc {
+        lbsim_tcp::CongestionControl::Dctcp { .. } => "DCTCP",
+        _ if t.ecn => "the ECN-capable transport (transport.ecn)",
+        _ => return vec![],
+    };
+    let (Some(info), Ok(given)) = (lbsim_lb::scheme_info(&sc.lb.scheme), sc.lb_params()) else { return vec![] };
+    match (info.clears_ce(&given), info.guest.ce_unless) {
+        (Ok(true), Some(p)) => vec![json!({
+            "key": format!("lb.params.{p}"),
+            "message": format!("{} clears CE before {transport} sees it: {}; set lb.params.{p} = true to let the marks reach {transport}", info.name, info.guest.instead),
+        })],
+        _ => vec![],
+    }
+}
+
 /// The explanation's JSON.
 fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec<String>, warnings: Vec<Value>) -> Value {
     let (sc, b, topo) = (cx.sc, cx.b, cx.topo);
@@ -457,6 +480,7 @@ fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec
             "calibration": CALIBRATION,
         },
         "warnings": warnings,
+        "notes": scheme_notes(sc),
     })
 }
 

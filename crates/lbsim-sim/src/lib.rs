@@ -39,7 +39,7 @@ pub fn model_revision(scheme: &str) -> String {
 }
 
 pub use build::{flow_list, place_jobs, prepare, random_failures, Prepared};
-pub use explain::{explain, too_long};
+pub use explain::{explain, scheme_notes, too_long};
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use run::{run, run_with, validate, RunOptions};
 pub use scenario::{Scenario, ScenarioError};

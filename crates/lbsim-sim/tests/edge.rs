@@ -301,6 +301,45 @@ fn clove_ecn_relays_ece_to_the_guest_when_every_path_is_congested_and_the_guest_
 }
 
 #[test]
+fn hermes_lets_dctcp_see_the_marks_unless_told_to_hide_them_and_says_so() {
+    // host 0 (40G) pushes four long DCTCP flows to host 1 over four 10G
+    // paths: every path queues past K = 20. By default (as the authors'
+    // simulator) CE reaches the receiving host, so DCTCP cuts its window on
+    // marks; with guest_sees_ce = false the edge clears CE and DCTCP never
+    // does, and validate's note says so
+    let flows = flow_file("hermes-ce", &[(0, 1, 20_000_000, 0.0), (0, 1, 20_000_000, 0.0), (0, 1, 20_000_000, 0.0), (0, 1, 20_000_000, 0.0)]);
+    let args = |extra: &[&str]| {
+        let mut v = s(&[&flows, "lb.scheme=hermes", "transport.cc=dctcp", "network.ecn_k_pkts=20", "lb.rtt_us=50"]);
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let cuts = |o: &RunOutput| o.summary["transport"]["ecn_reductions"].as_u64().unwrap();
+    let marks = |o: &RunOutput| o.summary["network"]["ecn_marks"].as_u64().unwrap();
+    let (sees, hidden) = (run_ok(FOUR_PATHS, &args(&[])), run_ok(FOUR_PATHS, &args(&["lb.params.guest_sees_ce=false"])));
+    eprintln!("DCTCP window cuts on ECN: {} (CE seen) / {} (CE hidden); marks {} / {}", cuts(&sees), cuts(&hidden), marks(&sees), marks(&hidden));
+    assert!(marks(&sees) > 0 && marks(&hidden) > 0, "the switches mark either way");
+    assert!(cuts(&sees) > 0, "DCTCP reacts to the marks Hermes lets through");
+    assert_eq!(cuts(&hidden), 0, "no CE reaches the guest, so DCTCP never cuts on ECN");
+    // the note: only where CE is hidden from an ECN-driven transport
+    let notes = |v: &[String]| lbsim_sim::scheme_notes(&lbsim_sim::Scenario::from_toml(FOUR_PATHS, v).unwrap());
+    assert!(notes(&args(&[])).is_empty());
+    let n = notes(&args(&["lb.params.guest_sees_ce=false"]));
+    assert_eq!(n.len(), 1);
+    assert_eq!(n[0]["key"], "lb.params.guest_sees_ce");
+    let msg = n[0]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("hermes clears CE before DCTCP sees it: ") && msg.ends_with("set lb.params.guest_sees_ce = true to let the marks reach DCTCP"),
+        "{msg}"
+    );
+    assert!(notes(&s(&[&flows, "lb.scheme=hermes", "lb.params.guest_sees_ce=false"])).is_empty(), "NewReno without ECN: nothing to note");
+    let clove = notes(&s(&[&flows, "lb.scheme=clove_ecn", "transport.cc=dctcp", "network.ecn_k_pkts=20"]));
+    assert!(
+        clove[0]["message"].as_str().unwrap().starts_with("clove_ecn clears CE before DCTCP sees it: its senders see ECE only while every path"),
+        "{clove:?}"
+    );
+}
+
+#[test]
 fn clove_ecn_relay_reports_clear_paths_and_unrenewed_marks_expire() {
     // three long flows from host 0 over the four 10G paths above: the
     // relay reports every path it sees traffic on, ecnSet set or clear
