@@ -272,6 +272,21 @@ def test_a_pcap_of_a_link_opens_with_a_pcap_library_and_counts_its_packets(tmp_p
     assert first.data.p == 17 and first.data.data.dport == 4789
 
 
+def test_the_run_summary_says_what_conservation_counts_as_dropped(tmp_path, small):
+    # Clove-ECN's traceroute probes expire by design: "dropped" in the
+    # conservation line counts them, "drops" does not, and the line says so
+    p = cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=100", "--set", "lb.scheme=clove_ecn")
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    d, expired, c = s["network"]["drops"]["total"], s["network"]["probe_ttl_expiries"], s["conservation"]
+    assert expired > 0 and c["dropped"] == d + expired
+    assert f"drops {d} " in p.stdout
+    assert f"dropped {c['dropped']} ({d} drops + {expired} probe TTL expiries) + in flight" in p.stdout
+    # without probes the line has no aside
+    p = cli("run", small, "--out", tmp_path / "e", "--set", "workload.flows=100")
+    line = next(x for x in p.stdout.splitlines() if x.startswith("conservation"))
+    assert "probe TTL" not in line and "(" not in line, line
+
+
 def test_a_bare_word_override_is_a_string_in_the_written_scenario(tmp_path, small):
     # the Rust side reads `--set lb.scheme=letflow` as the string "letflow";
     # the scenario.toml written beside the results must agree, not crash

@@ -67,3 +67,13 @@ def test_run_writes_jobs_and_steps_consistent_with_flows(tmp_path, allreduce):
     r = lbsim.run(allreduce, set=[jobs])
     assert r.jobs.time_us.tolist() == jb.time_us.tolist()
     assert r.steps.end_us.tolist() == st.end_us.tolist()
+
+
+def test_the_run_summary_on_the_terminal_gives_each_jobs_busbw(tmp_path, allreduce):
+    jobs = "jobs=[{name=\"ar\", ranks=4, placement=\"spread\", size_bytes=4194304, iterations=2}]"
+    p = cli("run", allreduce, "--out", tmp_path / "o", "--set", jobs)
+    assert p.returncode == 0, p.stderr
+    j = json.loads((tmp_path / "o" / "summary.json").read_text())["jobs"][0]
+    line = next(x for x in p.stdout.splitlines() if x.startswith("job ar "))
+    assert line.startswith("job ar (all_reduce, 4 ranks, 4 MiB): 2/2 iterations, mean ")
+    assert f"busbw mean {j['busbw_gbps']['mean']:.2f} Gb/s ({j['busbw_over_ideal']:.2f} of the ideal" in line

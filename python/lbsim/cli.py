@@ -169,6 +169,14 @@ def cmd_run(a: argparse.Namespace) -> None:
                 if b["completed"]:
                     print(f"  {b['bucket']:>12}: n={b['completed']:<6} mean {b['fct_us']['mean'] / 1e3:9.3f} ms  "
                           f"p99 {b['fct_us']['p99'] / 1e3:9.3f} ms")
+        for j in s.get("jobs") or []:
+            it, bw = j["iteration_us"], j["busbw_gbps"]
+            line = (f"job {j['name']} ({j['op']}, {j['ranks']} ranks, {j['size_bytes'] / 2**20:.4g} MiB): "
+                    f"{j['iterations_completed']}/{j['iterations']} iterations")
+            if bw.get("n"):
+                line += (f", mean {it['mean'] / 1e3:.3f} ms; busbw mean {bw['mean']:.2f} Gb/s "
+                         f"({j['busbw_over_ideal']:.2f} of the ideal {j['ideal_busbw_gbps']:.2f} Gb/s)")
+            print(line)
         if "incast" in s:
             i = s["incast"]
             print(f"incast: {i['requests_completed']}/{i['requests']} requests, goodput {i['goodput_gbps']:.2f} Gb/s")
@@ -176,8 +184,10 @@ def cmd_run(a: argparse.Namespace) -> None:
         print(f"drops {d['total']}  ECN marks {s['network']['ecn_marks']}  retransmits {s['transport']['retransmits']}  "
               f"timeouts {s['transport']['timeouts']}")
         c = s["conservation"]
+        expired = s["network"]["probe_ttl_expiries"]
+        why = f" ({d['total']} drops + {expired} probe TTL expiries)" if expired else ""
         print(f"conservation {'ok' if c['ok'] else 'VIOLATED'}: sent {c['sent']} = delivered {c['delivered']} + "
-              f"dropped {c['dropped']} + in flight {c['in_flight']}")
+              f"dropped {c['dropped']}{why} + in flight {c['in_flight']}")
         print(f"simulated {s['sim_time_s'] * 1e3:.2f} ms, {s['events']} events in {s['wall_s']:.2f} s "
               f"({s['events_per_s'] / 1e6:.2f} M events/s; total {time.perf_counter() - t0:.2f} s)")
         print("wrote " + ", ".join(str(p) for p in written))
