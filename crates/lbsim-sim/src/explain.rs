@@ -362,6 +362,7 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
             ),
         );
     }
+    ecn_above_buffer(cx, warnings);
     let flows = &cx.b.w.arrivals;
     let cant_finish =
         flows.iter().filter(|f| f.start.as_secs_f64() < stop_s && f.start.as_secs_f64() + f.size as f64 * 8.0 / cx.line(f.src, f.dst) > stop_s).count();
@@ -415,6 +416,42 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
             ),
         );
     }
+}
+
+/// A warning when ports should mark ECN but none can: a port marks a packet
+/// that finds more than K queued and drops one that finds its buffer full,
+/// so K at or above the buffer (less one packet) is never reached. Packets
+/// and bytes compare at full-sized packets.
+fn ecn_above_buffer(cx: &Ctx, warnings: &mut Vec<Value>) {
+    use lbsim_net::Threshold;
+    let full = cx.pkt_bits / 8.0;
+    let bytes = |t: Threshold| match t {
+        Threshold::Packets(p) => p as f64 * full,
+        Threshold::Bytes(b) => b as f64,
+    };
+    let marking: Vec<_> = cx.b.w.ports.iter().filter_map(|q| q.ecn_threshold().map(|k| (k, q.limit()))).collect();
+    let never = |&(k, limit): &(Threshold, Threshold)| match (k, limit) {
+        (Threshold::Packets(k), Threshold::Packets(l)) => k as u64 + 1 >= l as u64,
+        _ => bytes(k) + full > bytes(limit),
+    };
+    let Some(&(k, limit)) = marking.first() else { return };
+    if !marking.iter().all(never) {
+        return;
+    }
+    let n = &cx.sc.network;
+    let key = if n.ecn_k_bytes.is_some() { "network.ecn_k_bytes" } else { "network.ecn_k_pkts" };
+    let show = |t: Threshold| match t {
+        Threshold::Packets(p) => format!("{p} packets"),
+        Threshold::Bytes(b) => format!("{} bytes", fmt_num(b as f64)),
+    };
+    let given = if n.ecn_k_pkts.is_some() || n.ecn_k_bytes.is_some() { "" } else { ", the scheme's default" };
+    let buffer = if n.buffer_bytes.is_some() { "network.buffer_bytes" } else { "network.buffer_pkts" };
+    let default = if n.buffer_pkts.is_some() || n.buffer_bytes.is_some() { "" } else { ", the default" };
+    warn(
+        warnings,
+        key,
+        format!("{key} ({}{given}) is not below {buffer} ({}{default}) less one packet: no queue ever exceeds it, so no port marks ECN", show(k), show(limit)),
+    );
 }
 
 /// One line for each way the scheme changes what an ECN-driven transport
@@ -600,6 +637,25 @@ mod tests {
         let e = explain_file("examples/small.toml", &["transport.min_rto_ms=1", "transport.delayed_ack_timeout_us=1000", "workload.flows=50"]);
         let w = e["warnings"].as_array().unwrap();
         assert!(w.iter().any(|x| x["key"] == "transport.min_rto_ms"), "{w:?}");
+    }
+
+    #[test]
+    fn an_ecn_threshold_no_queue_reaches_is_a_warning_naming_the_key() {
+        let warned = |sets: &[&str]| {
+            let e = explain_file("examples/small.toml", &[&["workload.flows=50", "network.buffer_pkts=500"], sets].concat());
+            let w = e["warnings"].as_array().unwrap().clone();
+            w.into_iter().find(|x| x["message"].as_str().unwrap().contains("no port marks ECN"))
+        };
+        let w = warned(&["network.ecn_k_pkts=900"]).expect("K = 900 on a 500-packet buffer");
+        assert_eq!(w["key"], "network.ecn_k_pkts");
+        assert!(w["message"].as_str().unwrap().starts_with("network.ecn_k_pkts (900 packets) is not below network.buffer_pkts (500 packets)"), "{w}");
+        // a queue of 499 packets exceeds K = 498, none exceeds 499
+        assert!(warned(&["network.ecn_k_pkts=498"]).is_none());
+        assert!(warned(&["network.ecn_k_pkts=499"]).is_some());
+        assert!(warned(&["network.ecn_k_pkts=20"]).is_none() && warned(&[]).is_none());
+        // bytes against packets, at full-sized packets (1500 bytes on the wire)
+        assert_eq!(warned(&["network.ecn_k_bytes=800000"]).expect("800 KB on 750 KB")["key"], "network.ecn_k_bytes");
+        assert!(warned(&["network.ecn_k_bytes=300000"]).is_none());
     }
 
     #[test]
