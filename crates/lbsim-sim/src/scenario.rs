@@ -742,7 +742,11 @@ impl Default for MetricsCfg {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunCfg {
-    /// Hard stop, ms of simulated time.
+    /// Hard stop, ms of simulated time. Absent: `stop_after_last_start_ms`
+    /// after the last flow starts (poisson, per_sender, flow_list); one hour
+    /// of simulated time (3,600,000 ms) for incast and for collective jobs,
+    /// which end the run themselves when the requests or the jobs' iterations
+    /// are done; required for `kind = "none"` without jobs.
     pub stop_ms: Option<f64>,
     /// Stop this long after the last flow started even if flows remain (ms).
     pub stop_after_last_start_ms: f64,
@@ -994,7 +998,13 @@ impl WorkloadCfg {
         if self.load >= 1.0 && !self.allow_overload {
             return Err(bad(
                 "workload.load",
-                format!("{} of {} is an overload; set workload.allow_overload = true to run it anyway", self.load, word_of(self.load_of)),
+                format!(
+                    "{} is {}x the capacity of {}: the load is a fraction of that capacity, above 0 and below 1 (60 % is 0.6); \
+                     to overload it on purpose set workload.allow_overload = true",
+                    lbsim_engine::fmt_num(self.load),
+                    lbsim_engine::fmt_num(self.load),
+                    word_of(self.load_of)
+                ),
             ));
         }
         if let Some(c) = self.capacity_gbps {
@@ -1226,6 +1236,11 @@ fabric_rate_gbps = 40
     fn overload_is_refused_without_the_override() {
         let e = err_of(MIN, &["workload.load=1.2"]);
         assert_eq!(e.field, "workload.load");
+        // a percentage written as a number is read as a fraction: said so
+        let e = err_of(MIN, &["workload.load=60"]);
+        assert_eq!(e.field, "workload.load");
+        assert!(e.msg.starts_with("60 is 60x the capacity of ") && e.msg.contains("a fraction of that capacity") && e.msg.contains("60 % is 0.6"), "{}", e.msg);
+        assert!(!e.msg.contains('\n'));
         assert!(Scenario::from_toml(MIN, &["workload.load=1.2".into(), "workload.allow_overload=true".into()]).is_ok());
     }
 
