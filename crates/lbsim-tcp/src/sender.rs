@@ -172,6 +172,9 @@ pub struct TcpSender {
     rescued: bool,
     /// When data was last sent (restart after idle).
     last_send: SimTime,
+    /// RFC 7323 §4.3 TS.Recent: the newest TSval the peer sent, echoed in
+    /// the TSecr of every segment (as Linux's `ts_recent`).
+    ts_recent: SimTime,
     pub stats: SenderStats,
 }
 
@@ -218,6 +221,7 @@ impl TcpSender {
             rxt_mark: u64::MAX,
             rescued: false,
             last_send: SimTime::ZERO,
+            ts_recent: SimTime::ZERO,
             stats: SenderStats::default(),
             cfg,
         }
@@ -387,6 +391,11 @@ impl TcpSender {
     // ----------------------------------------------------------- input
     /// Processes a segment from the receiver.
     pub fn on_segment(&mut self, h: &TcpHeader, now: SimTime, out: &mut Vec<TcpHeader>) {
+        if self.state != SenderState::Closed {
+            // the peer's clock only moves forward: the newest TSval wins
+            // (an ACK overtaken by a later one does not set it back)
+            self.ts_recent = self.ts_recent.max(h.ts_val);
+        }
         match self.state {
             SenderState::Closed => return,
             SenderState::SynSent => {
@@ -719,7 +728,7 @@ impl TcpSender {
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(self.rto_expiry(now));
         }
-        out.push(TcpHeader { seq, len, flags, wnd: self.cfg.rcv_wnd, ts_val: now, dsn: self.dsn_of(seq), ..Default::default() });
+        out.push(TcpHeader { seq, len, flags, wnd: self.cfg.rcv_wnd, ts_val: now, ts_ecr: self.ts_recent, dsn: self.dsn_of(seq), ..Default::default() });
     }
 
     fn dsn_of(&self, seq: u64) -> u64 {

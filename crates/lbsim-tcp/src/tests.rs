@@ -195,6 +195,30 @@ fn delayed_acks_halve_the_ack_count() {
     assert_eq!(w.acks, w.s.stats.segments_sent + 1);
 }
 
+#[test]
+fn data_segments_echo_the_newest_tsval_of_the_peer() {
+    // RFC 7323 §4.3, as Linux: each data segment's TSecr is the TSval of
+    // the newest ACK (the first ones: the SYN-ACK's), sent at least one
+    // one-way delay (10 us) before, and never moves back
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(vec![]));
+    let log = seen.clone();
+    let mut w = Wire::new(
+        TcpConfig::default(),
+        Box::new(move |_, h| {
+            log.borrow_mut().push((h.ts_val, h.ts_ecr));
+            (false, false)
+        }),
+    );
+    w.run(1448 * 200, SimTime::from_ms(100));
+    let seen = seen.borrow();
+    assert_eq!(seen.len(), 200);
+    for (i, &(val, ecr)) in seen.iter().enumerate() {
+        assert!(ecr > SimTime::ZERO && ecr + SimTime::from_us(10) <= val, "segment {i}: TSval {val} TSecr {ecr}");
+        assert!(i == 0 || ecr >= seen[i - 1].1, "segment {i}: TSecr moved back");
+    }
+    assert!(seen.last().unwrap().1 > seen[0].1, "later segments echo later ACKs");
+}
+
 fn single_drop(at: usize) -> Rule {
     Box::new(move |k, _| (k == at, false))
 }
