@@ -1,14 +1,18 @@
 """The pcap files written for metrics.pcap_ports are real packets: IPv4 and
 TCP headers with options, sequence numbers a protocol analyser follows
-without seeing overlaps, valid ACKs, and CE where the port marked."""
+without seeing overlaps, valid ACKs, CE where the port marked, and VXLAN
+that tshark decodes as VXLAN, with the ECN fields the scheme sets."""
 
 import shutil
+import struct
 import subprocess
 import sys
 from collections import defaultdict
 
 import dpkt
 import pandas as pd
+
+import lbsim
 
 PORTS = ["L0->S1#0", "H0->L0#0", "L0->H0#0"]
 FILES = {"L0->S1#0": "L0-S1_0.pcap", "H0->L0#0": "H0-L0_0.pcap", "L0->H0#0": "L0-H0_0.pcap"}
@@ -147,3 +151,65 @@ def test_sack_blocks_and_losses(tmp_path):
                     assert s > tcp.ack or (i == 0 and e <= tcp.ack), (blocks, tcp.ack)
                 sacks += 1
     assert sacks > 0
+
+
+def tshark_protocols(path):
+    """tshark's protocol stack per frame, or None without tshark."""
+    tool = shutil.which("tshark")
+    if tool is None:
+        return None
+    out = subprocess.run([tool, "-r", str(path), "-T", "fields", "-e", "frame.protocols"], capture_output=True, text=True, check=True).stdout
+    return out.split()
+
+
+def vxlan_frames(path):
+    """(outer IP, outer UDP, inner IP, inner TCP or None, payload length) per frame."""
+    rows = []
+    with open(path, "rb") as f:
+        for _, buf in dpkt.pcap.Reader(f):
+            outer = dpkt.ethernet.Ethernet(buf).data
+            assert outer.p == 17
+            udp = dpkt.udp.UDP(buf[14 + 20:14 + 28])
+            inner = dpkt.ip.IP(buf[14 + 28 + 8 + 14:])
+            tcp = dpkt.tcp.TCP(buf[14 + 28 + 8 + 14 + 20:]) if inner.p == 6 else None
+            plen = inner.len - 20 - tcp.off * 4 if tcp else 0
+            rows.append((outer, udp, inner, tcp, plen))
+    return rows
+
+
+def test_vxlan_captures_decode_as_vxlan_with_the_schemes_ecn_and_echoed_timestamps(tmp_path):
+    # Clove-ECN and Hermes make every packet they encapsulate ECT(0), pure ACKs
+    # included; Presto copies the transport's field. The outer source
+    # ports are in RFC 7348's range, so no frame decodes as another
+    # protocol; data segments echo the receiver's TSval
+    for scheme, acks_ect in (("clove_ecn", True), ("hermes", True), ("presto", False)):
+        out = tmp_path / scheme
+        run(out, "--set", f"lb.scheme={scheme}", "--set", "workload.flows=60")
+        for p in ("L0->S1#0", "H0->L0#0"):
+            rows = vxlan_frames(out / FILES[p])
+            assert len(rows) > 500
+            assert all(49152 <= u.sport <= 65535 and u.dport == 4789 for _, u, *_ in rows)
+            tcp = [r for r in rows if r[3] is not None]
+            acks = [r for r in tcp if r[4] == 0 and not r[3].flags & dpkt.tcp.TH_SYN]
+            data = [r for r in tcp if r[4] > 0]
+            assert acks and data
+            # outer: as the scheme sets it; inner: as DCTCP sets it, never CE
+            assert all((o.tos & 3 != 0) == acks_ect for o, *_ in acks), (scheme, p)
+            assert all(i.tos & 3 == 0 for _, _, i, *_ in acks)
+            assert all(i.tos & 3 == 2 and o.tos & 3 in (2, 3) for o, _, i, *_ in data)
+            # TSecr: the newest TSval of the peer, never 0 after the handshake
+            for _, _, _, t, _ in data:
+                val, ecr = struct.unpack("!II", dict(dpkt.tcp.parse_opts(t.opts))[dpkt.tcp.TCP_OPT_TIMESTAMP])
+                assert 0 < ecr <= val
+            stacks = tshark_protocols(out / FILES[p])
+            if stacks is not None:
+                assert len(stacks) == len(rows)
+                assert all(s.startswith("eth:ethertype:ip:udp:vxlan:eth:ethertype:ip:") for s in stacks), \
+                    {s for s in stacks if ":vxlan:" not in s}
+                w = tshark_warnings(out / FILES[p])
+                assert "malformed" not in w.lower(), w
+        # the scheme's own ports: many below 49152 (traceroute draws them
+        # from 1024-65023), moved into the range by the writer
+        caught = lbsim.run("examples/small.toml", set=[*BASE[1::2], f"lb.scheme={scheme}", "workload.flows=60"]).tables["pcap"]
+        sports = caught.column("outer_sport").to_pylist()
+        assert min(s for s in sports if s >= 0) < 49152

@@ -11,6 +11,9 @@ while every length field in the headers is the packet's real one. TCP
 sequence numbers are lbsim's byte offsets + 1 (the SYN takes the initial
 sequence number 0, both directions), modulo 2^32;
 timestamps (TSval/TSecr) are in microseconds of simulated time, modulo 2^32.
+An encapsulated packet's outer header carries the ECN field the network
+sees, its inner header the transport's; the outer UDP source port is the
+scheme's, moved into RFC 7348's 49152-65535 (``vxlan_sport``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ def _csum(b: bytes) -> int:
 def _ipv4(src: int, dst: int, proto: int, total: int, ttl: int, tos: int) -> bytes:
     h = struct.pack("!BBHHHBBH4s4s", 0x45, tos, min(total, 65535), 0, 0x4000, max(ttl, 1), proto, 0, _ip(src), _ip(dst))
     return h[:10] + struct.pack("!H", _csum(h)) + h[12:]
+
+
+#: RFC 7348 §5: the outer UDP source port (the flow entropy) lies in the
+#: dynamic range 49152-65535
+VXLAN_SPORT_MIN = 49152
+
+
+def vxlan_sport(port: int) -> int:
+    """A scheme's outer source port as the capture writes it: its low 14
+    bits in RFC 7348's range (ports already there are unchanged)."""
+    return VXLAN_SPORT_MIN | (int(port) & 0x3FFF)
 
 
 def wire_seq(seq: int) -> int:
@@ -100,6 +114,9 @@ def _frame(r, wscale: int) -> tuple[bytes, int]:
     """Header bytes of one captured packet and its original length."""
     tos = (2 if r.ect else 0) | (3 if r.ce else 0)
     eth = _mac(r.dst) + _mac(r.src) + b"\x08\x00"
+    encap = r.outer_sport >= 0
+    # the inner header of an encapsulated packet: as its transport sent it
+    inner_tos = (2 if r.inner_ect else 0) if encap else tos
     if r.kind == "tcp":
         l4 = _tcp(r, wscale)
         total = 20 + len(l4) + int(r.len)
@@ -108,11 +125,11 @@ def _frame(r, wscale: int) -> tuple[bytes, int]:
         total = int(r.size)
         l4 = struct.pack("!HHHH", r.sport, r.dport, max(total - 20, 8) & 0xFFFF, 0)
         proto = 17
-    inner = _ipv4(r.src, r.dst, proto, total, r.ttl, tos) + l4
-    if r.outer_sport >= 0:
+    inner = _ipv4(r.src, r.dst, proto, total, r.ttl, inner_tos) + l4
+    if encap:
         vxlan = struct.pack("!II", 0x08000000, 1 << 8)
         outer_total = total + 14 + 8 + 8 + 20
-        udp = struct.pack("!HHHH", r.outer_sport, VXLAN_PORT, (outer_total - 20) & 0xFFFF, 0)
+        udp = struct.pack("!HHHH", vxlan_sport(r.outer_sport), VXLAN_PORT, (outer_total - 20) & 0xFFFF, 0)
         hdr = eth + _ipv4(r.src, r.dst, 17, outer_total, r.ttl, tos) + udp + vxlan + eth + inner
         return hdr, outer_total + 14
     return eth + inner, total + 14

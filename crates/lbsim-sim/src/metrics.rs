@@ -478,8 +478,15 @@ pub struct CapturedPacket {
     pub kind: &'static str,
     pub size: u32,
     pub ttl: u8,
+    /// The ECN field as the network sees it (the outer header of an
+    /// encapsulated packet): ECT as the sender or its edge set it, CE once
+    /// a port marked it.
     pub ect: bool,
     pub ce: bool,
+    /// ECT as the sending transport set it (RFC 3168 §6.1.4: segments with
+    /// payload of an ECN-capable transport): the inner header of an
+    /// encapsulated packet.
+    pub inner_ect: bool,
     pub seq: u64,
     pub ack: u64,
     pub flags: u8,

@@ -111,6 +111,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
                     ttl: p.ttl,
                     ect: p.ect,
                     ce: p.ce,
+                    inner_ect: w.tcp.cfg.ecn_capable() && h.len > 0 && matches!(p.payload, Payload::Tcp { .. }),
                     seq: h.seq,
                     ack: h.ack,
                     flags: h.flags,
