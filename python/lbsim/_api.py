@@ -287,9 +287,10 @@ def explain(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional
     capacity the load refers to, each rack's offered load against its
     uplinks and downlinks (``overloaded`` names the racks above 1), flows and
     expected simulated time, estimated events, wall time and peak memory
-    (``estimate``; the model and its accuracy: lbsim_sim::explain), and
-    ``warnings`` for known traps, each with the key. Raises ScenarioError if
-    the scenario is invalid."""
+    (``estimate``; the model and its accuracy: lbsim_sim::explain),
+    ``warnings`` for known traps, each with the key, and ``notes`` (as
+    ``notes``: a scheme that clears CE before an ECN-driven transport sees
+    it). Raises ScenarioError if the scenario is invalid."""
     sc = load_scenario(scenario)
     return json.loads(native(_lbsim.explain, sc.text, _sets(seed, set), sc.base_dir))
 
