@@ -213,3 +213,39 @@ def test_vxlan_captures_decode_as_vxlan_with_the_schemes_ecn_and_echoed_timestam
         caught = lbsim.run("examples/small.toml", set=[*BASE[1::2], f"lb.scheme={scheme}", "workload.flows=60"]).tables["pcap"]
         sports = caught.column("outer_sport").to_pylist()
         assert min(s for s in sports if s >= 0) < 49152
+
+
+def test_rdma_captures_decode_as_rocev2_with_pfc_frames(tmp_path):
+    # a 16-to-1 incast of 3 MB each at line rate over PFC (each ingress
+    # pauses near 1/24 of the 32 MB buffer, as the Rust incast test): the
+    # receiver's leaf pauses its hosts, so the senders' access links carry
+    # PFC frames toward them, data and (toward the senders) ACKs
+    flows = tmp_path / "flows.csv"
+    flows.write_text("src,dst,size_bytes,start_us\n" + "".join(f"{s},0,3000000,0\n" for s in range(1, 17)))
+    sc = tmp_path / "incast.toml"
+    sc.write_text(
+        '[topology]\nkind = "leaf_spine"\nleaves = 2\nspines = 1\nhosts_per_leaf = 17\nhost_rate_gbps = 100\n'
+        'fabric_rate_gbps = 100\nlink_delay_us = 1\n[transport]\nkind = "rdma"\n[rdma]\nrate_control = "none"\n'
+        f'[workload]\nkind = "flow_list"\nflow_list = "{flows}"\n[metrics]\npcap_ports = ["L0->H1#0", "L0->H0#0", "H0->L0#0"]\n'
+    )
+    out = tmp_path / "out"
+    lbsim.run(sc).write(out)
+    kinds = lbsim.run(sc).tables["pcap"].column("kind").to_pylist()
+    assert {"rdma", "pfc"} <= set(kinds)
+    with open(out / "L0-H1_0.pcap", "rb") as f:
+        frames = [dpkt.ethernet.Ethernet(buf) for _, buf in dpkt.pcap.Reader(f)]
+    pfc = [e for e in frames if e.type == 0x8808]
+    acks = [e for e in frames if e.type == 0x0800]
+    assert pfc and acks
+    # PAUSE frames: MAC control opcode 0x0101, class 3, maximum quanta
+    opcode, classes, *quanta = struct.unpack("!HH8H", bytes(pfc[0].data)[:20])
+    assert (opcode, classes, quanta[3]) == (0x0101, 8, 0xFFFF)
+    # toward the sender: RoCEv2 ACKs (UDP 4791, opcode 0x11, AETH)
+    udp = acks[0].data.data
+    assert udp.dport == 4791 and bytes(udp.data)[0] == 0x11
+    for name in ("L0-H1_0.pcap", "L0-H0_0.pcap"):
+        stacks = tshark_protocols(out / name)
+        if stacks is not None:
+            roce = [s for s in stacks if ":udp:" in s]
+            assert roce and all(s.endswith("udp:infiniband") or "infiniband" in s for s in roce), set(roce)
+            assert "malformed" not in tshark_warnings(out / name).lower()

@@ -11,7 +11,9 @@ while every length field in the headers is the packet's real one. TCP
 sequence numbers are lbsim's byte offsets + 1 (the SYN takes the initial
 sequence number 0, both directions), modulo 2^32;
 timestamps (TSval/TSecr) are in microseconds of simulated time, modulo 2^32.
-An encapsulated packet's outer header carries the ECN field the network
+RoCEv2 packets (RDMA runs) are UDP to port 4791 with the InfiniBand base
+transport header (and an AETH on ACKs and NACKs); PFC frames are MAC
+control frames (EtherType 0x8808). An encapsulated packet's outer header carries the ECN field the network
 sees, its inner header the transport's; the outer UDP source port is the
 scheme's, moved into RFC 7348's 49152-65535 (``vxlan_sport``).
 """
@@ -27,7 +29,14 @@ _SYN, _ACK, _ECE, _CWR = 1, 2, 4, 8  # lbsim's flag bits
 _TCP_FLAGS = {_SYN: 0x02, _ACK: 0x10, _ECE: 0x40, _CWR: 0x80}
 ISN = 0  # the SYN's sequence number, both directions of every connection
 VXLAN_PORT = 4789
+ROCE_PORT = 4791
 _M32 = 0xFFFFFFFF
+#: RC opcodes (IBA Table 38): SEND Only for a data packet, Acknowledge
+#: for ACKs and NACKs
+_RC_SEND_ONLY, _RC_ACK = 0x04, 0x11
+#: AETH syndromes (IBA §9.7.5.1.1): an ACK (credits invalid), a NAK for a
+#: PSN sequence error
+_AETH_ACK, _AETH_NAK_SEQ = 0x1F, 0x60
 
 
 def _ip(host: int) -> bytes:
@@ -110,8 +119,32 @@ def _tcp(r, wscale: int) -> bytes:
     return struct.pack("!HHIIBBHHH", r.sport, r.dport, seq, ack, off << 4, flags, wnd, 0, 0) + opts
 
 
+def _roce(r) -> bytes:
+    """UDP, the BTH and (ACK/NACK) the AETH of a RoCEv2 packet: PSN in
+    ``seq``, 0 data / 1 ACK / 2 NACK in ``flags``, the CNP flag in ``ack``
+    (shown as the BTH's BECN bit), the queue pair in ``wnd``."""
+    ack = int(r.flags) != 0
+    qp, psn = int(r.wnd), int(r.seq)
+    opcode = _RC_ACK if ack else _RC_SEND_ONLY
+    becn = 0x40 if r.ack else 0
+    bth = struct.pack("!BBHBBHBBH", opcode, 0, 0xFFFF, becn, (qp >> 16) & 0xFF, qp & 0xFFFF, 0, (psn >> 16) & 0xFF, psn & 0xFFFF)
+    aeth = struct.pack("!BBH", _AETH_NAK_SEQ if int(r.flags) == 2 else _AETH_ACK, 0, 0) if ack else b""
+    udp_len = int(r.size) - 14 - 20
+    return struct.pack("!HHHH", r.sport, ROCE_PORT, max(udp_len, 8) & 0xFFFF, 0) + bth + aeth
+
+
+def _pfc(r) -> bytes:
+    """An 802.1Qbb PFC frame: MAC control, class 3 enabled, its pause
+    quanta the maximum (PAUSE) or 0 (RESUME)."""
+    quanta = [0] * 8
+    quanta[3] = 0xFFFF if r.flags else 0
+    return bytes.fromhex("0180c2000001") + _mac(0) + b"\x88\x08" + struct.pack("!HH8H", 0x0101, 1 << 3, *quanta)
+
+
 def _frame(r, wscale: int) -> tuple[bytes, int]:
     """Header bytes of one captured packet and its original length."""
+    if r.kind == "pfc":
+        return _pfc(r), max(int(r.size), 60)
     tos = (2 if r.ect else 0) | (3 if r.ce else 0)
     eth = _mac(r.dst) + _mac(r.src) + b"\x08\x00"
     encap = r.outer_sport >= 0
@@ -121,6 +154,11 @@ def _frame(r, wscale: int) -> tuple[bytes, int]:
         l4 = _tcp(r, wscale)
         total = 20 + len(l4) + int(r.len)
         proto = 6
+    elif r.kind == "rdma":
+        # lbsim's sizes count the 14-byte Ethernet header
+        l4 = _roce(r)
+        total = int(r.size) - 14
+        proto = 17
     else:
         total = int(r.size)
         l4 = struct.pack("!HHHH", r.sport, r.dport, max(total - 20, 8) & 0xFFFF, 0)

@@ -15,6 +15,7 @@ pub const ROCE_DPORT: u16 = 4791;
 
 /// What a RoCEv2 packet of a queue pair is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum RdmaKind {
     /// Payload `len` bytes from byte `seq`.
     Data,

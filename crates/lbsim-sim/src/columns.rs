@@ -504,7 +504,7 @@ const PCAP: &[Column<crate::metrics::CapturedPacket>] = &[
         doc: "Outer (encapsulation) source port; -1 if not encapsulated.",
         get: |_, c, _| Cell::I(c.outer_sport.map_or(-1, |p| p as i64)),
     },
-    Column { name: "kind", ty: Ty::Str, unit: "", doc: "\"tcp\", \"udp\" or \"control\".", get: |_, c, _| Cell::S(Cow::Borrowed(c.kind)) },
+    Column { name: "kind", ty: Ty::Str, unit: "", doc: "\"tcp\", \"udp\", \"rdma\" (RoCEv2: seq is the PSN, flags 0 data / 1 ACK / 2 NACK, ack the CNP flag, wnd the queue pair), \"pfc\" (flags 1 pause, 0 resume) or \"control\".", get: |_, c, _| Cell::S(Cow::Borrowed(c.kind)) },
     Column { name: "size", ty: Ty::I64, unit: "bytes", doc: "Packet size on the wire.", get: |_, c, _| Cell::I(c.size as i64) },
     Column { name: "ttl", ty: Ty::I64, unit: "hops", doc: "Time to live.", get: |_, c, _| Cell::I(c.ttl as i64) },
     Column {

@@ -474,7 +474,9 @@ pub struct CapturedPacket {
     pub sport: u16,
     pub dport: u16,
     pub outer_sport: Option<u16>,
-    /// "tcp", "udp" or "control".
+    /// "tcp", "udp", "rdma" (RoCEv2: `seq` is the PSN, `flags` 0 data / 1
+    /// ACK / 2 NACK, `ack` the CNP flag, `wnd` the queue pair), "pfc"
+    /// (`flags` 1 pause / 0 resume) or "control".
     pub kind: &'static str,
     pub size: u32,
     pub ttl: u8,

@@ -6,7 +6,7 @@ use crate::scenario::Scenario;
 use crate::world::World;
 use crate::{metrics, model_revision, PortReport, RunOutput};
 use lbsim_engine::SimTime;
-use lbsim_net::{LoadBalancer, NodeId, Payload, PortId, ReportTable, ReportValue};
+use lbsim_net::{LoadBalancer, NodeId, Payload, PortId, RdmaKind, ReportTable, ReportValue};
 use serde_json::{json, Value};
 
 /// What a run learnt beside its world, for the outputs.
@@ -92,7 +92,24 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
             .pcap
             .iter()
             .map(|(t, port, p)| {
-                let h = p.tcp().copied().unwrap_or_default();
+                let mut h = p.tcp().copied().unwrap_or_default();
+                if let (Payload::Rdma { qp, kind, seq, len, cnp }, Some(r)) = (p.payload, &w.rdma) {
+                    // RoCEv2 (docs/pcap.md): the BTH's PSN (packets of the MTU
+                    // payload, an ACK's the last it acknowledges), opcode,
+                    // destination QP and the CNP flag as BECN
+                    let mtu = r.cfg.mtu_bytes as u64;
+                    h.seq = match kind {
+                        RdmaKind::Data | RdmaKind::Nack => seq / mtu,
+                        RdmaKind::Ack => seq.div_ceil(mtu).wrapping_sub(1),
+                    } & 0xFF_FFFF;
+                    h.flags = kind as u8;
+                    h.ack = cnp as u64;
+                    h.wnd = qp;
+                    h.len = len;
+                }
+                if let Payload::Pfc { pause } = p.payload {
+                    h.flags = pause as u8;
+                }
                 let host = |n: NodeId| if w.topo.is_host(n) { w.topo.host_index(n) } else { u32::MAX };
                 metrics::CapturedPacket {
                     t: *t,
@@ -105,6 +122,8 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
                     kind: match p.payload {
                         Payload::Tcp { .. } => "tcp",
                         Payload::Udp { .. } => "udp",
+                        Payload::Rdma { .. } => "rdma",
+                        Payload::Pfc { .. } => "pfc",
                         _ => "control",
                     },
                     size: p.size,
