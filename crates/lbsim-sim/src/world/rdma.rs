@@ -56,6 +56,24 @@ pub(crate) struct Qp {
     paused0: SimTime,
 }
 
+impl Qp {
+    /// The flow's counters, its source NIC having been paused for
+    /// `nic_paused` in all by now.
+    fn counters(&self, cfg: &RdmaConfig, nic_paused: SimTime) -> FlowCounters {
+        let s = self.sender.stats;
+        FlowCounters {
+            retransmits: s.resent_bytes.div_ceil(cfg.mtu_bytes as u64),
+            timeouts: s.timeouts,
+            out_of_order: self.receiver.out_of_order,
+            duplicates: self.receiver.duplicates,
+            cnps: s.cnps,
+            nacks: s.nacks,
+            paused_ns: (nic_paused - self.paused0).0 / 1000,
+            ..FlowCounters::default()
+        }
+    }
+}
+
 /// A completed flow's line of the HPCC simulator's FCT file.
 #[derive(Clone, Copy, Debug)]
 pub struct FctRow {
@@ -548,19 +566,9 @@ impl World {
             }
         }
         r.fct.push(FctRow { flow: fid, sport: q.sport, dport: q.dport });
-        let s = q.sender.stats;
         let fr = &mut self.flows[fid as usize];
         fr.finish = Some(now);
-        fr.counters = FlowCounters {
-            retransmits: s.resent_bytes.div_ceil(r.cfg.mtu_bytes as u64),
-            timeouts: s.timeouts,
-            out_of_order: q.receiver.out_of_order,
-            duplicates: q.receiver.duplicates,
-            cnps: s.cnps,
-            nacks: s.nacks,
-            paused_ns: (r.mmu.paused_time(nic, now) - q.paused0).0 / 1000,
-            ..FlowCounters::default()
-        };
+        fr.counters = q.counters(&r.cfg, r.mmu.paused_time(nic, now));
         self.done += 1;
     }
 
@@ -606,18 +614,8 @@ impl World {
         let Some(r) = self.rdma.as_ref() else { return };
         for (fid, q) in r.qps.iter().enumerate() {
             let Some(q) = q else { continue };
-            let s = q.sender.stats;
             let nic = self.topo.nic(q.src);
-            self.flows[fid].counters = FlowCounters {
-                retransmits: s.resent_bytes.div_ceil(r.cfg.mtu_bytes as u64),
-                timeouts: s.timeouts,
-                out_of_order: q.receiver.out_of_order,
-                duplicates: q.receiver.duplicates,
-                cnps: s.cnps,
-                nacks: s.nacks,
-                paused_ns: (r.mmu.paused_time(nic, now) - q.paused0).0 / 1000,
-                ..FlowCounters::default()
-            };
+            self.flows[fid].counters = q.counters(&r.cfg, r.mmu.paused_time(nic, now));
         }
     }
 }
