@@ -87,63 +87,7 @@ pub(crate) fn finish(sc: &Scenario, mut w: World, ran: Ran) -> RunOutput {
         flow_rate_window: w.samplers.flow_rate_window,
         scheme_samples: std::mem::take(&mut w.samplers.scheme_samples),
         link_window: w.samplers.link_window,
-        pcap: w
-            .samplers
-            .pcap
-            .iter()
-            .map(|(t, port, p)| {
-                let mut h = p.tcp().copied().unwrap_or_default();
-                if let (Payload::Rdma { qp, kind, seq, len, cnp }, Some(r)) = (p.payload, &w.rdma) {
-                    // RoCEv2 (docs/pcap.md): the BTH's PSN (packets of the MTU
-                    // payload, an ACK's the last it acknowledges), opcode,
-                    // destination QP and the CNP flag as BECN
-                    let mtu = r.cfg.mtu_bytes as u64;
-                    h.seq = match kind {
-                        RdmaKind::Data | RdmaKind::Nack => seq / mtu,
-                        RdmaKind::Ack => seq.div_ceil(mtu).wrapping_sub(1),
-                    } & 0xFF_FFFF;
-                    h.flags = kind as u8;
-                    h.ack = cnp as u64;
-                    h.wnd = qp;
-                    h.len = len;
-                }
-                if let Payload::Pfc { pause } = p.payload {
-                    h.flags = pause as u8;
-                }
-                let host = |n: NodeId| if w.topo.is_host(n) { w.topo.host_index(n) } else { u32::MAX };
-                metrics::CapturedPacket {
-                    t: *t,
-                    port: port.0,
-                    src: host(p.src),
-                    dst: host(p.dst),
-                    sport: p.sport,
-                    dport: p.dport,
-                    outer_sport: p.outer_sport,
-                    kind: match p.payload {
-                        Payload::Tcp { .. } => "tcp",
-                        Payload::Udp { .. } => "udp",
-                        Payload::Rdma { .. } => "rdma",
-                        Payload::Pfc { .. } => "pfc",
-                        _ => "control",
-                    },
-                    size: p.size,
-                    ttl: p.ttl,
-                    ect: p.ect,
-                    ce: p.ce,
-                    inner_ect: w.tcp.cfg.ecn_capable() && h.len > 0 && matches!(p.payload, Payload::Tcp { .. }),
-                    seq: h.seq,
-                    ack: h.ack,
-                    flags: h.flags,
-                    wnd: h.wnd,
-                    len: h.len,
-                    ts_val: h.ts_val,
-                    ts_ecr: h.ts_ecr,
-                    sack: h.sack,
-                    n_sack: h.n_sack,
-                    sack_ok: w.tcp.cfg.sack,
-                }
-            })
-            .collect(),
+        pcap: w.samplers.pcap.iter().map(|(t, port, p)| captured(&w, *t, *port, p)).collect(),
         class_names: sc.workload.classes.iter().map(|c| c.name.clone()).collect(),
         path_record: w.path_record,
         rdma: w.rdma.is_some(),
@@ -186,6 +130,60 @@ fn rdma_summary(w: &World, r: &crate::world::RdmaHosts) -> Value {
         "first_deadlock_ms": r.first_deadlock.as_ref().map(|d| d.0.as_ms_f64()),
         "first_deadlock_ports": w.deadlock_ports(),
     })
+}
+
+/// A captured packet as the pcap table holds it (docs/pcap.md).
+fn captured(w: &World, t: SimTime, port: PortId, p: &lbsim_net::Packet) -> metrics::CapturedPacket {
+    let mut h = p.tcp().copied().unwrap_or_default();
+    if let (Payload::Rdma { qp, kind, seq, len, cnp }, Some(r)) = (p.payload, &w.rdma) {
+        // RoCEv2 (docs/pcap.md): the BTH's PSN (packets of the MTU
+        // payload, an ACK's the last it acknowledges), opcode,
+        // destination QP and the CNP flag as BECN
+        let mtu = r.cfg.mtu_bytes as u64;
+        h.seq = match kind {
+            RdmaKind::Data | RdmaKind::Nack => seq / mtu,
+            RdmaKind::Ack => seq.div_ceil(mtu).wrapping_sub(1),
+        } & 0xFF_FFFF;
+        h.flags = kind as u8;
+        h.ack = cnp as u64;
+        h.wnd = qp;
+        h.len = len;
+    }
+    if let Payload::Pfc { pause } = p.payload {
+        h.flags = pause as u8;
+    }
+    let host = |n: NodeId| if w.topo.is_host(n) { w.topo.host_index(n) } else { u32::MAX };
+    metrics::CapturedPacket {
+        t,
+        port: port.0,
+        src: host(p.src),
+        dst: host(p.dst),
+        sport: p.sport,
+        dport: p.dport,
+        outer_sport: p.outer_sport,
+        kind: match p.payload {
+            Payload::Tcp { .. } => "tcp",
+            Payload::Udp { .. } => "udp",
+            Payload::Rdma { .. } => "rdma",
+            Payload::Pfc { .. } => "pfc",
+            _ => "control",
+        },
+        size: p.size,
+        ttl: p.ttl,
+        ect: p.ect,
+        ce: p.ce,
+        inner_ect: w.tcp.cfg.ecn_capable() && h.len > 0 && matches!(p.payload, Payload::Tcp { .. }),
+        seq: h.seq,
+        ack: h.ack,
+        flags: h.flags,
+        wnd: h.wnd,
+        len: h.len,
+        ts_val: h.ts_val,
+        ts_ecr: h.ts_ecr,
+        sack: h.sack,
+        n_sack: h.n_sack,
+        sack_ok: w.tcp.cfg.sack,
+    }
 }
 
 /// Per sampled port: mean utilisation over the windows; over all sampled
