@@ -60,7 +60,9 @@ def run_lbsim(topo: Path, flows: Path, out: Path, scenario: Path, sets: list[str
     if done.returncode != 0:
         sys.exit(f"lbsim failed ({done.returncode}):\n{done.stderr[-2000:]}")
     t = hpcc_run.parse_time_v(done.stderr)
-    t["command"] = " ".join(cmd[1:])
+    # the record names files, not this machine's paths
+    t["command"] = " ".join(cmd[1:]).replace(str(topo.resolve()), topo.name).replace(str(flows.resolve()), flows.name) \
+        .replace(str(scenario), scenario.name).replace(str(out), "OUT")
     return t
 
 
