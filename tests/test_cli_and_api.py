@@ -327,3 +327,22 @@ def test_cwnd_samples_and_extra_percentiles_reach_the_files(tmp_path, small):
     # off by default: no stale file from the first run
     cli("run", small, "--out", tmp_path / "o", "--set", "workload.flows=20", "--quiet")
     assert not (tmp_path / "o" / "cwnd.parquet").exists()
+
+
+def _rdma_run(out: str) -> None:
+    lbsim.run("examples/rdma_dcqcn.toml", set=["workload.flows=200", "lb.scheme=drill"]).write(out)
+
+
+def test_rdma_outputs_are_identical_across_repeats_and_worker_processes(tmp_path):
+    # the lossless fabric's dequeue events, PFC and DCQCN timers, in this
+    # process and in two worker processes at once: byte-identical outputs
+    from concurrent.futures import ProcessPoolExecutor
+
+    _rdma_run(str(tmp_path / "here"))
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_rdma_run, [str(tmp_path / "w1"), str(tmp_path / "w2")]))
+    for name in ("flows.parquet", "fct.txt"):
+        ref = (tmp_path / "here" / name).read_bytes()
+        assert len(ref) > 1000
+        assert (tmp_path / "w1" / name).read_bytes() == ref
+        assert (tmp_path / "w2" / name).read_bytes() == ref
