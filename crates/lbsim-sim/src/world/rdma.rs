@@ -101,8 +101,6 @@ pub(crate) struct RdmaHosts {
     rng: Rng,
     /// Completed flows in completion order.
     pub fct: Vec<FctRow>,
-    /// Per host index: the NIC's line rate.
-    line: Vec<BitsPerSec>,
     /// PFC deadlocks found (a PAUSE that closed a cycle of paused ports
     /// holding data), and the first: when, and its ports.
     pub deadlocks: u64,
@@ -115,8 +113,7 @@ impl RdmaHosts {
         let switch_ports: Vec<Vec<PortId>> =
             topo.nodes.iter().enumerate().map(|(i, n)| if topo.is_host(NodeId(i as u32)) { vec![] } else { n.ports.clone() }).collect();
         let hosts = topo.num_hosts();
-        let line: Vec<BitsPerSec> = (0..hosts as u32).map(|h| topo.port(topo.nic(topo.host(h))).rate).collect();
-        let host_rate = line.iter().copied().min().unwrap_or(BitsPerSec::gbps(100));
+        let host_rate = (0..hosts as u32).map(|h| topo.port(topo.nic(topo.host(h))).rate).min().unwrap_or(BitsPerSec::gbps(100));
         RdmaHosts {
             cfg: s.cfg,
             mmu: Mmu::new(s.pfc, &ports, &switch_ports, host_rate),
@@ -128,7 +125,6 @@ impl RdmaHosts {
             sports: HashMap::new(),
             rng: s.rng,
             fct: Vec::new(),
-            line,
             deadlocks: 0,
             first_deadlock: None,
         }
@@ -166,6 +162,7 @@ impl World {
         self.flows.push(FlowRecord::new(&f, f.start.max(now), ideal, FlowCounters::default(), None));
         let (src, dst) = (self.topo.host(f.src), self.topo.host(f.dst));
         let nic = self.topo.nic(src);
+        let line = self.topo.port(nic).rate;
         let r = self.rdma.as_mut().unwrap();
         let sport = r.sports.entry((f.src, f.dst)).or_insert(10_000);
         let qp = Qp {
@@ -173,7 +170,7 @@ impl World {
             dst,
             sport: *sport,
             dport: 100,
-            sender: QpSender::new(f.size, r.line[f.src as usize], now),
+            sender: QpSender::new(f.size, line, now),
             receiver: QpReceiver::default(),
             timer_at: SimTime::MAX,
             timer_gen: 0,
@@ -406,23 +403,23 @@ impl World {
         };
         r.rr[h] = i;
         let fid = r.nic_qps[h][i];
-        let cfg = r.cfg;
         let q = r.qps[fid as usize].as_mut().unwrap();
-        let (seq, len) = q.sender.send(now, &cfg);
+        let (seq, len) = q.sender.send(now, &r.cfg);
+        let header = r.cfg.header_bytes;
         let mut p = Packet::new(
             q.src,
             q.dst,
             q.sport,
             ROCE_DPORT,
             Proto::Udp,
-            len + cfg.header_bytes,
+            len + header,
             Payload::Rdma { qp: fid, kind: RdmaKind::Data, seq, len, cnp: false },
             now,
         );
         p.ect = true;
         let pkt = PktId(self.pkts.insert(p));
         self.c.sent += 1;
-        self.c.sent_bytes += (len + cfg.header_bytes) as u64;
+        self.c.sent_bytes += (len + header) as u64;
         self.qp_rearm(fid);
         let tx_end = self.wire(port, pkt);
         // the next packet: when this one is out (or a QP's pacing allows)
@@ -575,9 +572,8 @@ impl World {
     /// Keeps one pending timer event per QP at its earliest deadline.
     fn qp_rearm(&mut self, qp: u32) {
         let r = self.rdma.as_mut().unwrap();
-        let cfg = r.cfg;
         let q = r.qps[qp as usize].as_mut().unwrap();
-        let Some(due) = q.sender.next_timer(&cfg) else { return };
+        let Some(due) = q.sender.next_timer(&r.cfg) else { return };
         if due < q.timer_at {
             q.timer_at = due;
             q.timer_gen = q.timer_gen.wrapping_add(1);
