@@ -44,7 +44,7 @@ def test_the_paired_difference_matches_a_hand_computed_case():
 
 
 def test_a_baseline_without_drops_gets_a_difference_verdict_not_a_hidden_row():
-    rows = cmp._ratios(_synthetic(), ["ecmp", "hermes", "clove_ecn"], "ecmp", ["fct_mean", "drops", "fct_p99[>10MB]"])
+    rows = cmp.paired_rows(_synthetic(), ["ecmp", "hermes", "clove_ecn"], "ecmp", ["fct_mean", "drops", "fct_p99[>10MB]"])
     by = {(r["scheme"], r["metric"]): r for r in rows}
     hermes = by["hermes", "drops"]
     assert hermes["basis"] == "difference" and hermes["method"] == "t on paired differences"
@@ -78,7 +78,7 @@ def test_a_baseline_with_drops_in_one_seed_of_three_is_not_judged_on_that_seed_a
     df = pd.DataFrame([{"arm": a, "seed": i + 1, "drops": v} for a, vs in [("ecmp", [0.0, 16.0, 0.0]),
                                                                          ("drill", [0.0, 20.0, 0.0])]
                        for i, v in enumerate(vs)])
-    (row,) = cmp._ratios(df, ["ecmp", "drill"], "ecmp", ["drops"])
+    (row,) = cmp.paired_rows(df, ["ecmp", "drill"], "ecmp", ["drops"])
     assert row["basis"] == "difference" and row["why"].startswith("ecmp is 0 in 2 of 3 seeds")
     assert row["difference_ci_low"] < 0 < row["difference_ci_high"]
     assert row["verdict"].startswith("drill vs ecmp on drops: no difference detectable with 3 seeds (difference per run -")
@@ -95,7 +95,7 @@ def test_seeds_needed_follows_the_stated_formula():
 
 
 def test_until_counts_only_intervals_that_can_close():
-    rows = cmp._ratios(_synthetic(), ["ecmp", "hermes", "clove_ecn"], "ecmp", ["fct_mean", "drops", "fct_p99[>10MB]"])
+    rows = cmp.paired_rows(_synthetic(), ["ecmp", "hermes", "clove_ecn"], "ecmp", ["fct_mean", "drops", "fct_p99[>10MB]"])
     # clove_ecn's mean FCT (1.01, 0.98, 1.04 x ecmp) is open at ±2 %; the
     # empty bucket cannot be judged and is not counted; the rest are closed
     still = cmp._open(rows, 2)

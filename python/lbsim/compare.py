@@ -289,10 +289,12 @@ def _absolute(df, arms: list[str], metrics: list[str]) -> list[dict]:
     return out
 
 
-def _ratios(df, arms: list[str], baseline: str, metrics: list[str]) -> list[dict]:
+def paired_rows(df, arms: list[str], baseline: str, metrics: list[str]) -> list[dict]:
     """One row per arm other than the baseline and metric: the paired
     comparison (a ratio, or the difference where no ratio exists) beside
-    both arms' own values."""
+    both arms' own values. ``df``: one row per arm and seed (columns
+    ``arm``, ``seed`` and the metrics). ``lbsim.plot``'s paired panels draw
+    these rows."""
     out = []
     base = df[df.arm == baseline].set_index("seed")
     for arm in arms:
@@ -488,7 +490,7 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
             if missing:
                 raise CompareError(f"--metrics: {', '.join(missing)} not in the runs' summaries (known: {', '.join(names)})")
             names = list(metrics)
-        rows = _ratios(df, labels, baseline, names)
+        rows = paired_rows(df, labels, baseline, names)
         if until is None or _converged(rows, until) or n >= max_seeds:
             break
         n = min(max_seeds, n + max(2, n // 2))
@@ -536,7 +538,7 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
     (out / "compare.md").write_text(head + absolute_head + absolute_markdown(absolute, labels, baseline) + paired_head
                                     + markdown(rows) + warn + opened + "\n" + provenance_markdown(prov))
     if figures:
-        _figures(runs, out / "figures")
+        _figures(runs, out / "figures", baseline)
     return res
 
 
@@ -568,10 +570,10 @@ def provenance_markdown(prov: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _figures(runs, fig_dir: Path) -> list[Path]:
+def _figures(runs, fig_dir: Path, baseline: str) -> list[Path]:
     from lbsim.plot import plot_runs
 
-    return plot_runs([d for _, _, d in runs], fig_dir, groups={d: arm for arm, _, d in runs})
+    return plot_runs([d for _, _, d in runs], fig_dir, groups={d: arm for arm, _, d in runs}, baseline=baseline)
 
 
 def cmd_compare(a) -> None:
@@ -607,4 +609,4 @@ def add_command(sub) -> None:
     c.set_defaults(fn=cmd_compare)
 
 
-__all__ = ["arm_notes", "compare", "CompareError", "METRICS", "UNITS", "verdict", "metric_values", "provenance", "unit"]
+__all__ = ["arm_notes", "compare", "CompareError", "METRICS", "UNITS", "verdict", "metric_values", "paired_rows", "provenance", "unit"]

@@ -3,8 +3,11 @@ compare several (folders written by ``lbsim run --out`` or sweep runs).
 
 A *series* is one run, labelled "folder (scheme)"; with ``group="scheme"``
 (``lbsim plot --group scheme``) the runs that share ``scheme.name`` in
-summary.json (e.g. seeds of one scheme) form one series instead. Series keep
-one colour across figures.
+summary.json (e.g. seeds of one scheme) form one series instead; ``lbsim
+compare`` groups its runs by arm and labels a run "arm, seed N". Series keep
+one colour across figures. A group's statistics are over its runs, one
+value per run: over seeds where its runs' seeds differ (as in a compare),
+never over iterations or flows pooled across runs.
 
 - ``fct_cdf.png``: CDF of flow completion times (log time axis), one line
   per series. The y axis is the fraction of *all* the run's flows completed
@@ -18,33 +21,52 @@ one colour across figures.
   per series; ``slowdown_by_size.png``: the same for slowdown (FCT / ideal
   FCT). Buckets are summary.json's ``buckets`` (``metrics.size_buckets_bytes``;
   < 100 KB, 100 KB - 10 MB, > 10 MB by default), percentiles nearest-rank
-  as in summary.json. A group's bar is the mean over its runs with a 95 %
-  Student-t interval over runs as error bar (none for a single run).
-- ``link_utilisation.png``: small multiples, one panel per run that has
-  links.parquet (``metrics.link_samplers``), shared axes; one step line per
-  sampled port (each port in grey plus the mean when there are more than 10).
+  as in summary.json; under each bucket its flows per run. A group's bar is
+  the mean of its runs' values with the 95 % Student t interval over them
+  (``lbsim.stats.mean_interval``, as compare's own values) and a dot per
+  run; a single run's bar is its value.
+- With a baseline (``lbsim compare``'s), every bar figure has a second row:
+  each other group against the baseline, per category, paired by seed: its
+  value / the baseline's in each seed (dots) and the estimate and 95 %
+  interval ``lbsim.compare.paired_rows`` gives, the one compare.json
+  reports for that metric (``fct_mean_ms`` and ``fct_p99_ms`` of a bucket
+  are compare's ``fct_mean[bucket]`` and ``fct_p99[bucket]``; slowdown per
+  bucket has no verdict but the same estimator). Where compare would judge
+  the difference instead (the baseline 0 in a seed), the panel says so and
+  the CSV holds the difference.
+- ``link_utilisation.png``: one panel per series that has links.parquet
+  (``metrics.link_samplers``), titled by scheme (or arm) with its seeds,
+  ports and window, shared axes. Per run, the mean utilisation over the
+  sampled ports as a step line coloured by seed, with a band from the least
+  to the most loaded port in each window (``link_utilisation_bands.csv``);
+  when every panel holds one run with at most 10 ports, one line per port
+  instead.
 - ``flow_goodput.png``: one row per run that has flow_rates.parquet
   (``metrics.flow_rate_window_ms``): the aggregate receive-side goodput of all
   flows (left) and the goodput of the 5 largest flows, labelled by id and
   size (right); windows without delivered bytes count as 0 (stalls show).
 - ``job_iteration_time.png`` and ``job_busbw.png``, for runs with
-  collective jobs (jobs.parquet): the iteration time per series (mean, 95 %
-  Student-t interval and every completed iteration, the ideal dashed), and
-  the bus bandwidth against message size (per run its mean over iterations;
-  per series and size the mean and 95 % interval over runs; the ideal
-  dashed; with one message size, the series side by side against the
-  ideal and 90 % of it, each labelled busbw / ideal).
+  collective jobs (jobs.parquet): per job, bars per series of each run's
+  mean over its completed iterations (summary.json's
+  ``jobs[].iteration_us.mean`` and ``jobs[].busbw_gbps.mean``), a group's
+  bar and its paired row as for the size buckets; the ideal dashed (and
+  90 % of the ideal busbw dotted).
 - Link failures and restores (``[[failures]]`` ``at_ms`` / ``restore_ms`` and
   ``[[random_failures]]`` from the run folder's resolved scenario.toml) are
   dashed red (down) and dotted green (restored) vertical lines on every time
-  axis, in the panel of the run they belong to, and listed in
+  axis, in the panel of the runs they belong to, and listed in
   ``failures.csv`` (one ``none`` row for a run without failures).
 
 Each figure's numbers are written as CSV beside it, with rows for every run
 and ``run`` (folder name; the path below the common parent when two folders
 share a name), ``scheme``, ``seed`` and ``group`` columns; with groups,
-``*_groups.csv`` hold the group statistics (``run`` and ``seed`` then list
-the group's runs, ";"-separated).
+``*_groups.csv`` hold every interval drawn: the category (``bucket`` or
+``job``), ``stat`` (the per-run column), ``basis`` (``value``: the group's
+mean over its runs; ``ratio`` or ``difference``: against ``baseline``),
+``n`` (runs with a value; seeds with a value in both, for a paired row),
+``estimate``, ``ci_low``, ``ci_high`` and ``method`` (as compare.json's),
+``n_runs``, and ``run`` and ``seed`` listing the group's runs,
+";"-separated.
 """
 
 from __future__ import annotations
@@ -70,13 +92,6 @@ TOP_FLOWS = 5
 MAX_PORT_LINES = 10
 
 
-def mean_ci95(values) -> tuple[float, float, int]:
-    """(mean, half width of the 95 % t interval, n) over the finite values;
-    the half width is NaN below two values."""
-    r = mean_interval([float(x) for x in values if x is not None])
-    return r.ratio, r.ci_high - r.ratio, r.seeds
-
-
 def _human_bytes(b: float) -> str:
     for unit, k in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if b >= k:
@@ -97,6 +112,7 @@ class Run:
     flows: pd.DataFrame
     failures: list = field(default_factory=list)  # dicts: link, event ("down" / "up"), t_ms, source
     group: str = ""
+    title: str = ""  # set where the folder name says nothing (a compare's run hashes): "arm, seed N"
 
     @property
     def scheme(self) -> str:
@@ -108,6 +124,8 @@ class Run:
 
     @property
     def label(self) -> str:
+        if self.title:
+            return self.title
         return f"{self.name} ({self.scheme})" if self.scheme else self.name
 
     def ids(self) -> dict:
@@ -177,13 +195,14 @@ def make_series(runs: list[Run], group: Optional[str], groups: Optional[dict] = 
     for r in runs:
         if groups is not None:
             r.group = groups.get(r.path, r.name)
+            r.title = f"{r.group}, seed {r.seed}"
         else:
             r.group = (r.scheme or r.name) if group == "scheme" else r.name
         keyed.setdefault(r.group, []).append(r)
     out = []
     for i, (key, rs) in enumerate(keyed.items()):
         if group and len(rs) > 1:
-            label = f"{key} ({len(rs)} runs)"
+            label = f"{key} ({len(rs)} {_over([Series('', rs, '')])})"
             seeds = [r.seed for r in rs]
             if len(set(map(str, seeds))) < len(seeds):
                 print(f"lbsim plot: note: group {key}: runs {', '.join(r.name for r in rs)} share a seed; "
@@ -194,26 +213,33 @@ def make_series(runs: list[Run], group: Optional[str], groups: Optional[dict] = 
     return out
 
 
+def _over(series: list[Series]) -> str:
+    """What a group's statistics are over: "seeds" where every group's runs
+    have distinct seeds, else "runs"."""
+    return "seeds" if all(len({str(r.seed) for r in s.runs}) == len(s.runs) for s in series) else "runs"
+
+
 def _group_ids(s: Series) -> dict:
     return {"run": ";".join(r.name for r in s.runs), "scheme": ";".join(sorted({r.scheme for r in s.runs})),
             "seed": ";".join(str(r.seed) for r in s.runs), "group": s.runs[0].group, "n_runs": len(s.runs)}
 
 
-def _mark_failures(ax, run: Run, handles: dict) -> None:
-    """Vertical lines at the run's failure (red, dashed) and restore (green,
-    dotted) times, one per time and kind, named at the top of the axes."""
+def _mark_failures(ax, events: list, handles: dict) -> None:
+    """Vertical lines at failure (red, dashed) and restore (green, dotted)
+    times (``Run.failures`` dicts, of one run or of a panel's runs), one per
+    time and kind, named at the top of the axes."""
     import matplotlib.transforms as mtransforms
 
-    at: dict[tuple, list] = {}
-    for e in run.failures:
+    at: dict[tuple, set] = {}
+    for e in events:
         if np.isfinite(e["t_ms"]):
-            at.setdefault((e["t_ms"], e["event"]), []).append(e["link"])
+            at.setdefault((e["t_ms"], e["event"]), set()).add(e["link"])
     trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
     for (t, event), links in sorted(at.items()):
         down = event == "down"
         line = ax.axvline(t, color="tab:red" if down else "tab:green", ls="--" if down else ":", lw=1.2, zorder=5)
         handles.setdefault("link down" if down else "link restored", line)
-        text = links[0] if len(links) == 1 else f"{len(links)} links"
+        text = next(iter(links)) if len(links) == 1 else f"{len(links)} links"
         ax.text(t, 0.98, f" {text} {'down' if down else 'up'}", transform=trans, rotation=90, va="top", ha="right",
                 fontsize=6, color=line.get_color())
 
@@ -235,7 +261,7 @@ class _Figures:
     """Where figures go: saves each one's PNG and CSV into ``out`` and keeps
     the list of files written, in order."""
 
-    def __init__(self, out: Path, grouped: bool):
+    def __init__(self, out: Path, grouped: bool, baseline: Optional[str] = None):
         import matplotlib
 
         matplotlib.use("Agg")
@@ -244,6 +270,7 @@ class _Figures:
         self.plt = plt
         self.out = out
         self.grouped = grouped
+        self.baseline = baseline
         self.written: list[Path] = []
 
     def save_csv(self, name: str, table: pd.DataFrame) -> None:
@@ -270,16 +297,23 @@ def _plain_log_ticks(axis) -> None:
     """Log-axis tick labels as plain numbers (0.1, 1, 10; 2, 3 between)."""
     import matplotlib.ticker as ticker
 
+    class Plain(ticker.LogFormatter):  # labels the minor ticks LogFormatter would, as 0.6 rather than 6e-01
+        def __call__(self, x, pos=None):
+            return f"{x:g}" if super().__call__(x, pos) else ""
+
     axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    axis.set_minor_formatter(ticker.LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+    axis.set_minor_formatter(Plain(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
 
 
-def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: Optional[dict] = None) -> list[Path]:
+def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: Optional[dict] = None,
+              baseline: Optional[str] = None) -> list[Path]:
     """Draws the figures for the run folders ``runs`` into ``out``; returns
     the files written (PNG and CSV). ``group="scheme"`` pools the runs of
     each scheme (e.g. several seeds) into one series; ``groups`` (run folder
     -> name) pools them by a name of the caller's (``lbsim compare``'s
-    arms)."""
+    arms). ``baseline`` (a group's name; its runs' seeds must differ) adds
+    the paired panels: each other group against it, seed by seed, as
+    ``lbsim.compare.paired_rows`` judges it."""
     if group not in (None, "scheme"):
         raise ValueError(f"group must be None or 'scheme', not {group!r}")
     rs = load_runs([Path(r) for r in runs])
@@ -287,22 +321,32 @@ def plot_runs(runs: list[Path], out: Path, group: Optional[str] = None, groups: 
         groups = {Path(k): v for k, v in groups.items()}
         group = group or "arm"
     series = make_series(rs, group, groups)
+    if baseline is not None:
+        _check_pairs(series, baseline)
     out.mkdir(parents=True, exist_ok=True)
-    figs = _Figures(out, grouped=group is not None)
+    figs = _Figures(out, grouped=group is not None, baseline=baseline)
     fct_cdf(figs, rs, series)
     buckets, per_run = size_buckets(rs)
     fct_by_size(figs, series, buckets, per_run)
     slowdown_by_size(figs, series, buckets, per_run)
-    link_utilisation(figs, rs)
+    link_utilisation(figs, series)
     flow_goodput(figs, rs)
-    jobs = [(s, r, pd.read_parquet(r.path / "jobs.parquet")) for s in series for r in s.runs if (r.path / "jobs.parquet").exists()]
-    if jobs:
-        done = pd.concat([j.assign(**r.ids(), series=s.label) for s, r, j in jobs], ignore_index=True)
-        done = done[done.completed]
-        job_iteration_time(figs, done)
-        job_busbw(figs, done)
+    jobs = job_table(series)
+    if len(jobs):
+        job_iteration_time(figs, series, jobs)
+        job_busbw(figs, series, jobs)
     failures_table(figs, rs)
     return figs.written
+
+
+def _check_pairs(series: list[Series], baseline: str) -> None:
+    keys = [s.runs[0].group for s in series]
+    if baseline not in keys:
+        raise ValueError(f"baseline {baseline!r} is not one of the groups ({', '.join(keys)})")
+    for s in series:
+        seeds = [str(r.seed) for r in s.runs]
+        if len(set(seeds)) < len(seeds):
+            raise ValueError(f"baseline: group {s.runs[0].group} has two runs of one seed; runs pair by seed")
 
 
 def fct_cdf(figs: _Figures, rs: list[Run], series: list[Series]) -> None:
@@ -401,105 +445,208 @@ def slowdown_by_size(figs: _Figures, series: list[Series], buckets: list, per_ru
 
 
 def _bars_by_size(figs: _Figures, series: list[Series], buckets: list, per_run: pd.DataFrame, fig_name: str, stats: list) -> None:
-    """Two panels (one per statistic in ``stats``) of bars per size bucket
-    and series; a group's bar is the mean over its runs with a 95 % t
-    interval."""
-    plt, grouped = figs.plt, figs.grouped
-    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0))
-    width = 0.8 / max(len(series), 1)
-    x = np.arange(len(buckets))
+    """One column of panels per statistic in ``stats``: bars per size
+    bucket and series (``_bar_panel``) and, with a baseline, each series
+    against it (``_paired_panel``)."""
+    cats = [b for _, _, b in buckets]
+    fig, axes = _grid(figs, len(stats), 9.6, 4.0)
     grows = []
-    handles = []
-    lows: dict[str, list] = {col: [] for col, _ in stats}
-    for i, s in enumerate(series):
-        names = {r.name for r in s.runs}
-        sub = per_run[per_run.run.isin(names)]
-        for ax, (col, _title) in zip(axes, stats):
-            ys, errs = [], []
-            for _, _, b in buckets:
-                m, h, n = mean_ci95(sub[sub.bucket == b][col].tolist())
-                ys.append(m)
-                errs.append(h)
-                if grouped:
-                    grows.append({**_group_ids(s), "bucket": b, "stat": col, "runs_with_data": n, "mean": m,
-                                  "ci95_half": h, "ci95_lo": m - h, "ci95_hi": m + h})
-            ys, errs = np.array(ys), np.array(errs)
-            # on the log axis, an interval reaching 0 or below runs off the bottom
-            # edge, which the bars and the positive interval ends set
-            lows[col] += [y for y in np.concatenate([ys, ys - errs]) if np.isfinite(y) and y > 0]
-            lower = np.where(np.isfinite(errs), np.minimum(errs, ys * 0.999), 0)
-            upper = np.where(np.isfinite(errs), errs, 0)
-            bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, ys, width * 0.95, color=s.color,
-                          hatch=None if s.linestyle == "-" else "//", edgecolor="white", lw=0.3,
-                          yerr=[lower, upper] if np.isfinite(errs).any() else None,
-                          error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "black"})
-        handles.append(bars)
-    counts = per_run.groupby("bucket", sort=False).flows.sum()
-    for ax, (col, title) in zip(axes, stats):
-        ax.set_yscale("log")
-        if lows[col]:
-            ax.set_ylim(bottom=min(lows[col]) / 1.5)
-        _plain_log_ticks(ax.yaxis)
-        ax.set_xticks(x, [f"{b}\n({int(counts.get(b, 0))} flows)" for _, _, b in buckets], fontsize=8)
-        ax.set_ylabel(title)
-        ax.grid(axis="y", alpha=0.3, which="both", lw=0.5)
-        if grouped:
-            ax.set_title("mean over runs, 95 % t interval", fontsize=8)
-    rect = _legend_below(fig, handles, [s.label for s in series], ncol=3)
+    for j, (col, title) in enumerate(stats):
+        grows += _bar_panel(figs, axes[0][j], per_run, series, "bucket", cats, col, log=True)
+        axes[0][j].set_ylabel(title)
+        if figs.baseline is not None:
+            grows += _paired_panel(figs, axes[1][j], per_run, series, "bucket", cats, col)
+            axes[1][j].set_ylabel(f"{title.split(' (')[0]}: arm / {figs.baseline}")
+    labels = [f"{b}\n({_per_run_count(per_run[per_run.bucket == b].flows)})" for b in cats]
+    for ax in axes.flat:
+        ax.set_xticks(np.arange(len(cats)), labels, fontsize=8)
+    rect = _legend_below(fig, *_series_legend(series), ncol=3)
     cols = ["run", "scheme", "seed", "group", "bucket", "min_bytes", "max_bytes", "flows", "completed"] + [c for c, _ in stats]
     figs.save(fig, fig_name, per_run[cols], rect=rect)
-    if grouped:
+    if figs.grouped:
         figs.save_csv(f"{fig_name}_groups", pd.DataFrame(grows))
 
 
-def link_utilisation(figs: _Figures, rs: list[Run]) -> None:
-    """``link_utilisation.png``: one panel per run with links.parquet, one
-    step line per sampled port (grey plus the mean for many ports)."""
-    import matplotlib
+def _grid(figs: _Figures, ncol: int, width: float, height: float):
+    """A row of ``ncol`` panels, and a second row for the paired panels
+    when there is a baseline."""
+    nrow = 2 if figs.baseline is not None else 1
+    return figs.plt.subplots(nrow, ncol, figsize=(width, height * nrow), squeeze=False)
 
-    with_links = [r for r in rs if (r.path / "links.parquet").exists()]
-    if not with_links:
+
+def _series_legend(series: list[Series]) -> tuple[list, list]:
+    from matplotlib.patches import Patch
+
+    return [Patch(facecolor=s.color, hatch=None if s.linestyle == "-" else "//") for s in series], [s.label for s in series]
+
+
+def _per_run_count(flows: pd.Series) -> str:
+    """The flows of a size bucket under its bars: per run, not summed over
+    runs ("700 flows per run"; "690-710 flows per run" where runs differ)."""
+    lo, hi = int(flows.min()), int(flows.max())
+    many = len(flows) > 1
+    return f"{lo}{f'-{hi}' if hi != lo else ''} flows{' per run' if many else ''}"
+
+
+def _bar_panel(figs: _Figures, ax, per_run: pd.DataFrame, series: list[Series], cat_col: str, cats: list, col: str,
+               log: bool) -> list[dict]:
+    """Bars per category and series: a series' bar is the mean over its
+    runs of their values (``per_run``: one row per run and category), with
+    the 95 % t interval over those runs (``lbsim.stats.mean_interval``, as
+    compare's own values) and a dot per run; a single run's bar is its
+    value. Returns the group statistics (``basis`` "value")."""
+    width = 0.8 / max(len(series), 1)
+    x = np.arange(len(cats))
+    rows, shown = [], []
+    for i, s in enumerate(series):
+        sub = per_run[per_run.group == s.runs[0].group]
+        xs = x + (i - (len(series) - 1) / 2) * width
+        est, lo, hi = np.full(len(cats), np.nan), np.full(len(cats), np.nan), np.full(len(cats), np.nan)
+        for k, c in enumerate(cats):
+            v = sub.loc[sub[cat_col] == c, col].astype(float).to_numpy()
+            m = mean_interval(list(v))
+            est[k], lo[k], hi[k] = m.ratio, m.ci_low, m.ci_high
+            rows.append({**_group_ids(s), cat_col: c, "stat": col, "basis": "value", "baseline": None, "n": m.seeds,
+                         "estimate": m.ratio, "ci_low": m.ci_low, "ci_high": m.ci_high, "method": m.method})
+            if len(s.runs) > 1:
+                ax.plot(np.full(len(v), xs[k]), v, ".", color="black", ms=3, zorder=4)
+                shown += list(v)
+        has = np.isfinite(lo) & np.isfinite(hi)
+        # on a log axis, an interval reaching 0 or below runs off the bottom edge
+        lower = np.where(has, np.minimum(est - lo, est * 0.999) if log else est - lo, 0)
+        ax.bar(xs, est, width * 0.95, color=s.color, hatch=None if s.linestyle == "-" else "//", edgecolor="white", lw=0.3,
+               yerr=[lower, np.where(has, hi - est, 0)] if has.any() else None,
+               error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "black"})
+        shown += list(est) + list(lo[has])
+    if log:
+        ax.set_yscale("log")
+        pos = [y for y in shown if np.isfinite(y) and y > 0]
+        if pos:
+            ax.set_ylim(bottom=min(pos) / 1.5)
+        _plain_log_ticks(ax.yaxis)
+    ax.grid(axis="y", alpha=0.3, which="both", lw=0.5)
+    if figs.grouped:
+        over = _over(series)
+        ax.set_title(f"mean over {over}, 95 % t interval over {over}; dots: each {over[:-1]}", fontsize=8)
+    return rows
+
+
+def _paired_panel(figs: _Figures, ax, per_run: pd.DataFrame, series: list[Series], cat_col: str, cats: list, col: str) -> list[dict]:
+    """Each series but the baseline against it, per category: its value /
+    the baseline's in each seed (dots) and the estimate and 95 % interval
+    of ``lbsim.compare.paired_rows``, the one compare.json reports (a ratio;
+    where that takes the difference instead, because the baseline is 0 in
+    a seed, the panel names it and the CSV holds it). Returns those rows
+    (``basis`` "ratio" or "difference")."""
+    from lbsim.compare import paired_rows
+
+    base = figs.baseline
+    others = [s for s in series if s.runs[0].group != base]
+    width = 0.8 / max(len(others), 1)
+    x = np.arange(len(cats))
+    rows = []
+    for i, s in enumerate(others):
+        g = s.runs[0].group
+        xs = x + (i - (len(others) - 1) / 2) * width
+        for k, c in enumerate(cats):
+            t = per_run[(per_run[cat_col] == c) & per_run.group.isin([base, g])]
+            (r,) = paired_rows(pd.DataFrame({"arm": t.group, "seed": t.seed, col: t[col].astype(float)}), [base, g], base, [col])
+            if r["basis"] == "ratio":
+                est, lo, hi = r["ratio"], r["ci_low"], r["ci_high"]
+            else:
+                est, lo, hi = r["difference"], r["difference_ci_low"], r["difference_ci_high"]
+            rows.append({**_group_ids(s), cat_col: c, "stat": col, "basis": r["basis"], "baseline": base, "n": r["seeds"],
+                         "estimate": est, "ci_low": lo, "ci_high": hi, "method": r["method"]})
+            per_seed = t.pivot(index="seed", columns="group", values=col).astype(float)
+            if base in per_seed and g in per_seed:
+                ratio = (per_seed[g] / per_seed[base]).to_numpy()
+                ratio = ratio[np.isfinite(ratio) & (ratio > 0)]
+                ax.plot(np.full(len(ratio), xs[k]), ratio, ".", color="black", ms=3, zorder=4)
+            if r["basis"] == "difference":
+                ax.annotate("judged as a\ndifference\n(see CSV)", (xs[k], 1.0), ha="center", va="bottom", fontsize=6)
+            elif np.isfinite(est) and est > 0:
+                has = np.isfinite(lo) and np.isfinite(hi)
+                err = [[est - max(lo, est * 1e-3)], [hi - est]] if has else None
+                ax.errorbar(xs[k], est, yerr=err, fmt="o", ms=5, color=s.color, ecolor="black", elinewidth=1, capsize=3, zorder=5)
+    ax.axhline(1.0, color="black", ls="--", lw=1)
+    ax.set_yscale("log")
+    _plain_log_ticks(ax.yaxis)
+    ax.grid(axis="y", alpha=0.3, which="both", lw=0.5)
+    ax.set_title(f"paired: arm / {base} per seed (dots), estimate and 95 % interval", fontsize=8)
+    return rows
+
+
+def link_utilisation(figs: _Figures, series: list[Series]) -> None:
+    """``link_utilisation.png``: one panel per series with links.parquet (a
+    scheme's seeds share one), shared axes; per run the mean utilisation
+    over its sampled ports, a step line coloured by seed, with the min-max
+    over the ports as a band. Panels of one run each with at most
+    ``MAX_PORT_LINES`` ports draw every port instead."""
+    import matplotlib
+    from matplotlib.patches import Patch
+
+    panels = [(s, [r for r in s.runs if (r.path / "links.parquet").exists()]) for s in series]
+    panels = [(s, rs) for s, rs in panels if rs]
+    if not panels:
         return
-    tables = {id(r): pd.read_parquet(r.path / "links.parquet") for r in with_links}
+    tables = {id(r): pd.read_parquet(r.path / "links.parquet").sort_values(["port", "t_ms"]) for _, rs in panels for r in rs}
     ports = sorted({p for t in tables.values() for p in t.port.unique()})
-    many = len(ports) > MAX_PORT_LINES
+    per_port = len(ports) <= MAX_PORT_LINES and all(len(rs) == 1 for _, rs in panels)
     cmap = matplotlib.colormaps["tab10"].colors
-    colour = {p: cmap[i % len(cmap)] for i, p in enumerate(ports)}
-    ncol = min(len(with_links), 3)
-    nrow = math.ceil(len(with_links) / ncol)
+    keys = ports if per_port else list(dict.fromkeys(str(r.seed) for _, rs in panels for r in rs))
+    colour = {p: cmap[i % len(cmap)] for i, p in enumerate(keys)}
+    ncol = min(len(panels), 3)
+    nrow = math.ceil(len(panels) / ncol)
     fig, axes = figs.plt.subplots(nrow, ncol, figsize=(3.6 * ncol + 0.6, 2.6 * nrow + 0.9), sharex=True, sharey=True,
                                   squeeze=False)
     handles: dict = {}
-    rows = []
-    for k, r in enumerate(with_links):
+    rows, bands = [], []
+    for k, (s, rs) in enumerate(panels):
         ax = axes[k // ncol][k % ncol]
-        t = tables[id(r)].sort_values(["port", "t_ms"])
-        w = _window(t.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("utilization_window_ms"))
-        for port, g in t.groupby("port"):
-            xs, ys = _step_xy(g.t_ms.to_numpy(), g.utilisation.to_numpy(), w)
-            line, = ax.step(xs, ys, where="pre", lw=0.6 if many else 1.2,
-                            color="0.7" if many else colour[port])
-            handles.setdefault("each port" if many else port, line)
-        if many:
-            m = t.groupby("t_ms").utilisation.mean()
-            xs, ys = _step_xy(m.index.to_numpy(), m.to_numpy(), w)
-            line, = ax.step(xs, ys, where="pre", lw=1.6, color="black")
-            handles.setdefault("mean over ports", line)
-        _mark_failures(ax, r, handles)
-        ax.set_title(r.label, fontsize=8)
+        windows = []
+        for r in rs:
+            t = tables[id(r)]
+            w = _window(t.t_ms.to_numpy(), r.scenario.get("metrics", {}).get("utilization_window_ms"))
+            windows.append(w)
+            rows.append(t.assign(**r.ids()))
+            if per_port:
+                for port, g in t.groupby("port"):
+                    xs, ys = _step_xy(g.t_ms.to_numpy(), g.utilisation.to_numpy(), w)
+                    line, = ax.step(xs, ys, where="pre", lw=1.2, color=colour[port])
+                    handles.setdefault(port, line)
+                continue
+            u = t.groupby("t_ms").utilisation.agg(["mean", "min", "max", "count"])
+            tt = u.index.to_numpy()
+            xs, ys = _step_xy(tt, u["mean"].to_numpy(), w)
+            ax.fill_between(xs, _step_xy(tt, u["min"].to_numpy(), w)[1], _step_xy(tt, u["max"].to_numpy(), w)[1], step="pre",
+                            color=colour[str(r.seed)], alpha=0.2, lw=0)
+            line, = ax.step(xs, ys, where="pre", lw=1.3, color=colour[str(r.seed)])
+            handles.setdefault(f"seed {r.seed}: mean over the ports", line)
+            bands.append(pd.DataFrame({**r.ids(), "t_ms": tt, "window_ms": w, "ports": u["count"].to_numpy(),
+                                       "utilisation_mean": u["mean"].to_numpy(), "utilisation_min": u["min"].to_numpy(),
+                                       "utilisation_max": u["max"].to_numpy()}))
+        if not per_port:
+            handles.setdefault("band: min-max over the ports", Patch(facecolor="0.5", alpha=0.3))
+        _mark_failures(ax, [e for r in rs for e in r.failures], handles)
+        name = s.runs[0].group if figs.grouped else rs[0].label
+        n_ports = max(tables[id(r)].port.nunique() for r in rs)
+        runs = f"{len(rs)} {_over([Series('', rs, '')])}, " if figs.grouped and len(rs) > 1 else ""
+        ax.set_title(f"{name} ({runs}{n_ports} ports, {'/'.join(f'{w:g}' for w in dict.fromkeys(windows))} ms windows)",
+                     fontsize=8)
         ax.grid(alpha=0.3, lw=0.5)
-        rows.append(t.assign(**r.ids()))
-    for k in range(len(with_links), nrow * ncol):
+    for k in range(len(panels), nrow * ncol):
         axes[k // ncol][k % ncol].set_visible(False)
     for a in axes[-1]:
         a.set_xlabel("time (ms)")
     for a in axes[:, 0]:
         a.set_ylabel("utilisation")
     axes[0][0].set_ylim(bottom=0)
-    rect = _legend_below(fig, list(handles.values()), list(handles.keys()), ncol=min(len(handles), 5))
+    rect = _legend_below(fig, list(handles.values()), list(handles.keys()), ncol=min(len(handles), 4))
     table = pd.concat(rows, ignore_index=True)
     figs.save(fig, "link_utilisation", table[["run", "scheme", "seed", "group", "t_ms", "port", "bytes", "gbps", "utilisation"]],
               rect=rect)
+    if bands:
+        figs.save_csv("link_utilisation_bands", pd.concat(bands, ignore_index=True))
 
 
 def flow_goodput(figs: _Figures, rs: list[Run]) -> None:
@@ -545,7 +692,7 @@ def flow_goodput(figs: _Figures, rs: list[Run]) -> None:
         ax2.set_title(f"{r.label}: the {len(top)} largest flows", fontsize=8)
         ax2.legend(fontsize=6, loc="upper right", title_fontsize=6)
         for a in (ax, ax2):
-            _mark_failures(a, r, handles)
+            _mark_failures(a, r.failures, handles)
             a.grid(alpha=0.3, lw=0.5)
             a.set_ylabel("goodput (Gb/s)", fontsize=8)
     for a in axes[-1]:
@@ -558,73 +705,69 @@ def flow_goodput(figs: _Figures, rs: list[Run]) -> None:
     figs.save(fig, "flow_goodput", pd.concat(rows, ignore_index=True), rect=rect)
 
 
-def job_iteration_time(figs: _Figures, done: pd.DataFrame) -> None:
-    """``job_iteration_time.png``: every completed iteration of every run of
-    a series (``done``: jobs.parquet rows with a ``series`` column), their
-    mean and 95 % interval, the ideal dashed."""
-    import matplotlib
-
-    fig, ax = figs.plt.subplots(figsize=(6.4, 4.2))
-    labels = list(dict.fromkeys(done.series))
+def job_table(series: list[Series]) -> pd.DataFrame:
+    """One row per run and collective job (jobs.parquet): the mean over its
+    completed iterations of the iteration time and busbw (summary.json's
+    ``jobs[].iteration_us.mean`` and ``jobs[].busbw_gbps.mean``) and the
+    ideals."""
     rows = []
-    for i, lab in enumerate(labels):
-        v = done[done.series == lab].time_us.to_numpy(dtype=float) / 1e3
-        m, h, n = mean_ci95(v)
-        rows.append({"series": lab, "iterations": n, "mean_ms": m, "ci95_ms": h, "p99_ms": nearest_rank(np.sort(v), 0.99, presorted=True)})
-        ax.bar(i, m, yerr=None if math.isnan(h) else h, capsize=3, color=matplotlib.colormaps["tab10"].colors[i % 10])
-        ax.plot(np.full(len(v), i), v, "k.", ms=3, alpha=0.5)
-    ideal = done.ideal_us.min() / 1e3
-    ax.axhline(ideal, color="gray", ls="--", lw=1, label=f"ideal ({ideal:.3g} ms)" if done.ideal_us.nunique() == 1 else "ideal (smallest)")
-    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=7)
-    ax.set_ylabel("iteration time (ms): mean, 95 % CI, each iteration")
-    ax.set_title("Collective iteration time", fontsize=9)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3, lw=0.5, axis="y")
-    figs.save(fig, "job_iteration_time", pd.DataFrame(rows))
+    for s in series:
+        for r in s.runs:
+            if not (r.path / "jobs.parquet").exists():
+                continue
+            for _, g in pd.read_parquet(r.path / "jobs.parquet").groupby("job", sort=True):
+                d = g[g.completed]
+                rows.append({**r.ids(), "job": str(g["name"].iloc[0]), "size_bytes": int(g.size_bytes.iloc[0]), "iterations": len(d),
+                             "iteration_ms": float(d.time_us.mean()) / 1e3 if len(d) else math.nan,
+                             "ideal_ms": float(g.ideal_us.iloc[0]) / 1e3, "busbw_gbps": float(d.busbw_gbps.mean()) if len(d) else math.nan,
+                             "ideal_busbw_gbps": float(g.ideal_busbw_gbps.iloc[0])})
+    return pd.DataFrame(rows)
 
 
-def job_busbw(figs: _Figures, done: pd.DataFrame) -> None:
-    """``job_busbw.png``: bus bandwidth against message size; per run its
-    mean over iterations, then the mean and 95 % t interval over a series'
-    runs; with one message size, the series side by side."""
-    import matplotlib
+def job_iteration_time(figs: _Figures, series: list[Series], jobs: pd.DataFrame) -> None:
+    """``job_iteration_time.png``: per job, bars per series of the mean
+    iteration time per run (``_bar_panel``: over a series' runs, never over
+    iterations), the ideal dashed; with a baseline, each series against it
+    (``_paired_panel``)."""
+    _job_bars(figs, series, jobs, "job_iteration_time", "iteration_ms", "ideal_ms", "iteration time (ms)")
 
-    fig, ax = figs.plt.subplots(figsize=(6.4, 4.2))
-    per_run = done.groupby(["series", "run", "size_bytes"], sort=False).agg(busbw=("busbw_gbps", "mean"), ideal=("ideal_busbw_gbps", "first")).reset_index()
-    rows = []
-    for i, lab in enumerate(dict.fromkeys(per_run.series)):
-        d = per_run[per_run.series == lab]
-        xs, ms, hs = [], [], []
-        for size, g in d.groupby("size_bytes"):
-            m, h, n = mean_ci95(g.busbw)
-            xs.append(size)
-            ms.append(m)
-            hs.append(0.0 if math.isnan(h) else h)
-            rows.append({"series": lab, "size_bytes": size, "runs": n, "busbw_gbps_mean": m, "ci95_gbps": h, "ideal_busbw_gbps": float(g.ideal.iloc[0])})
-        ax.errorbar(xs, ms, yerr=hs, marker="o", ms=4, capsize=3, label=lab, color=matplotlib.colormaps["tab10"].colors[i % 10])
-    ideal = per_run.groupby("size_bytes").ideal.first()
-    if len(ideal) == 1:
-        # one message size: the series side by side, the ideal a line
-        ax.clear()
-        for i, r in enumerate(rows):
-            ax.errorbar(i, r["busbw_gbps_mean"], yerr=0.0 if math.isnan(r["ci95_gbps"]) else r["ci95_gbps"], marker="o", ms=5,
-                        capsize=4, color=matplotlib.colormaps["tab10"].colors[i % 10])
-            ax.annotate(f"{r['busbw_gbps_mean'] / r['ideal_busbw_gbps']:.2f}", (i, r["busbw_gbps_mean"]), xytext=(6, -3),
-                        textcoords="offset points", fontsize=6)
-        ax.axhline(ideal.iloc[0], color="k", ls="--", lw=1, label=f"ideal {ideal.iloc[0]:.1f} Gb/s (idle non-blocking fabric)")
-        ax.axhline(0.9 * ideal.iloc[0], color="gray", ls=":", lw=1, label="90 % of ideal")
-        ax.set_xticks(range(len(rows)), [f"{r['series']}" for r in rows], rotation=30, ha="right", fontsize=7)
-        ax.set_xlabel(f"message size {ideal.index[0]:,} bytes; labels: busbw / ideal")
-    else:
-        ax.plot(ideal.index, ideal.to_numpy(), "k--", lw=1, label="ideal (idle non-blocking fabric)")
-        ax.set_xscale("log")
-        ax.set_xlabel("message size (bytes)")
-    ax.set_ylabel("bus bandwidth (Gb/s)")
+
+def job_busbw(figs: _Figures, series: list[Series], jobs: pd.DataFrame) -> None:
+    """``job_busbw.png``: per job, bars per series of the mean busbw per
+    run, the ideal dashed and 90 % of it dotted; with a baseline, each
+    series against it."""
+    _job_bars(figs, series, jobs, "job_busbw", "busbw_gbps", "ideal_busbw_gbps", "bus bandwidth (Gb/s)", near=0.9)
+
+
+def _job_bars(figs: _Figures, series: list[Series], jobs: pd.DataFrame, name: str, col: str, ideal: str, title: str,
+              near: Optional[float] = None) -> None:
+    cats = list(dict.fromkeys(jobs.job))
+    fig, axes = _grid(figs, 1, 6.4, 4.2)
+    ax = axes[0][0]
+    grows = _bar_panel(figs, ax, jobs, series, "job", cats, col, log=False)
+    handles, labels = _series_legend(series)
+    for k, c in enumerate(cats):
+        v = float(jobs.loc[jobs.job == c, ideal].min())
+        line = ax.hlines(v, k - 0.45, k + 0.45, color="black", ls="--", lw=1, zorder=5)
+        if near is not None:
+            dotted = ax.hlines(near * v, k - 0.45, k + 0.45, color="gray", ls=":", lw=1, zorder=5)
+    handles.append(line)
+    labels.append("ideal (idle non-blocking fabric)")
+    if near is not None:
+        handles.append(dotted)
+        labels.append(f"{near:.0%} of ideal")
+    ax.set_ylabel(title)
     ax.set_ylim(bottom=0)
-    ax.set_title("Collective bus bandwidth (mean and 95 % CI over runs)", fontsize=9)
-    ax.grid(alpha=0.3, lw=0.5)
-    ax.legend(fontsize=6)
-    figs.save(fig, "job_busbw", pd.DataFrame(rows))
+    if figs.baseline is not None:
+        grows += _paired_panel(figs, axes[1][0], jobs, series, "job", cats, col)
+        axes[1][0].set_ylabel(f"{title.split(' (')[0]}: arm / {figs.baseline}")
+    sizes = jobs.groupby("job", sort=False).size_bytes.first()
+    for a in axes.flat:
+        a.set_xticks(np.arange(len(cats)), [f"{c} ({_human_bytes(sizes[c])})" for c in cats], fontsize=8)
+    rect = _legend_below(fig, handles, labels, ncol=3)
+    figs.save(fig, name, jobs[["run", "scheme", "seed", "group", "job", "size_bytes", "iterations", col, ideal]], rect=rect)
+    if figs.grouped:
+        figs.save_csv(f"{name}_groups", pd.DataFrame(grows))
 
 
 def failures_table(figs: _Figures, rs: list[Run]) -> None:
