@@ -10,8 +10,12 @@ With ``--hpcc`` it runs the reference (bench/hpcc/hpcc_run.py, DCQCN at
 100 Gb/s) into DIR/hpcc; with ``--hpcc-run`` it reads a finished run of
 hpcc_run.py. lbsim runs examples/rdma_dcqcn.toml on the same files into
 DIR/lbsim (``lbsim run ... --set topology.kind=hpcc ...``), timed with
-/usr/bin/time -v. ``--record`` writes both summaries, the commands, the
-commit and the machine as JSON (bench/results/).
+/usr/bin/time -v. ``--tcp`` also runs lbsim's TCP on the same flows and
+fabric (``transport.kind = "tcp"``, into DIR/lbsim_tcp) and prints what
+sets the RDMA run's cost against it: events per kind (summary.json's
+``events_by_kind``), packet arrivals per link (one event each, the floor of
+any packet-level run) and CPU time. ``--record`` writes the summaries, the
+commands, the commit and the machine as JSON (bench/results/).
 """
 
 from __future__ import annotations
@@ -85,6 +89,21 @@ def side_by_side(a: dict, b: dict, ta: dict, tb: dict) -> str:
     return "\n".join(rows)
 
 
+def cost_lines(rdma: dict, tcp: dict, t_rdma: dict, t_tcp: dict, t_hpcc: dict) -> str:
+    """What the RDMA run's CPU time is made of, against TCP on the same flows."""
+    ra, ta = rdma["events_by_kind"]["arrive"], tcp["events_by_kind"]["arrive"]
+    # the least the RDMA model could cost: its link arrivals alone, at TCP's
+    # CPU time per event
+    floor = ra * t_tcp["cpu_s"] / tcp["events"]
+    return "\n".join([
+        f"events: rdma {rdma['events']:,} {rdma['events_by_kind']}",
+        f"        tcp  {tcp['events']:,} {tcp['events_by_kind']}",
+        f"link arrivals rdma / tcp = {ra / ta:.2f}; CPU rdma {t_rdma['cpu_s']:.1f} s, tcp {t_tcp['cpu_s']:.1f} s "
+        f"({t_rdma['cpu_s'] / rdma['events'] * 1e9:.0f} / {t_tcp['cpu_s'] / tcp['events'] * 1e9:.0f} ns per event)",
+        f"rdma's arrivals at tcp's cost per event: {floor:.1f} s CPU, hpcc / that = {t_hpcc['cpu_s'] / floor:.1f}x",
+    ])
+
+
 def git_commit() -> str:
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
@@ -101,6 +120,7 @@ def main() -> int:
     ap.add_argument("--scenario", type=Path, default=ROOT / "examples" / "rdma_dcqcn.toml")
     ap.add_argument("--set", action="append", default=[], help="a further lbsim override KEY=VALUE")
     ap.add_argument("--record", type=Path, help="write the comparison as JSON here")
+    ap.add_argument("--tcp", action="store_true", help="also run lbsim's TCP on the same flows and compare the costs")
     args = ap.parse_args()
 
     hdir = args.hpcc_run
@@ -119,6 +139,13 @@ def main() -> int:
     summary = json.loads((ldir / "summary.json").read_text())
     a["pfc"] = {k: summary["rdma"][k] for k in ("pause_frames", "resume_frames")}
     print(side_by_side(a, b, ta, tb))
+    tcp = None
+    if args.tcp:
+        tdir = args.out / "lbsim_tcp"
+        tt = run_lbsim(args.topo, args.flows, tdir, args.scenario, [*args.set, "transport.kind=tcp"])
+        ts = json.loads((tdir / "summary.json").read_text())
+        tcp = {"time": tt, "events": ts["events"], "events_by_kind": ts["events_by_kind"]}
+        print(cost_lines(summary, ts, ta, tt, tb))
     if args.record:
         record = {
             "date": datetime.date.today().isoformat(),
@@ -126,7 +153,8 @@ def main() -> int:
             "machine": {"cpu": platform.processor() or platform.machine(), "system": platform.platform()},
             "topology": args.topo.name,
             "flows": args.flows.name,
-            "lbsim": {"time": ta, "slowdown": a, "events": summary.get("events")},
+            "lbsim": {"time": ta, "slowdown": a, "events": summary["events"], "events_by_kind": summary["events_by_kind"]},
+            "lbsim_tcp": tcp,
             "hpcc": {"time": tb, "slowdown": b},
         }
         args.record.parent.mkdir(parents=True, exist_ok=True)

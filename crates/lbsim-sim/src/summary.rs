@@ -288,6 +288,7 @@ fn summarize(sc: &Scenario, w: &World, events: u64, workload: Value, rtt: SimTim
         },
         "sim_time_s": w.now().as_secs_f64(),
         "events": events,
+        "events_by_kind": crate::world::Ev::KINDS.iter().zip(w.ev_kinds).filter(|(_, n)| *n > 0).map(|(k, n)| (k.to_string(), serde_json::Value::from(n))).collect::<serde_json::Map<_, _>>(),
         "setup_wall_s": setup_s,
         "wall_s": run_s,
         "events_per_s": if run_s > 0.0 { events as f64 / run_s } else { 0.0 },

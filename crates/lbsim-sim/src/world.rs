@@ -106,6 +106,50 @@ pub(crate) enum Ev {
     },
 }
 
+impl Ev {
+    /// Each kind's name in summary.json's `events_by_kind`, in the order
+    /// of [`Ev::kind`].
+    pub const KINDS: [&'static str; 15] = [
+        "arrive",
+        "tcp_timer",
+        "flow_arrival",
+        "scheme_timer",
+        "link",
+        "udp",
+        "incast_request",
+        "sample_links",
+        "sample_queues",
+        "sample_cwnd",
+        "sample_scheme",
+        "nic_ready",
+        "job",
+        "port_free",
+        "qp_timer",
+    ];
+
+    /// This event's index in [`Ev::KINDS`].
+    #[inline(always)]
+    pub fn kind(&self) -> usize {
+        match self {
+            Ev::Arrive { .. } => 0,
+            Ev::Timer { .. } => 1,
+            Ev::FlowArrival => 2,
+            Ev::Lb { .. } => 3,
+            Ev::Link { .. } => 4,
+            Ev::Udp { .. } => 5,
+            Ev::IncastRequest => 6,
+            Ev::SampleLinks => 7,
+            Ev::SampleQueues => 8,
+            Ev::SampleCwnd => 9,
+            Ev::SampleScheme => 10,
+            Ev::NicReady { .. } => 11,
+            Ev::Job { .. } => 12,
+            Ev::PortFree { .. } => 13,
+            Ev::QpTimer { .. } => 14,
+        }
+    }
+}
+
 /// The serial run: one queue, popped in its order.
 impl World {
     /// Processes one event; false when the queue is empty.
@@ -232,6 +276,9 @@ pub(crate) struct World {
     pub q: EventQueue<Ev>,
     /// Whether the run loop prefetches ([`PREFETCH_MIN_PORTS`]).
     prefetch: bool,
+    /// Events processed per kind ([`Ev::KINDS`]), for summary.json's
+    /// `events_by_kind`.
+    pub ev_kinds: [u64; Ev::KINDS.len()],
     pub topo: Topology,
     pub routing: Routing,
     pub link_up: Vec<bool>,
@@ -363,6 +410,7 @@ impl World {
         let mut w = World {
             q: EventQueue::new(),
             prefetch: prefetch_for(ports.len()),
+            ev_kinds: [0; Ev::KINDS.len()],
             routing,
             link_up,
             ports,
@@ -452,6 +500,7 @@ impl World {
     /// (`None` for a stale one, whose link failed).
     #[inline(always)]
     pub(crate) fn dispatch(&mut self, ev: Ev, arrived: Option<PktId>) {
+        self.ev_kinds[ev.kind()] += 1;
         match ev {
             Ev::Arrive { port, .. } => {
                 if let Some(pkt) = arrived {

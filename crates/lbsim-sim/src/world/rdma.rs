@@ -670,6 +670,13 @@ mod tests {
         let ideal = 64e6 * 1.048 * 8.0 / 100e9 * 1e6;
         assert!(last < ideal * 1.05, "last flow at {last} us, the link's minimum {ideal} us");
         assert!(out.flows.iter().all(|f| f.counters.paused_ns > 0));
+        // events by kind add up to the count; a paused 16:1 incast keeps
+        // every port backlogged, so about one port_free per packet-hop
+        let kinds = out.summary["events_by_kind"].as_object().unwrap();
+        assert_eq!(kinds.values().map(|n| n.as_u64().unwrap()).sum::<u64>(), out.summary["events"].as_u64().unwrap());
+        let (arrive, free) = (kinds["arrive"].as_f64().unwrap(), kinds["port_free"].as_f64().unwrap());
+        assert!(free > 0.3 * arrive && free < arrive, "{kinds:?}");
+        assert!(!kinds.contains_key("tcp_timer"), "{kinds:?}");
     }
 
     #[test]
