@@ -4,20 +4,30 @@
 1. exports lbsim's B1 flow list (examples/b1.toml, N flows at 60 % load);
 2. runs lbsim on exactly those flows (workload.kind = "flow_list");
 3. runs ns-3 (bench/ns3_b1.py, B1 for ns-3 3.44; `pip install
-   ns3==3.44.post0` into --ns3-python's environment) on the same CSV;
+   ns3==3.44.post0` into --ns3-python's environment) on the same CSV, or
+   with --ns3-from takes ns-3's side from an earlier record of the same
+   flow list (ns-3 does not change; its run takes 15-20 minutes);
 4. prints wall time of each simulation loop, the ratio, events/s, peak RSS,
-   and mean / p99 FCT (overall, <100 KB, >10 MB) side by side.
+   mean / p99 FCT (overall, <100 KB, >10 MB), drops and the senders' loss
+   response side by side;
+5. with --record FILE, writes all of it as JSON (bench/results/): the date,
+   the lbsim build's commit and model revision, this repository's commit,
+   the machine, the command and both simulators' numbers. README.md and
+   docs/performance.md quote the latest record (tools/peer_tables.py).
 
-    python bench/b1_compare.py --flows 5000
+    python bench/b1_compare.py --flows 5000 --record bench/results/b1_vs_ns3_DATE.json
+    python bench/b1_compare.py --ns3-from bench/results/b1_vs_ns3_DATE.json --record ...
     python bench/b1_compare.py --flows 1000 --skip-ns3   # lbsim only
 
-ns-3 setup (2-3 minutes):
+ns-3 setup (about 15 minutes: pip builds cppyy from source):
     python3 -m venv /tmp/ns3-venv && /tmp/ns3-venv/bin/pip install ns3==3.44.post0
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
 import math
 import os
@@ -34,14 +44,142 @@ from measure import run_timed  # noqa: E402
 
 NS3_SCRIPT = ROOT / "bench" / "ns3_b1.py"
 
+#: The side-by-side rows: label, key in each simulator's numbers, format.
+ROWS = [
+    ("simulation loop wall (s)", "wall_run_s", "{:.2f}"),
+    ("whole process wall (s)", "wall_total_s", "{:.2f}"),
+    ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
+    ("flows completed", "completed", "{}"),
+    ("mean FCT (ms)", "mean_fct_ms", "{:.3f}"),
+    ("p99 FCT (ms)", "p99_fct_ms", "{:.3f}"),
+    ("mean FCT <100KB (ms)", "mean_lt100KB_ms", "{:.3f}"),
+    ("mean FCT >10MB (ms)", "mean_gt10MB_ms", "{:.3f}"),
+    ("drops", "drops", "{}"),
+    ("retransmits", "retransmits", "{}"),
+    ("timeouts", "timeouts", "{}"),
+    ("fast recoveries", "fast_recoveries", "{}"),
+]
+
 
 def pct(xs, q):
     s = sorted(xs)
     return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))] if s else float("nan")
 
 
-def mean(xs):
-    return sum(xs) / len(xs) if xs else float("nan")
+def fct_numbers(fct_ms: list[float], sizes: list[int]) -> dict:
+    """Mean and p99 FCT, and the means of flows below 100 KB and above 10 MB."""
+    small = [f for f, s in zip(fct_ms, sizes) if s < 100_000]
+    large = [f for f, s in zip(fct_ms, sizes) if s > 10_000_000]
+    mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
+    return {"completed": len(fct_ms), "mean_fct_ms": mean(fct_ms), "p99_fct_ms": pct(fct_ms, 0.99),
+            "mean_lt100KB_ms": mean(small), "mean_gt10MB_ms": mean(large)}
+
+
+def lbsim_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "lbsim.cli", *args]
+
+
+def lbsim_build() -> dict:
+    """The installed lbsim's version line: its commit and model revision."""
+    line = subprocess.run(lbsim_cmd("--version"), check=True, capture_output=True, text=True).stdout.strip()
+    m = re.search(r"commit (\w+); model revision ([\w.-]+)", line)
+    return {"version": line, "commit": m[1] if m else "unknown", "model_revision": m[2] if m else "unknown"}
+
+
+def run_lbsim(scenario: Path, sets: list[str], flows_csv: Path, out: Path) -> dict:
+    replay = [*sets, "workload.kind=flow_list", f'workload.flow_list="{flows_csv}"']
+    _, wall_total, rss = run_timed(lbsim_cmd("run", str(scenario), "--out", str(out), "--quiet", "--force")
+                                   + sum([["--set", s] for s in replay], []))
+    s = json.loads((out / "summary.json").read_text())
+    import pandas as pd
+
+    f = pd.read_parquet(out / "flows.parquet")
+    done = f[f.completed]
+    t = s["transport"]
+    return {
+        "wall_run_s": s["wall_s"],
+        "wall_total_s": wall_total,
+        "events": s["events"],
+        "events_per_s": s["events_per_s"],
+        "peak_rss_mb": rss,
+        **fct_numbers(list(done.fct_us / 1e3), list(done.size_bytes)),
+        "drops": s["network"]["drops"]["total"],
+        "retransmits": t["retransmits"],
+        "timeouts": t["timeouts"],
+        "fast_recoveries": t["fast_recoveries"],
+    }
+
+
+def run_ns3(python: str, script: Path, flows_csv: Path, seed: int, work: Path) -> dict:
+    nsdir = Path(tempfile.mkdtemp(prefix="ns3-b1-"))  # ns-3 scans its cwd for libraries: keep it empty
+    fct_csv = work / "ns3_fct.csv"
+    out, wall_total, rss = run_timed([python, str(script), "--flow-list", str(flows_csv), "--fct-out", str(fct_csv),
+                                      "--seed", str(seed)], cwd=str(nsdir))
+    (work / "ns3_stdout.txt").write_text(out)
+    kv = dict(re.findall(r"(\w+)=([^\s]+)", out))
+    import pandas as pd
+
+    nf = pd.read_csv(fct_csv)
+    nd = nf[nf.fct_s >= 0]
+    return {
+        "version": kv["ns3"],
+        "date": datetime.date.today().isoformat(),
+        "wall_run_s": float(kv["wall_run_s"]),
+        "wall_total_s": wall_total,
+        "peak_rss_mb": rss,
+        **fct_numbers(list(nd.fct_s * 1e3), list(nd["size"])),
+        "drops": int(kv["drops"]),
+        "retransmits": int(kv["retransmits"]),
+        "timeouts": int(kv["timeouts"]),
+        "fast_recoveries": int(kv["fast_recoveries"]),
+        "link_packets": int(kv["tx_packets_all_links"]),
+    }
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "system": platform.platform()}
+
+
+def git_commit() -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def command_line(argv: list[str]) -> str:
+    """This run's command as the record keeps it: folders outside the
+    repository named by their option, not by this machine's paths."""
+    names = {"--out": "OUT", "--ns3-python": "NS3_PYTHON", "--ns3-script": "NS3_SCRIPT"}
+    words, i = [], 0
+    while i < len(argv):
+        opt, _, val = argv[i].partition("=")
+        if opt in names:
+            val = val or (argv[i + 1] if i + 1 < len(argv) else "")
+            i += 0 if "=" in argv[i] else 1
+            words += [opt, names[opt]]
+        else:
+            words.append(argv[i])
+        i += 1
+    return " ".join(["python3 bench/b1_compare.py", *words])
+
+
+def side_by_side(lb: dict, ns: dict | None) -> str:
+    lines = [f"{'':28} {'lbsim':>12} {'ns-3':>12} {'lbsim/ns-3':>11}"]
+    for name, k, fmt in ROWS:
+        lv = lb.get(k)
+        nv = ns.get(k) if ns else None
+        ratio = f"{lv / nv:.3f}" if isinstance(lv, (int, float)) and isinstance(nv, (int, float)) and nv else ""
+        cell = lambda v: fmt.format(v) if v is not None else "-"  # noqa: E731
+        lines.append(f"{name:28} {cell(lv):>12} {cell(nv):>12} {ratio:>11}")
+    lines.append(f"lbsim events: {lb['events']} ({lb['events_per_s'] / 1e6:.2f} M events/s)")
+    if ns:
+        lines.append(f"speed-up (simulation loop): {ns['wall_run_s'] / lb['wall_run_s']:.1f}x; "
+                     f"(whole process): {ns['wall_total_s'] / lb['wall_total_s']:.1f}x")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -51,8 +189,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--ns3-python", default="/tmp/ns3-venv/bin/python")
     ap.add_argument("--ns3-script", default=str(NS3_SCRIPT), help="the ns-3 side of B1 (default: bench/ns3_b1.py)")
-    ap.add_argument("--skip-ns3", action="store_true")
+    ns_src = ap.add_mutually_exclusive_group()
+    ns_src.add_argument("--skip-ns3", action="store_true")
+    ns_src.add_argument("--ns3-from", type=Path, metavar="RECORD", help="ns-3's side from an earlier record of the same flows")
     ap.add_argument("--out", default=None, help="folder to keep the flow list, FCTs and a JSON report")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the comparison as JSON here (bench/results/)")
     a = ap.parse_args()
 
     work = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="lbsim-b1-"))
@@ -60,91 +201,51 @@ def main() -> None:
     scenario = ROOT / "examples" / "b1.toml"
     sets = [f"workload.flows={a.flows}", f"workload.load={a.load}", f"seed={a.seed}"]
     flows_csv = work / "flows.csv"
-    subprocess.run([sys.executable, "-m", "lbsim.cli", "flows", str(scenario), "--out", str(flows_csv)]
-                   + sum([["--set", s] for s in sets], []), check=True, capture_output=True)
+    subprocess.run(lbsim_cmd("flows", str(scenario), "--out", str(flows_csv)) + sum([["--set", s] for s in sets], []),
+                   check=True, capture_output=True)
     nflows = sum(1 for _ in open(flows_csv)) - 1
+    digest = hashlib.sha256(flows_csv.read_bytes()).hexdigest()
 
-    # ---- lbsim on the flow list
-    lb_out = work / "lbsim"
-    replay = [*sets, "workload.kind=flow_list", f'workload.flow_list="{flows_csv}"']
-    _, lb_wall_total, lb_rss = run_timed([sys.executable, "-m", "lbsim.cli", "run", str(scenario), "--out", str(lb_out),
-                                          "--quiet"] + sum([["--set", s] for s in replay], []))
-    s = json.loads((lb_out / "summary.json").read_text())
-    import pandas as pd
-
-    f = pd.read_parquet(lb_out / "flows.parquet")
-    done = f[f.completed]
-    lb = {
-        "wall_run_s": s["wall_s"],
-        "wall_total_s": lb_wall_total,
-        "events": s["events"],
-        "events_per_s": s["events_per_s"],
-        "peak_rss_mb": lb_rss,
-        "completed": int(len(done)),
-        "mean_fct_ms": done.fct_us.mean() / 1e3,
-        "p99_fct_ms": pct(list(done.fct_us), 0.99) / 1e3,
-        "mean_lt100KB_ms": done[done.size_bytes < 100_000].fct_us.mean() / 1e3,
-        "mean_gt10MB_ms": done[done.size_bytes > 10_000_000].fct_us.mean() / 1e3,
-        "drops": s["network"]["drops"]["total"],
-        "timeouts": s["transport"]["timeouts"],
-    }
-
+    build = lbsim_build()
+    lb = run_lbsim(scenario, sets, flows_csv, work / "lbsim")
     ns = None
-    if not a.skip_ns3:
+    if a.ns3_from:
+        old = json.loads(a.ns3_from.read_text())
+        if old.get("flow_list_sha256") != digest:
+            sys.exit(f"--ns3-from: {a.ns3_from} ran another flow list (flows, load or seed differ)")
+        ns = old["ns3"]
+    elif not a.skip_ns3:
         script = Path(a.ns3_script).resolve()
         if not script.exists() or not Path(a.ns3_python).exists():
             sys.exit("ns-3 not found: pass --ns3-python/--ns3-script (see this script's docstring) or --skip-ns3")
-        nsdir = Path(tempfile.mkdtemp(prefix="ns3-b1-"))  # ns-3 scans its cwd for libraries: keep it empty
-        fct_csv = work / "ns3_fct.csv"
-        out, ns_wall_total, ns_rss = run_timed([a.ns3_python, str(script), "--flow-list", str(flows_csv),
-                                                "--fct-out", str(fct_csv), "--seed", str(a.seed)], cwd=str(nsdir))
-        kv = dict(re.findall(r"(\w+)=([^\s]+)", out))
-        nf = pd.read_csv(fct_csv)
-        nd = nf[nf.fct_s >= 0]
-        ns = {
-            "wall_run_s": float(kv["wall_run_s"]),
-            "wall_total_s": ns_wall_total,
-            "peak_rss_mb": ns_rss,
-            "completed": int(len(nd)),
-            "mean_fct_ms": nd.fct_s.mean() * 1e3,
-            "p99_fct_ms": pct(list(nd.fct_s), 0.99) * 1e3,
-            "mean_lt100KB_ms": nd[nd["size"] < 100_000].fct_s.mean() * 1e3,
-            "mean_gt10MB_ms": nd[nd["size"] > 10_000_000].fct_s.mean() * 1e3,
-            "drops": kv.get("drops"),
-            "link_packets": int(kv.get("tx_packets_all_links", "0")),
-        }
+        ns = run_ns3(a.ns3_python, script, flows_csv, a.seed, work)
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    print(f"B1: {nflows} flows, load {a.load}, seed {a.seed}; machine: {os.cpu_count()} cores, {cpu}")
-    rows = [
-        ("simulation loop wall (s)", "wall_run_s", "{:.2f}"),
-        ("whole process wall (s)", "wall_total_s", "{:.2f}"),
-        ("peak RSS (MB)", "peak_rss_mb", "{:.0f}"),
-        ("flows completed", "completed", "{}"),
-        ("mean FCT (ms)", "mean_fct_ms", "{:.3f}"),
-        ("p99 FCT (ms)", "p99_fct_ms", "{:.3f}"),
-        ("mean FCT <100KB (ms)", "mean_lt100KB_ms", "{:.3f}"),
-        ("mean FCT >10MB (ms)", "mean_gt10MB_ms", "{:.3f}"),
-        ("drops", "drops", "{}"),
-    ]
-    print(f"{'':28} {'lbsim':>12} {'ns-3':>12} {'lbsim/ns-3':>11}")
-    for name, k, fmt in rows:
-        lv = lb.get(k)
-        nv = ns.get(k) if ns else None
-        ratio = ""
-        if ns and isinstance(lv, (int, float)) and isinstance(nv, (int, float)) and nv:
-            ratio = f"{lv / nv:.3f}"
-        print(f"{name:28} {fmt.format(lv) if lv is not None else '-':>12} {fmt.format(nv) if nv is not None else '-':>12} {ratio:>11}")
-    print(f"lbsim events: {lb['events']} ({lb['events_per_s'] / 1e6:.2f} M events/s)")
-    if ns:
-        print(f"speed-up (simulation loop): {ns['wall_run_s'] / lb['wall_run_s']:.1f}x; "
-              f"(whole process): {ns['wall_total_s'] / lb['wall_total_s']:.1f}x")
-    report = {"flows": nflows, "load": a.load, "seed": a.seed, "lbsim": lb, "ns3": ns, "machine": {"cores": os.cpu_count(), "cpu": cpu}}
+    mach = machine()
+    print(f"B1: {nflows} flows, load {a.load}, seed {a.seed}; machine: {mach['cores']} cores, {mach['cpu']}")
+    print(f"{build['version']}" + (f"; ns-3 {ns['version']} (run {ns['date']})" if ns else ""))
+    print(side_by_side(lb, ns))
+    report = {
+        "date": datetime.date.today().isoformat(),
+        "commit": build["commit"],
+        "model_revision": build["model_revision"],
+        "bench_commit": git_commit(),
+        "machine": mach,
+        "command": command_line(sys.argv[1:]),
+        "scenario": "examples/b1.toml",
+        "flows": nflows,
+        "load": a.load,
+        "seed": a.seed,
+        "flow_list_sha256": digest,
+        "lbsim": lb,
+        "ns3": ns,
+    }
     (work / "report.json").write_text(json.dumps(report, indent=2))
+    if a.record:
+        if ns is None:
+            sys.exit("--record needs ns-3's side (run it, or --ns3-from an earlier record)")
+        a.record.parent.mkdir(parents=True, exist_ok=True)
+        a.record.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+        print(f"wrote {a.record}")
     print(f"details in {work}")
 
 
