@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gzip
 import hashlib
 import json
 import math
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -136,6 +138,24 @@ def run_ns3(python: str, script: Path, flows_csv: Path, seed: int, work: Path) -
     }
 
 
+def timeout_split(lbsim_flows: Path, ns3_flows: Path) -> dict:
+    """Each flow by where it timed out (in neither simulator, in one, in
+    both): how many, and their mean and summed FCT in each simulator."""
+    import pandas as pd
+
+    lb = pd.read_parquet(lbsim_flows).sort_values(["start_us", "flow_id"], kind="stable").reset_index(drop=True)
+    ns = pd.read_csv(ns3_flows)
+    if len(lb) != len(ns) or (lb.size_bytes.values != ns["size"].values).any() or (lb.src.values != ns.src.values).any():
+        sys.exit(f"{ns3_flows}: not the flows lbsim ran, in their order")
+    lf, nf = lb.fct_us / 1e3, ns.fct_s.where(ns.fct_s >= 0) * 1e3
+    lt, nt = lb.timeouts > 0, ns.timeouts > 0
+    out = {}
+    for group, m in [("neither", ~lt & ~nt), ("ns-3 only", ~lt & nt), ("lbsim only", lt & ~nt), ("both", lt & nt)]:
+        out[group] = {"flows": int(m.sum()), "lbsim_mean_fct_ms": float(lf[m].mean()), "ns3_mean_fct_ms": float(nf[m].mean()),
+                      "lbsim_fct_sum_ms": float(lf[m].sum()), "ns3_fct_sum_ms": float(nf[m].sum())}
+    return out
+
+
 def machine() -> dict:
     cpu = platform.processor() or platform.machine()
     try:
@@ -208,22 +228,29 @@ def main() -> None:
 
     build = lbsim_build()
     lb = run_lbsim(scenario, sets, flows_csv, work / "lbsim")
-    ns = None
+    ns, ns_flows = None, None
     if a.ns3_from:
         old = json.loads(a.ns3_from.read_text())
         if old.get("flow_list_sha256") != digest:
             sys.exit(f"--ns3-from: {a.ns3_from} ran another flow list (flows, load or seed differ)")
-        ns = old["ns3"]
+        ns = {"command": old["command"], **old["ns3"]}
+        if ns.get("flows_file"):
+            ns_flows = a.ns3_from.parent / ns["flows_file"]
     elif not a.skip_ns3:
         script = Path(a.ns3_script).resolve()
         if not script.exists() or not Path(a.ns3_python).exists():
             sys.exit("ns-3 not found: pass --ns3-python/--ns3-script (see this script's docstring) or --skip-ns3")
-        ns = run_ns3(a.ns3_python, script, flows_csv, a.seed, work)
+        ns = {**run_ns3(a.ns3_python, script, flows_csv, a.seed, work), "command": command_line(sys.argv[1:])}
+        ns_flows = work / "ns3_fct.csv"
+    split = timeout_split(work / "lbsim" / "flows.parquet", ns_flows) if ns_flows else None
 
     mach = machine()
     print(f"B1: {nflows} flows, load {a.load}, seed {a.seed}; machine: {mach['cores']} cores, {mach['cpu']}")
     print(f"{build['version']}" + (f"; ns-3 {ns['version']} (run {ns['date']})" if ns else ""))
     print(side_by_side(lb, ns))
+    for group, v in (split or {}).items():
+        print(f"flows with a timeout in {group:12} {v['flows']:5}: mean FCT {v['lbsim_mean_fct_ms']:8.3f} / "
+              f"{v['ns3_mean_fct_ms']:8.3f} ms, summed {v['lbsim_fct_sum_ms']:9.1f} / {v['ns3_fct_sum_ms']:9.1f} ms")
     report = {
         "date": datetime.date.today().isoformat(),
         "commit": build["commit"],
@@ -238,12 +265,18 @@ def main() -> None:
         "flow_list_sha256": digest,
         "lbsim": lb,
         "ns3": ns,
+        "timeout_split": split,
     }
     (work / "report.json").write_text(json.dumps(report, indent=2))
     if a.record:
         if ns is None:
             sys.exit("--record needs ns-3's side (run it, or --ns3-from an earlier record)")
         a.record.parent.mkdir(parents=True, exist_ok=True)
+        if not a.ns3_from:
+            # ns-3's per-flow results beside the record, for --ns3-from
+            ns["flows_file"] = a.record.name.removesuffix(".json") + ".ns3_flows.csv.gz"
+            with open(work / "ns3_fct.csv", "rb") as src, gzip.GzipFile(a.record.parent / ns["flows_file"], "wb", mtime=0) as dst:
+                shutil.copyfileobj(src, dst)
         a.record.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
         print(f"wrote {a.record}")
     print(f"details in {work}")
