@@ -1,0 +1,71 @@
+"""The peer comparisons in README.md and docs/ are written from the records
+under bench/results/ (tools/peer_tables.py) and must match the latest
+record; every record says when, on what and how it was measured."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GEN = ROOT / "tools" / "peer_tables.py"
+spec = importlib.util.spec_from_file_location("peer_tables", GEN)
+peer_tables = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(peer_tables)
+
+
+def test_committed_peer_tables_are_current():
+    p = subprocess.run([sys.executable, str(GEN), "--check"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_every_block_is_quoted_somewhere():
+    text = "".join(f.read_text() for f in peer_tables.FILES)
+    for name in peer_tables.BLOCKS:
+        assert f"<!-- peer-table {name} -->" in text, name
+
+
+def test_every_quoted_record_says_when_and_how():
+    paths = sorted((ROOT / "bench" / "results").glob("b1_vs_ns3_*.json"))
+    assert paths, "README.md quotes a B1 record"
+    for path in paths:
+        rec = json.loads(path.read_text())
+        assert rec["command"].startswith("python3 bench/b1_compare.py"), path.name
+        for run in (rec, rec["ns3"]):
+            assert len(run["date"]) == 10 and run["date"][4] == "-", f"{path.name}: an ISO date"
+        assert len(rec["commit"]) == 40, f"{path.name}: the lbsim build's full commit"
+        assert rec["machine"]["cpu"] and rec["machine"]["cores"], f"{path.name}: the machine"
+
+
+def record(date, mean_lbsim, wall_ns3=900.0):
+    side = {"wall_run_s": 4.0, "wall_total_s": 5.0, "peak_rss_mb": 130.0, "mean_fct_ms": mean_lbsim, "p99_fct_ms": 60.0,
+            "mean_lt100KB_ms": 1.0, "mean_gt10MB_ms": 60.0, "drops": 100_000, "retransmits": 110_000, "timeouts": 300,
+            "fast_recoveries": 4_000, "events": 25_000_000, "events_per_s": 6_000_000}
+    ns = {**side, "wall_run_s": wall_ns3, "wall_total_s": wall_ns3 + 20, "peak_rss_mb": 900.0, "mean_fct_ms": 5.0,
+          "version": "3.44.post0", "date": date}
+    return {"date": date, "commit": "a" * 40, "model_revision": "r1", "machine": {"cores": 2, "cpu": "CPU"},
+            "command": "python3 bench/b1_compare.py --flows 5000", "flows": 5000, "lbsim": side, "ns3": ns}
+
+
+def test_the_latest_record_is_quoted_with_its_date(tmp_path):
+    (tmp_path / "b1_vs_ns3_2026-01-02.json").write_text(json.dumps(record("2026-01-02", 4.5)))
+    (tmp_path / "b1_vs_ns3_2026-03-04.json").write_text(json.dumps(record("2026-03-04", 5.5)))
+    doc = "x\n<!-- peer-table b1 -->\nold numbers\n<!-- /peer-table -->\ny\n"
+    out = peer_tables.render(doc, tmp_path)
+    assert out.startswith("x\n<!-- peer-table b1 -->\n") and out.endswith("<!-- /peer-table -->\ny\n")
+    assert "old numbers" not in out
+    assert "2026-03-04" in out and "b1_vs_ns3_2026-03-04.json" in out and "2026-01-02" not in out
+    assert "| mean FCT | 5.50 ms | 5.00 ms | 1.10 |" in out
+    assert "| simulation loop wall | 4.00 s | 900 s | 1/225 |" in out
+    assert peer_tables.render(out, tmp_path) == out, "rendering is idempotent"
+
+
+def test_a_stale_block_is_found_and_an_unknown_one_refused(tmp_path):
+    (tmp_path / "b1_vs_ns3_2026-01-02.json").write_text(json.dumps(record("2026-01-02", 4.5)))
+    doc = "<!-- peer-table b1-speed -->\n<!-- /peer-table -->\n"
+    assert peer_tables.render(doc, tmp_path) != doc
+    with pytest.raises(SystemExit, match="unknown peer-table block `nope`"):
+        peer_tables.render("<!-- peer-table nope -->\n<!-- /peer-table -->\n", tmp_path)

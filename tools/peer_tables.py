@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Writes the peer comparisons quoted in README.md and docs/ from the latest
+records under bench/results/, so that a number there is always a record's,
+with its date and commit beside it.
+
+A generated block sits between two markers in a Markdown file:
+
+    <!-- peer-table NAME -->
+    ...written by this tool...
+    <!-- /peer-table -->
+
+NAME is one of ``BLOCKS`` below; each reads the latest record of its kind
+(by the record's date, then its file name). tests/test_peer_tables.py
+regenerates every block and fails if a committed file differs.
+
+    python3 tools/peer_tables.py          # rewrite the blocks
+    python3 tools/peer_tables.py --check  # exit 1 if one is stale
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+#: The files that quote peer comparisons.
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"(<!-- peer-table ([\w-]+) -->\n)(.*?)(<!-- /peer-table -->)", re.S)
+
+
+def latest(prefix: str, results: Path = RESULTS) -> tuple[str, dict]:
+    """The newest record whose file name starts with ``prefix``: (its path
+    relative to the repository, its contents)."""
+    found = [(json.loads(p.read_text()), p) for p in sorted(results.glob(f"{prefix}*.json"))]
+    if not found:
+        raise SystemExit(f"no record {prefix}*.json under {results}")
+    rec, path = max(found, key=lambda rp: (rp[0]["date"], rp[1].name))
+    return f"bench/results/{path.name}", rec
+
+
+def _num(v: float, digits: int = 0) -> str:
+    return f"{v:,.{digits}f}"
+
+
+def _secs(v: float) -> str:
+    return f"{v:,.2f} s" if v < 100 else f"{v:,.0f} s"
+
+
+def _ratio(a: float, b: float) -> str:
+    """lbsim / peer: a fraction 1/N when lbsim is more than 10x below."""
+    r = a / b
+    return f"1/{b / a:,.0f}" if r < 0.1 else f"{r:.2f}"
+
+
+def _para(text: str) -> str:
+    return textwrap.fill(text, width=76, break_on_hyphens=False, break_long_words=False)
+
+
+def provenance(path: str, rec: dict) -> str:
+    """Where a block's numbers come from: the record, its date, the lbsim
+    build, the peer's run, the machine and the commands."""
+    ns = rec["ns3"]
+    m = rec["machine"]
+    cmd = f"`{rec['command']}`"
+    if ns.get("command", rec["command"]) != rec["command"]:
+        cmd = f"ns-3's side from `{ns['command']}`, lbsim's from {cmd}"
+    return (f"Record `{path}` ({rec['date']}): lbsim at commit {rec['commit'][:7]} (model revision "
+            f"{rec['model_revision']}), ns-3 {ns['version']} run on {ns['date']}, {m['cores']}-core "
+            f"{m['cpu']}; {cmd}.")
+
+
+def timeout_split(rec: dict) -> str:
+    """The FCT gap by where flows timed out, when the record has it."""
+    sp = rec.get("timeout_split")
+    if not sp:
+        return ""
+    pair = lambda g: f"{sp[g]['lbsim_mean_fct_ms']:.2f} / {sp[g]['ns3_mean_fct_ms']:.2f} ms"  # noqa: E731
+    return (f"Flows that time out in neither simulator ({sp['neither']['flows']:,}) have mean FCTs "
+            f"{pair('neither')} (lbsim / ns-3); {sp['ns-3 only']['flows']:,} flows time out in ns-3 only "
+            f"({pair('ns-3 only')}), {sp['lbsim only']['flows']:,} in lbsim only ({pair('lbsim only')}) "
+            f"and {sp['both']['flows']:,} in both ({pair('both')}).")
+
+
+def b1_readme(results: Path = RESULTS) -> str:
+    """README's B1 summary and table: speed, memory, FCTs, drops, loss response."""
+    path, rec = latest("b1_vs_ns3_", results)
+    lb, ns = rec["lbsim"], rec["ns3"]
+    rows = [
+        ("simulation loop wall", "wall_run_s", _secs),
+        ("whole process wall", "wall_total_s", _secs),
+        ("peak RSS", "peak_rss_mb", lambda v: f"{_num(v)} MB"),
+        ("mean FCT", "mean_fct_ms", lambda v: f"{v:.2f} ms"),
+        ("p99 FCT", "p99_fct_ms", lambda v: f"{v:.1f} ms"),
+        ("mean FCT < 100 KB", "mean_lt100KB_ms", lambda v: f"{v:.2f} ms"),
+        ("mean FCT > 10 MB", "mean_gt10MB_ms", lambda v: f"{v:.1f} ms"),
+        ("drops", "drops", _num),
+        ("retransmitted segments", "retransmits", _num),
+        ("timeouts", "timeouts", _num),
+        ("fast recoveries", "fast_recoveries", _num),
+    ]
+    out = [
+        _para(f"On one core, lbsim runs benchmark B1 ({rec['flows']:,} web-search flows on 32 hosts) "
+              f"{ns['wall_run_s'] / lb['wall_run_s']:,.0f} times faster than ns-3 {ns['version']} "
+              f"(simulation loops) in {lb['peak_rss_mb'] / ns['peak_rss_mb']:.2f} of its peak memory, "
+              f"on the same flow list. {provenance(path, rec)}"),
+        "",
+        f"| | lbsim | ns-3 {ns['version']} | lbsim / ns-3 |",
+        "|---|---|---|---|",
+    ]
+    out += [f"| {name} | {fmt(lb[k])} | {fmt(ns[k])} | {_ratio(lb[k], ns[k])} |" for name, k, fmt in rows]
+    out += [
+        "",
+        _para(f"lbsim processed {lb['events'] / 1e6:.1f} M events ({lb['events_per_s'] / 1e6:.1f} M events/s). "
+              "ns-3's timeouts count its data retransmission timeouts (each doubles the RTO); lbsim's "
+              f"also count lost SYNs. {timeout_split(rec)}"),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def b1_speed(results: Path = RESULTS) -> str:
+    """docs/performance.md's B1 row against ns-3: speed and memory."""
+    path, rec = latest("b1_vs_ns3_", results)
+    lb, ns = rec["lbsim"], rec["ns3"]
+    out = [
+        "| run | lbsim | ns-3 | lbsim / ns-3 |",
+        "|---|---|---|---|",
+        f"| B1, {rec['flows']:,} flows, simulation loop | {_secs(lb['wall_run_s'])} ({lb['events'] / 1e6:.1f} M events) "
+        f"| {_secs(ns['wall_run_s'])} | {_ratio(lb['wall_run_s'], ns['wall_run_s'])} |",
+        f"| same, whole process | {_secs(lb['wall_total_s'])} | {_secs(ns['wall_total_s'])} "
+        f"| {_ratio(lb['wall_total_s'], ns['wall_total_s'])} |",
+        f"| same, peak RSS | {_num(lb['peak_rss_mb'])} MB | {_num(ns['peak_rss_mb'])} MB (most of it the Python bindings) "
+        f"| {_ratio(lb['peak_rss_mb'], ns['peak_rss_mb'])} |",
+        "",
+        _para(provenance(path, rec)),
+    ]
+    return "\n".join(out) + "\n"
+
+
+#: Block name -> the function that writes it.
+BLOCKS = {"b1": b1_readme, "b1-speed": b1_speed}
+
+
+def render(text: str, results: Path = RESULTS) -> str:
+    """``text`` with every peer-table block rewritten from the records."""
+
+    def one(m: re.Match) -> str:
+        name = m[2]
+        if name not in BLOCKS:
+            raise SystemExit(f"unknown peer-table block `{name}` (known: {', '.join(BLOCKS)})")
+        return m[1] + BLOCKS[name](results) + m[4]
+
+    return BLOCK.sub(one, text)
+
+
+def main() -> int:
+    check = "--check" in sys.argv[1:]
+    stale = []
+    for f in FILES:
+        text = f.read_text()
+        new = render(text)
+        if new != text:
+            stale.append(f.relative_to(ROOT).as_posix())
+            if not check:
+                f.write_text(new)
+    if check and stale:
+        print(f"stale peer tables in {', '.join(stale)}: run python3 tools/peer_tables.py", file=sys.stderr)
+        return 1
+    if not check:
+        print("rewrote " + (", ".join(stale) if stale else "nothing (all current)"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
