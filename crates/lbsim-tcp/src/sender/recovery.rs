@@ -26,8 +26,8 @@
 //!
 //! What ssthresh becomes on entry and on a timeout, and cwnd on exit, is
 //! congestion control's choice ([`crate::congestion::LossRules`]); ns-3's
-//! `RtoSsthresh::Pipe` and `PrrBound::Crb` together explain most of B1's
-//! drop excess over ns-3 (docs/performance.md).
+//! `RtoSsthresh::Pipe` and `PrrBound::Crb` are set by examples/b1.toml,
+//! which README.md's B1 table compares with ns-3.
 
 use super::{Recovery, TcpSender};
 use crate::config::PrrBound;
