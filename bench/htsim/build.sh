@@ -41,14 +41,15 @@ if [ -z "$out" ]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -rf "$out/sim"
-mkdir -p "$out/sim"
-# the library's sources only (not its datacenter/ or tests/ drivers)
-cp "$checkout"/sim/*.cpp "$checkout"/sim/*.h "$checkout"/sim/Makefile "$out/sim/"
-src=$out/sim
+# the library's sources only (not its datacenter/ or tests/ drivers), edited
+# in a staging copy; an earlier build from the same edited sources is kept
+rm -rf "$out/sim.new"
+mkdir -p "$out/sim.new"
+cp "$checkout"/sim/*.cpp "$checkout"/sim/*.h "$checkout"/sim/Makefile "$out/sim.new/"
+src=$out/sim.new
 
-# edit FILE NAME PERL-EXPR COUNT: apply one substitution, fail unless it
-# matched COUNT times (the checkout is not the version these edits read)
+# edit FILE MATCH SUBSTITUTION COUNT NAME: apply SUBSTITUTION, fail unless MATCH
+# finds it COUNT times (the checkout is not the version these edits read)
 edit() {
     n=$(perl -0 -ne "\$n = () = ($2); print \$n" "$src/$1" 2>/dev/null || true)
     perl -0pi -e "$3" "$src/$1"
@@ -86,6 +87,13 @@ if [ $rfc = 1 ]; then
         2 recover
 fi
 
+if [ -d "$out/sim" ] && diff -rq -x '*.o' -x '*.a' -x parse_output "$out/sim.new" "$out/sim" >/dev/null 2>&1; then
+    rm -rf "$out/sim.new"
+else
+    rm -rf "$out/sim"
+    mv "$out/sim.new" "$out/sim"
+fi
+src=$out/sim
 make -s -C "$src" -j"${JOBS:-2}" libhtsim.a >"$out/make.log" 2>&1 || { tail -20 "$out/make.log" >&2; exit 1; }
 ${CXX:-g++} -O3 -std=c++17 -I"$src" "$here/k8_driver.cpp" "$src/libhtsim.a" -o "$out/htsim_k8"
 echo "$out/htsim_k8"

@@ -52,9 +52,9 @@ RFC_RULES = ["transport.fr_ssthresh=flight_size", "transport.rto_ssthresh=flight
              "transport.recovery_exit=ssthresh", "transport.recover=snd_max"]
 
 
-def segment_list(cm: Path | None) -> Path:
-    """The flow list as lbsim reads it, sizes in whole segments."""
-    out = HERE / "ws_10000_segments.csv" if cm is None else HERE / f"{cm.stem}_segments.csv"
+def segment_list(cm: Path | None, where: Path = HERE) -> Path:
+    """The flow list as lbsim reads it, sizes in whole segments, written in `where`."""
+    out = where / "ws_10000_segments.csv" if cm is None else where / f"{cm.stem}_segments.csv"
     rows = []
     if cm is None:
         with open(HERE.parent / "scale" / "ws_10000.csv") as f:

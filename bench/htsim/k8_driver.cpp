@@ -86,20 +86,10 @@ struct FlowCounters {
 int g_completed = 0;
 uint64_t g_acks = 0;
 
-// TcpSrc with the two things htsim's does not report: when the last
-// segment is acknowledged, and how many timeouts fired.
+// TcpSrc with what htsim's does not report: how many timeouts fired.
 class CountingTcpSrc : public TcpSrc {
 public:
     CountingTcpSrc(FlowCounters* c) : TcpSrc(nullptr, nullptr, EventList::getTheEventList()), _c(c) {}
-    void receivePacket(Packet& pkt) override {
-        TcpSrc::receivePacket(pkt);
-        // data segments occupy sequence numbers 2 .. 1 + n * 1500 (the SYN is 1)
-        if (!_c->done && _last_acked >= 1 + _c->segments * (uint64_t)_mss) {
-            _c->done = true;
-            _c->finish = EventList::now();
-            g_completed++;
-        }
-    }
     void doNextEvent() override {
         if (_rtx_timeout_pending) _c->timeouts++;
         TcpSrc::doNextEvent();
@@ -108,12 +98,23 @@ private:
     FlowCounters* _c;
 };
 
+// TcpSink that notes when the flow's last byte arrives in order (the FCT's
+// end, as lbsim's) and counts the ACKs it sends (one per packet).
 class CountingTcpSink : public TcpSink {
 public:
+    CountingTcpSink(FlowCounters* c) : _c(c) {}
     void receivePacket(Packet& pkt) override {
-        g_acks++;  // TcpSink answers every packet with an ACK
+        g_acks++;
         TcpSink::receivePacket(pkt);
+        // the SYN is sequence number 1, data segments 2 .. 1 + n * 1500
+        if (!_c->done && _cumulative_ack >= 1 + _c->segments * (uint64_t)PKT_BYTES) {
+            _c->done = true;
+            _c->finish = EventList::now();
+            g_completed++;
+        }
     }
+private:
+    FlowCounters* _c;
 };
 
 [[noreturn]] void die(const std::string& msg) {
@@ -246,7 +247,7 @@ int main(int argc, char** argv) {
         const auto& fwd = all[std::uniform_int_distribution<size_t>(0, all.size() - 1)(rng)];
         auto back = reverse(f.src, f.dst, fwd);
         auto* src = new CountingTcpSrc(&f);
-        auto* sink = new CountingTcpSink();
+        auto* sink = new CountingTcpSink(&f);
         src->set_ssthresh(0xffffffff);  // no initial ssthresh
         // TcpSrc sends while _highest_sent <= _flow_size + 1: exactly
         // `segments` data packets after the SYN
