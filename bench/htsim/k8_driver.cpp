@@ -31,7 +31,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -236,7 +235,7 @@ int main(int argc, char** argv) {
     };
 
     // --- the flows ---
-    std::mt19937_64 rng(seed);
+    std::srand((unsigned)seed);  // path choice as htsim's example drivers: rand() % paths
     TcpRtxTimerScanner scanner(timeFromMs(scan_ms), ev);
     std::vector<CountingTcpSrc*> srcs;
     std::map<size_t, uint64_t> paths_per_pair;
@@ -244,7 +243,7 @@ int main(int argc, char** argv) {
     for (auto& f : flows) {
         auto all = paths(f.src, f.dst);
         paths_per_pair[all.size()]++;
-        const auto& fwd = all[std::uniform_int_distribution<size_t>(0, all.size() - 1)(rng)];
+        const auto& fwd = all[(size_t)std::rand() % all.size()];
         auto back = reverse(f.src, f.dst, fwd);
         auto* src = new CountingTcpSrc(&f);
         auto* sink = new CountingTcpSink(&f);
