@@ -34,6 +34,7 @@ import csv
 import datetime
 import json
 import math
+import os
 import platform
 import re
 import shutil
@@ -114,6 +115,16 @@ def timed(cmd: list[str], out: Path, what: str) -> dict:
     return parse_time_v(done.stderr)
 
 
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def git_commit() -> str:
     done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     return done.stdout.strip() or "unknown"
@@ -157,7 +168,7 @@ def main() -> None:
             "fast recoveries": t["fast_recoveries"], "mean FCT ms": s["fct_us"]["mean"] / 1e3}
     record = {"date": datetime.date.today().isoformat(),
               "command": " ".join(["bench/htsim/compare.py", *(Path(x).name if "/" in x else x for x in sys.argv[1:])]),
-              "commit": git_commit(), "machine": {"cpu": platform.processor() or platform.machine(), "system": platform.platform()},
+              "commit": git_commit(), "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "system": platform.platform()},
               "flows": (a.cm.name if a.cm else "bench/scale/ws_10000.csv"), "seed": a.seed, "lbsim_sets": sets,
               "lbsim": {"time": times["lbsim"], "counts": ours, "events": s.get("events")}}
     if a.htsim is None:
