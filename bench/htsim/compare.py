@@ -36,7 +36,6 @@ import json
 import math
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +45,9 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from measure import parse_time_v  # noqa: E402
+
 MSS = 1460
 # the four loss-response rules back to the RFCs' (htsim's timer scan kept),
 # as `build.sh --rfc` changes them in htsim
@@ -86,22 +88,6 @@ def write_cm(flow_list: Path, out: Path) -> Path:
         lines.append(f"{r['src']}->{r['dst']} id {r['cm_id']} start {round(float(r['start_us']) * 1e6)} size {r['size_bytes']}")
     out.write_text("\n".join(lines) + "\n")
     return out
-
-
-def parse_time_v(text: str) -> dict:
-    """Wall, CPU and peak RSS from `/usr/bin/time -v` output."""
-
-    def field(label: str) -> str:
-        m = re.search(r"^\s*" + re.escape(label) + r".*?: (.+)$", text, re.M)
-        if not m:
-            raise SystemExit(f"/usr/bin/time output lacks {label!r}")
-        return m.group(1).strip()
-
-    wall = 0.0
-    for part in field("Elapsed (wall clock) time").split(":"):
-        wall = wall * 60 + float(part)
-    cpu = float(field("User time (seconds)")) + float(field("System time (seconds)"))
-    return {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "max_rss_mb": round(int(field("Maximum resident set size (kbytes)")) / 1024, 1)}
 
 
 def timed(cmd: list[str], out: Path, what: str) -> dict:
