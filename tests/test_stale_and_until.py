@@ -70,6 +70,12 @@ seed = [1, 2]
 scheme = "lb.scheme"
 seed = "seed"
 
+[[figure]]
+id = "a"
+kind = "line"
+x = "seed"
+stat = "fct_us.mean"
+
 [[claim]]
 figure = "1"
 quote = "ECMP's FCT is 1.2x CONGA's"
@@ -109,5 +115,7 @@ def test_until_adds_seeds_only_to_the_points_of_inconclusive_claims(repo):
     assert seeds == {"ecmp": [1, 2, 3, 4], "conga": [1, 2, 3, 4], "spray": [1, 2]}
     idx = pd.read_parquet(repo / "reproduction" / "data" / "tiny.parquet")
     assert len(idx) == 10
+    # the figure (x = seed) draws the seed axis's runs only
+    assert set(pd.read_csv(repo / "reproduction" / "figures" / "tiny_a.csv")["seed"]) == {1, 2}
     reproduce("tiny", root=str(root), quiet=True)
     assert json.loads(claims.read_text())[0]["per_seed"] == ratio["per_seed"]

@@ -81,6 +81,8 @@ class Point:
     scenario: dict[str, Any]
     text: str
     hash: str
+    # a seed beyond the seed axis ([[added_seeds]]): read by the claims, not drawn
+    added: bool = False
 
 
 @dataclass
@@ -109,7 +111,9 @@ class Sweep:
                 if _axes_key(axes) not in have:
                     have.add(_axes_key(axes))
                     assert self.build is not None
-                    added.append(self.build(axes))
+                    pt = self.build(axes)
+                    pt.added = True
+                    added.append(pt)
         self.points += added
         return added
 

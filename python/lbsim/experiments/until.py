@@ -95,8 +95,11 @@ def seeds_until_decided(sw: Sweep, root: Any, evaluate, max_seeds: int = MAX_SEE
 
 
 def _toml_value(v: Any) -> str:
+    """A TOML value on one line (a list inline)."""
     import tomli_w
 
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     return tomli_w.dumps({"v": v}).split("=", 1)[1].strip()
 
 
