@@ -1,10 +1,12 @@
 """Runs a command in a fresh process and measures it: wall time and the
 child's own peak RSS (from wait4, so no /usr/bin/time is needed and other
-children do not count). Shared by b1_compare.py and scale.py."""
+children do not count), and reads `/usr/bin/time -v` reports. Shared by
+b1_compare.py, scale.py and the HPCC and htsim comparisons."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,3 +27,35 @@ def run_timed(cmd: list[str], cwd: str | None = None) -> tuple[str, float, float
         if p.returncode != 0:
             sys.exit(f"command failed (exit {p.returncode}): {' '.join(map(str, cmd))}\n{err.read().decode(errors='replace')[-3000:]}")
         return out.read().decode(), wall, ru.ru_maxrss / 1024.0
+
+
+def parse_time_v(text: str) -> dict:
+    """Wall, CPU and peak RSS (and the exit status, where reported) from
+    `/usr/bin/time -v` output."""
+
+    def field(label: str) -> str | None:
+        m = re.search(r"^\s*" + re.escape(label) + r".*?: (.+)$", text, re.M)
+        return m.group(1).strip() if m else None
+
+    def need(label: str) -> str:
+        v = field(label)
+        if v is None:
+            raise ValueError(f"/usr/bin/time output lacks {label!r}")
+        return v
+
+    wall = 0.0
+    for part in need("Elapsed (wall clock) time").split(":"):
+        wall = wall * 60 + float(part)
+    user, system = float(need("User time (seconds)")), float(need("System time (seconds)"))
+    rss_kb = int(need("Maximum resident set size (kbytes)"))
+    t = {
+        "wall_s": round(wall, 2),
+        "user_s": user,
+        "sys_s": system,
+        "cpu_s": round(user + system, 2),
+        "max_rss_kb": rss_kb,
+        "max_rss_mb": round(rss_kb / 1024, 1),
+    }
+    if (status := field("Exit status")) is not None:
+        t["exit_status"] = int(status)
+    return t

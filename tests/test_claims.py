@@ -109,12 +109,28 @@ def test_every_committed_claim_recomputes_from_the_committed_data():
 
 
 def test_the_report_is_rendered_from_the_claim_files(tmp_path):
-    from lbsim.experiments import papers, registry
+    from lbsim.experiments import data_files, papers, registry
     from lbsim.experiments.report import assemble
 
     out = tmp_path / "REPRODUCTION.md"
-    assemble(ROOT / "reproduction" / "fragments", [f.stem for f in registry()], out, CLAIMS, papers())
+    data = data_files(ROOT / "reproduction" / "data")
+    assemble(ROOT / "reproduction" / "fragments", [f.stem for f in registry()], out, CLAIMS, papers(), data)
     assert out.read_text() == (ROOT / "REPRODUCTION.md").read_text()
+
+
+def test_every_committed_run_records_its_scheme_and_revision_and_stale_ones_are_flagged():
+    import pandas as pd
+
+    from lbsim.experiments import data_files
+    from lbsim.experiments.report import stale_banner
+    from lbsim.experiments.sweep import REVISION_COLUMNS
+
+    report = (ROOT / "REPRODUCTION.md").read_text()
+    for name, f in data_files(ROOT / "reproduction" / "data").items():
+        idx = pd.read_parquet(f)
+        assert set(REVISION_COLUMNS) <= set(idx.columns), name
+        banner = stale_banner(name, idx)
+        assert banner is None or banner in report, name
 
 
 def test_the_required_cases_read_as_the_rules_say():

@@ -149,6 +149,8 @@ def main() -> int:
     if args.record:
         record = {
             "date": datetime.date.today().isoformat(),
+            # paths by their last component: the record names files, not this machine
+            "command": " ".join(["bench/hpcc/compare.py", *(Path(a).name if "/" in a else a for a in sys.argv[1:])]),
             "commit": git_commit(),
             "machine": {"cpu": platform.processor() or platform.machine(), "system": platform.platform()},
             "topology": args.topo.name,

@@ -33,12 +33,14 @@ import argparse
 import datetime
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from measure import parse_time_v  # noqa: E402
 
 DEFAULT_PY2 = "/root/.pyenv/versions/2.7.18/bin/python"
 
@@ -82,31 +84,6 @@ def runpy_config(checkout: Path, py2: str, cc: str, bw: int) -> list[tuple[str, 
             key, _, value = line.strip().partition(" ")
             pairs.append((key, value.strip()))
     return pairs
-
-
-def parse_time_v(text: str) -> dict:
-    """Wall, CPU and peak RSS from `/usr/bin/time -v` output."""
-
-    def field(label: str) -> str:
-        m = re.search(r"^\s*" + re.escape(label) + r".*?: (.+)$", text, re.M)
-        if not m:
-            raise ValueError(f"/usr/bin/time output lacks {label!r}")
-        return m.group(1).strip()
-
-    wall = 0.0
-    for part in field("Elapsed (wall clock) time").split(":"):
-        wall = wall * 60 + float(part)
-    user, system = float(field("User time (seconds)")), float(field("System time (seconds)"))
-    rss_kb = int(field("Maximum resident set size (kbytes)"))
-    return {
-        "wall_s": round(wall, 2),
-        "user_s": user,
-        "sys_s": system,
-        "cpu_s": round(user + system, 2),
-        "max_rss_kb": rss_kb,
-        "max_rss_mb": round(rss_kb / 1024, 1),
-        "exit_status": int(field("Exit status")),
-    }
 
 
 def count_lines(path: Path) -> int:

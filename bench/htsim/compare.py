@@ -3,16 +3,26 @@
 
 Writes the flow list with every size rounded up to whole 1,460-byte
 segments, as htsim sends them (bench/scale/ws_10000.csv, or an htsim
-connection matrix given with `--cm`), runs bench/htsim/k8.toml on it and,
-given a directory of htsim's results (`--htsim DIR`: `flows.txt`, one line
-per flow `id src dst size start_us finish_us fct_us data_pkts_sent
-retransmits timeouts fast_recoveries` with id = the flow's connection-matrix
-id, and `summary.txt` with `drops_switch=N`), prints both side by side:
-totals with their ratio, then split by flow size and by whether a flow
-timed out in either simulator, and drops per ToR -> host port where htsim's
-`queue_drops.txt` is there.
+connection matrix given with `--cm`), runs bench/htsim/k8.toml on it with
+`lbsim run` under /usr/bin/time -v, and compares it with htsim's results:
 
-    python bench/htsim/compare.py --htsim PATH/htsim_ws_10000
+- `--htsim-bin BIN` runs htsim itself, the driver bench/htsim/build.sh
+  builds (bench/htsim/k8_driver.cpp over htsim's library), on the same flows
+  (written as a connection matrix), also under /usr/bin/time -v, and prints
+  both simulators' wall time, CPU time and peak RSS side by side;
+- `--htsim DIR` reads a directory of htsim's results instead: `flows.txt`,
+  one line per flow `id src dst size start_us finish_us fct_us
+  data_pkts_sent retransmits timeouts fast_recoveries` with id = the flow's
+  connection-matrix id, and `summary.txt` with `drops_switch=N`.
+
+It prints totals with their ratio, then the flows split by size and by
+whether a flow timed out in either simulator, and drops per ToR -> host
+port where htsim's `queue_drops.txt` is there. `--record FILE.json` writes
+the totals, times, commands, commit and machine (bench/results/).
+
+    bench/htsim/build.sh CHECKOUT [--rfc]     # prints the driver's path
+    python bench/htsim/compare.py --htsim-bin bench/htsim/build/htsim/htsim_k8
+    python bench/htsim/compare.py --htsim-bin bench/htsim/build/htsim-rfc/htsim_k8 --rfc
     python bench/htsim/compare.py --cm PATH/flows.cm --htsim PATH/htsim_inrack_2000
     python bench/htsim/compare.py --set transport.recover=snd_max   # one rule back to the RFC
 """
@@ -21,20 +31,33 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
+import json
 import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
 
-import lbsim
-
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from measure import parse_time_v  # noqa: E402
+
 MSS = 1460
+# the four loss-response rules back to the RFCs' (htsim's timer scan kept),
+# as `build.sh --rfc` changes them in htsim
+RFC_RULES = ["transport.fr_ssthresh=flight_size", "transport.rto_ssthresh=flight_size",
+             "transport.recovery_exit=ssthresh", "transport.recover=snd_max"]
 
 
-def segment_list(cm: Path | None) -> Path:
-    """The flow list as lbsim reads it, sizes in whole segments."""
-    out = HERE / "ws_10000_segments.csv" if cm is None else HERE / f"{cm.stem}_segments.csv"
+def segment_list(cm: Path | None, where: Path = HERE) -> Path:
+    """The flow list as lbsim reads it, sizes in whole segments, written in `where`."""
+    out = where / "ws_10000_segments.csv" if cm is None else where / f"{cm.stem}_segments.csv"
     rows = []
     if cm is None:
         with open(HERE.parent / "scale" / "ws_10000.csv") as f:
@@ -56,23 +79,88 @@ def segment_list(cm: Path | None) -> Path:
     return out
 
 
+def write_cm(flow_list: Path, out: Path) -> Path:
+    """The flow list as htsim's connection matrix (start in ps)."""
+    with open(flow_list) as f:
+        rows = list(csv.DictReader(f))
+    lines = ["Nodes 128", f"Connections {len(rows)}"]
+    for r in rows:
+        lines.append(f"{r['src']}->{r['dst']} id {r['cm_id']} start {round(float(r['start_us']) * 1e6)} size {r['size_bytes']}")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def timed(cmd: list[str], out: Path, what: str) -> dict:
+    """Runs cmd under /usr/bin/time -v, its output kept in out/; the time report."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "stdout.txt", "w") as so:
+        done = subprocess.run(["/usr/bin/time", "-v", *cmd], stdout=so, stderr=subprocess.PIPE, text=True)
+    (out / "time.txt").write_text(done.stderr)
+    if done.returncode != 0:
+        raise SystemExit(f"{what} failed ({done.returncode}): {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else ''}")
+    return parse_time_v(done.stderr)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--htsim", type=Path, help="directory of htsim's results (flows.txt, summary.txt)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--htsim-bin", type=Path, help="htsim's k = 8 driver (bench/htsim/build.sh): run it on the same flows")
+    src.add_argument("--htsim", type=Path, help="directory of htsim's results (flows.txt, summary.txt)")
     ap.add_argument("--cm", type=Path, help="htsim connection matrix to run instead of bench/scale/ws_10000.csv")
+    ap.add_argument("--rfc", action="store_true", help="lbsim with the RFC loss-response rules (against htsim built with --rfc)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="scenario override")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=HERE / "out", help="where both runs write (default bench/htsim/out)")
+    ap.add_argument("--record", type=Path, help="write the comparison as JSON here (bench/results/)")
     a = ap.parse_args()
     flow_list = segment_list(a.cm)
     flows = pd.read_csv(flow_list)
-    r = lbsim.run(HERE / "k8.toml", seed=a.seed, set=[f"workload.flow_list={flow_list}"] + a.set)
-    s, f = r.summary, r.flows
+    sets = (RFC_RULES if a.rfc else []) + a.set
+    times = {}
+    if a.htsim_bin is not None:
+        if not a.htsim_bin.is_file():
+            raise SystemExit(f"--htsim-bin: {a.htsim_bin} is not a file (build it with bench/htsim/build.sh CHECKOUT)")
+        cm = a.cm.resolve() if a.cm else write_cm(flow_list, HERE / f"{flow_list.stem}.cm")
+        a.htsim = a.out / "htsim"
+        a.htsim.mkdir(parents=True, exist_ok=True)
+        times["htsim"] = timed([str(a.htsim_bin.resolve()), str(cm), str(a.htsim), "--seed", str(a.seed)], a.htsim, "htsim")
+    exe = shutil.which("lbsim") or sys.exit("lbsim is not installed (pip install .)")
+    cmd = [exe, "run", str(HERE / "k8.toml"), "--seed", str(a.seed), "--set", f"workload.flow_list={flow_list}"]
+    for kv in sets:
+        cmd += ["--set", kv]
+    ldir = a.out / "lbsim"
+    times["lbsim"] = timed(cmd + ["--out", str(ldir), "--force", "--quiet"], ldir, "lbsim")
+    s = json.loads((ldir / "summary.json").read_text())
+    f = pd.read_parquet(ldir / "flows.parquet")
+    ports = pd.read_parquet(ldir / "ports.parquet")
     f["cm_id"] = flows["cm_id"].values
     t = s["transport"]
     ours = {"drops": s["network"]["drops"]["total"], "retransmits": t["retransmits"], "timeouts": t["timeouts"],
             "fast recoveries": t["fast_recoveries"], "mean FCT ms": s["fct_us"]["mean"] / 1e3}
+    record = {"date": datetime.date.today().isoformat(),
+              "command": " ".join(["bench/htsim/compare.py", *(Path(x).name if "/" in x else x for x in sys.argv[1:])]),
+              "commit": git_commit(), "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "system": platform.platform()},
+              "flows": (a.cm.name if a.cm else "bench/scale/ws_10000.csv"), "seed": a.seed, "lbsim_sets": sets,
+              "lbsim": {"time": times["lbsim"], "counts": ours, "events": s.get("events")}}
     if a.htsim is None:
         print("lbsim: " + ", ".join(f"{k} {v:,.1f}" if isinstance(v, float) else f"{k} {v:,}" for k, v in ours.items()))
+        print(f"lbsim: wall {times['lbsim']['wall_s']} s, CPU {times['lbsim']['cpu_s']} s, peak RSS {times['lbsim']['max_rss_mb']} MB")
+        write_record(a.record, record)
         return
     cols = "id src dst size start_us finish_us fct_us data_pkts_sent retransmits timeouts fast_recoveries".split()
     h = pd.read_csv(a.htsim / "flows.txt", sep=" ", comment="#", header=None, names=cols)
@@ -82,6 +170,18 @@ def main() -> None:
     summary = dict(x.split("=", 1) for x in (a.htsim / "summary.txt").read_text().split() if "=" in x)
     theirs = {"drops": int(summary["drops_switch"]), "retransmits": int(h.retransmits.sum()), "timeouts": int(h.timeouts.sum()),
               "fast recoveries": int(h.fast_recoveries.sum()), "mean FCT ms": h.fct_us.mean() / 1e3}
+    record["htsim"] = {"counts": theirs, "completed": int(h.fct_us.notna().sum()), "events": int(summary["events"]) if "events" in summary else None}
+    if "htsim" in times:
+        record["htsim"]["time"] = times["htsim"]
+        record["htsim"]["command"] = "htsim_k8 FLOWS.cm OUT --seed " + str(a.seed)
+        print("| run | wall s | CPU s | peak RSS MB | events |")
+        print("|---|---|---|---|---|")
+        for name, ev in (("lbsim", s.get("events")), ("htsim", record["htsim"]["events"])):
+            tt = times[name]
+            print(f"| {name} | {tt['wall_s']:.1f} | {tt['cpu_s']:.1f} | {tt['max_rss_mb']:.0f} | {ev:,} |" if ev else
+                  f"| {name} | {tt['wall_s']:.1f} | {tt['cpu_s']:.1f} | {tt['max_rss_mb']:.0f} | |")
+        print(f"\nlbsim / htsim: wall {times['lbsim']['wall_s'] / times['htsim']['wall_s']:.2f}, "
+              f"peak RSS {times['lbsim']['max_rss_mb'] / times['htsim']['max_rss_mb']:.2f}\n")
     print("| count | lbsim | htsim | lbsim / htsim |")
     print("|---|---|---|---|")
     for k, v in ours.items():
@@ -109,7 +209,16 @@ def main() -> None:
     row("timeout in lbsim only", m[lt & ~ht])
     row("timeout in htsim only", m[~lt & ht])
     row("timeout in both", m[lt & ht])
-    receiver_drops(r.ports, a.htsim / "queue_drops.txt")
+    receiver_drops(ports, a.htsim / "queue_drops.txt")
+    write_record(a.record, record)
+
+
+def write_record(path: Path | None, record: dict) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    print(f"wrote {path}")
 
 
 def receiver_drops(ports: pd.DataFrame, queue_drops: Path, top: int = 5) -> None:

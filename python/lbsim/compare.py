@@ -330,6 +330,12 @@ def paired_rows(df, arms: list[str], baseline: str, metrics: list[str]) -> list[
     return out
 
 
+def next_batch(n: int, max_seeds: int) -> int:
+    """The seeds of the next batch after n: n + max(2, n // 2), at most
+    ``max_seeds`` (also ``lbsim reproduce --until``'s batches)."""
+    return min(max_seeds, n + max(2, n // 2))
+
+
 def _judgeable(row: dict) -> bool:
     r = row["_r"]
     return r.seeds >= 2 and math.isfinite(r.ci_low) and math.isfinite(r.ci_high) and math.isfinite(r.ratio)
@@ -493,7 +499,7 @@ def compare(scenario: Union[str, os.PathLike], schemes: Sequence[str], *, baseli
         rows = paired_rows(df, labels, baseline, names)
         if until is None or _converged(rows, until) or n >= max_seeds:
             break
-        n = min(max_seeds, n + max(2, n // 2))
+        n = next_batch(n, max_seeds)
         if not quiet:
             judged = [r for r in rows if _judgeable(r)]
             wide = _open(rows, until)

@@ -845,6 +845,7 @@ fn summary_keys(v: &serde_json::Value, path: &str, out: &mut std::collections::B
         ("scheme.best_hop_by_tor", "<tor>"),
         ("scheme.best_hop_by_tor.<tor>", "<tor>"),
         ("scheme.paths_from_host0", "<host>"),
+        ("events_by_kind", "<kind>"),
     ];
     if v.as_array().is_some_and(|a| a.is_empty()) && ["classes", "buckets", "udp", "flowlets_observed", "network.injected_drops"].contains(&path) {
         return; // a list of objects with no element: its keys come from another run

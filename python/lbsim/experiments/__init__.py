@@ -3,7 +3,7 @@ Ray, collected in a results catalog, turned into figures and REPRODUCTION.md.
 
     lbsim sweep experiments/clove_fig8.toml --workers 2
     lbsim reproduce --list
-    lbsim reproduce clove_fig8 [--quick] [--workers N] [--ray ADDRESS]
+    lbsim reproduce clove_fig8 [--quick] [--workers N] [--ray ADDRESS] [--until [--max-seeds N]]
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tomllib
 from pathlib import Path
 from typing import Optional
@@ -64,17 +65,43 @@ def papers() -> dict[str, str]:
     return {f.stem: paper_of(tomllib.loads(f.read_text())) for f in registry()}
 
 
+def data_files(data_dir: Path, quick: bool = False) -> dict[str, Path]:
+    """Experiment -> its run index in ``data_dir`` (named by its catalog)."""
+    out = {}
+    for f in registry():
+        spec = tomllib.loads(f.read_text())
+        out[f.stem] = data_dir / f"{spec.get('experiment', {}).get('name') or f.stem}{'-quick' if quick else ''}.parquet"
+    return out
+
+
 def reproduce(name: str, quick: bool = False, workers: int = 1, ray: Optional[str] = None, root: str = "results",
-              run: bool = True, quiet: bool = False) -> Path:
+              run: bool = True, quiet: bool = False, until: bool = False, max_seeds: Optional[int] = None) -> Path:
+    """Runs experiment ``name`` (the points not in the catalog under the
+    current revisions), draws it and rewrites its part of the report; with
+    ``until``, then adds seeds to the points of its inconclusive claims
+    (``lbsim.experiments.until``) and records them in the sweep file."""
     from lbsim.experiments.analysis import Runs
     from lbsim.experiments.report import assemble, evaluate_claims, fragment, write_claims
+    from lbsim.experiments.until import MAX_SEEDS, append_added_seeds, seeds_until_decided, still_open
 
     path = experiments_dir() / f"{name}.toml"
     if not path.exists():
         raise SweepError(f"no experiment {name!r}; see `lbsim reproduce --list`")
+    if max_seeds is not None and not until:
+        raise SweepError("--max-seeds: only with --until")
+    if until and quick:
+        raise SweepError("--until: not with --quick (the seeds it adds are kept in the sweep file, for the full runs)")
     sw = load(path, quick=quick)
-    if run:
+    if run or until:
         run_sweep(sw, root, workers=workers, ray_address=ray, quiet=quiet)
+    if until:
+        _, entries = seeds_until_decided(sw, root, lambda: evaluate_claims(sw, Runs(sw, root)),
+                                         max_seeds=MAX_SEEDS if max_seeds is None else max_seeds,
+                                         workers=workers, ray=ray, quiet=quiet)
+        append_added_seeds(sw, entries)
+        if not quiet:
+            for e in entries:
+                print(f"reproduce --until: {path.name}: added seeds {e['seeds']} where {e['where']}", file=sys.stderr)
     fig_dir, frag_dir, out = _report_paths(quick, Path(root))
     frag_dir.mkdir(parents=True, exist_ok=True)
     # the run index (axes, hash, headline metrics) travels with the report,
@@ -94,7 +121,10 @@ def reproduce(name: str, quick: bool = False, workers: int = 1, ray: Optional[st
     write_claims(frag_dir.parent / "claims", name, claims)
     rel = os.path.relpath(fig_dir, out.parent)
     (frag_dir / f"{name}.md").write_text(fragment(sw, root, fig_dir, rel, claims))
-    assemble(frag_dir, [f.stem for f in registry()], out, frag_dir.parent / "claims", papers())
+    assemble(frag_dir, [f.stem for f in registry()], out, frag_dir.parent / "claims", papers(), data_files(data, quick))
+    if until and not quiet:
+        left = still_open(sw, claims)
+        print(f"reproduce --until: {len(left)} claim(s) still inconclusive" + "".join(f"\n  {x}" for x in left), file=sys.stderr)
     return out
 
 
@@ -141,7 +171,7 @@ def recompute_report(quiet: bool = False) -> list:
         new = recompute_claims(sw, frag_dir.parent / "data", old)
         write_claims(claims_dir, f.stem, new)
         changed += [(f.stem, n["figure"], n["claim"], o["verdict"], n["verdict"]) for o, n in zip(old, new) if o["verdict"] != n["verdict"]]
-    assemble(frag_dir, [f.stem for f in registry()], out, claims_dir, papers())
+    assemble(frag_dir, [f.stem for f in registry()], out, claims_dir, papers(), data_files(frag_dir.parent / "data"))
     if not quiet:
         for name, fig, quote, old_v, new_v in changed:
             print(f"{name} {fig}: {old_v} -> {new_v}   {quote[:80]}")
@@ -185,7 +215,8 @@ def cmd_reproduce(a: argparse.Namespace) -> None:
             print(f"{sw.name:<18} {len(sw.points):>6} {nq:>6} {est_s:>10}  {sw.title}")
         print("\n(est. full: wall time of the committed full sweep, 2 workers on a 2-core machine; --quick runs take a few minutes)")
         return
-    out = reproduce(a.name, quick=a.quick, workers=a.workers, ray=a.ray, root=a.root, run=not a.no_run)
+    out = reproduce(a.name, quick=a.quick, workers=a.workers, ray=a.ray, root=a.root, run=not a.no_run,
+                    until=a.until, max_seeds=a.max_seeds)
     print(f"wrote {out}")
 
 
@@ -205,6 +236,11 @@ def add_commands(sub) -> None:
     r.add_argument("--ray", default=None, metavar="ADDRESS")
     r.add_argument("--root", default="results")
     r.add_argument("--no-run", action="store_true", help="only redraw from the catalog")
+    r.add_argument("--until", action="store_true",
+                   help="then add seeds to the points of the inconclusive claims, in batches, until decided or --max-seeds; "
+                        "the seeds added are appended to the sweep file as [[added_seeds]]")
+    r.add_argument("--max-seeds", type=int, default=None, metavar="N",
+                   help="most seeds a claim gets with --until (default 10)")
     r.add_argument("--rejudge", action="store_true",
                    help="recompute every claim from the committed data and rewrite REPRODUCTION.md (no catalog needed)")
     r.set_defaults(fn=cmd_reproduce)

@@ -347,7 +347,13 @@ def _label(fig: dict, v: Any) -> str:
 
 
 def draw(runs: Runs, fig: dict, out_dir: Path, stem: str) -> pd.DataFrame:
-    """Draws one figure; returns the plotted numbers as a table."""
+    """Draws one figure from the runs of the seed axis (so every point of a
+    line is a mean over the same seeds; seeds ``[[added_seeds]]`` adds
+    serve the claims); returns the plotted numbers as a table."""
+    import copy
+
+    runs = copy.copy(runs)
+    runs.points = [p for p in runs.points if not p.added]
     import matplotlib
 
     matplotlib.use("Agg")

@@ -410,7 +410,10 @@ def evaluate(runs, claim: dict, experiment: str = "") -> dict:
     def ms(sel: dict, sd) -> float:
         return runs.mean_stat({**where, **sel, "seed": sd}, stat)[0]
 
-    seeds = sorted({p.axes["seed"] for p in runs.select(where) if "seed" in p.axes})
+    # the seeds every selection of the claim has run (`reproduce --until`
+    # may have added seeds to some points only)
+    seeds = sorted(set.intersection(*({p.axes["seed"] for p in runs.select(sel) if "seed" in p.axes}
+                                      for sel in selections(claim))))
     per_seed, num, den = [], [], []
     for sd in seeds:
         if kind == "ratio":
@@ -439,6 +442,16 @@ def evaluate(runs, claim: dict, experiment: str = "") -> dict:
                                 per_seed, experiment)
     est = estimate(kind, per_seed, num if kind == "ratio" else None, den if kind == "ratio" else None)
     return claim_object(claim, pivot, est, per_seed, experiment, num if kind == "ratio" else None, den if kind == "ratio" else None)
+
+
+SELECTIONS = ("a", "b", "c", "d", "base", "x", "best")  # a claim's selections, beside its where
+
+
+def selections(claim: dict) -> list[dict]:
+    """The runs a claim's number is computed from: one selection (axis
+    values) per arm (``a``, ``b``, ... within ``where``), or ``where``."""
+    where = claim.get("where", {})
+    return [{**where, **claim[k]} for k in SELECTIONS if isinstance(claim.get(k), dict)] or [where]
 
 
 def from_per_seed(claim: dict, prev: dict, experiment: str, missing: str) -> dict:

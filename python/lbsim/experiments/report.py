@@ -267,12 +267,37 @@ def _with_claims(text: str, name: str, objs: Optional[list[dict]]) -> str:
     return head + "\n".join(claims_block(objs, name)[:-1]) + tail
 
 
+def stale_banner(name: str, index) -> Optional[str]:
+    """The banner of a fragment whose runs (``index``: its run index) were
+    made under another model revision, or another revision of a scheme
+    they use, than the installed simulator's; None when every run is
+    current."""
+    from lbsim.experiments.sweep import stale_rows
+
+    old = stale_rows(index)
+    if old.empty:
+        return None
+    if old["current"].isna().all():
+        what = "the index records no model revision for its runs"
+    else:
+        groups = old.groupby(["scheme.name", "model_revision", "current"], sort=True).size()
+        what = "; ".join(f"{n} {scheme} run{'s' if n != 1 else ''} under {rec}, now {cur}"
+                         for (scheme, rec, cur), n in groups.items())
+    return (f"> **Stale:** {len(old)} of {len(index)} runs predate the current model revision or the revision of "
+            f"the scheme they use ({what}); their numbers and notes may rest on model faults fixed since. "
+            f"`lbsim reproduce {name}` reruns those runs (the others too when the results catalog lacks them).")
+
+
 def assemble(fragments_dir: Path, order: list[str], out: Path, claims_dir: Optional[Path] = None,
-             papers: Optional[dict[str, str]] = None) -> None:
+             papers: Optional[dict[str, str]] = None, data: Optional[dict[str, Path]] = None) -> None:
     """Joins the fragments under the verdicts per paper, each claims table
-    rendered from ``claims_dir/<name>.json``; a fragment produced under
-    another model revision than the installed simulator's gets a banner
-    saying so."""
+    rendered from ``claims_dir/<name>.json``; a fragment whose run index
+    (``data[name]``) holds runs made under another model revision, or
+    another revision of their scheme, than the installed simulator's gets a
+    banner saying so (without an index: a fragment written under another
+    model revision)."""
+    import pandas as pd
+
     from lbsim import _lbsim
 
     claims_dir = claims_dir or fragments_dir.parent / "claims"
@@ -287,11 +312,18 @@ def assemble(fragments_dir: Path, order: list[str], out: Path, claims_dir: Optio
         if objs:
             by_paper.setdefault((papers or {}).get(name, name.split("_")[0]), []).extend(objs)
         text = _with_claims(f.read_text(), name, objs)
-        if f"<!-- model-revision: {_lbsim.__model_revision__} -->" not in text:
+        idx = (data or {}).get(name)
+        if idx is not None and idx.exists():
+            banner = stale_banner(name, pd.read_parquet(idx))
+        elif f"<!-- model-revision: {_lbsim.__model_revision__} -->" not in text:
+            banner = (f"> **Stale:** these runs predate model revision {_lbsim.__model_revision__}; "
+                      f"their numbers and notes may rest on model faults fixed since. "
+                      f"Rerun with `lbsim reproduce {name}`.")
+        else:
+            banner = None
+        if banner:
             title, _, rest = text.partition("\n")
-            text = (f"{title}\n\n> **Stale:** these runs predate model revision {_lbsim.__model_revision__}; "
-                    f"their numbers and notes may rest on model faults fixed since. "
-                    f"Rerun with `lbsim reproduce {name}`.\n{rest}")
+            text = f"{title}\n\n{banner}\n{rest}"
         parts.append(text)
     tmp = out.with_suffix(".md.tmp")
     tmp.write_text(HEADER + headline(by_paper) + "\n" + "\n".join(parts))

@@ -141,6 +141,11 @@ SECTIONS: dict[str, Section] = {
         "axes": "{ axis = [values], ... }: replaces those axes' values",
         "set": "{ \"dotted.key\" = value, ... }: overrides applied to every point last",
     }),
+    "added_seeds": Section(True, False, "seeds beyond the seed axis at some points (`reproduce --until` writes them)", {
+        "where": "{ axis = value or [values], ... }: the points that get the seeds (default every point)",
+        "seeds": "[integers]: the seeds added there",
+        "why": "what they were added for",
+    }),
     "overload": Section(True, False, "points past capacity: shaded in figures, no claim compared", {
         "where": "{ axis = value, ... } the entry covers (default every point)",
         "x": "the axis compared with above (default load)",

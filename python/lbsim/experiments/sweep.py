@@ -40,8 +40,11 @@ A run is written to a temporary folder and renamed into place when
 complete: a killed worker leaves no half result, only a temporary folder
 that the next invocation removes before redoing that run. Local workers die
 with the sweep process, even one killed by SIGKILL. ``index.parquet`` lists
-every run of the sweep (axes, hash, headline metrics) and loads as one
-table.
+every run of the sweep (axes, hash, the scheme and model revision it ran
+under, headline metrics) and loads as one table. A run is stale when the
+model revision or its scheme's revision has moved since (``stale_rows``):
+its hash changes, and a run found in the catalog recording another
+revision is run again.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ import tomllib
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from lbsim.errors import LbsimError
 
@@ -78,6 +81,8 @@ class Point:
     scenario: dict[str, Any]
     text: str
     hash: str
+    # a seed beyond the seed axis ([[added_seeds]]): read by the claims, not drawn
+    added: bool = False
 
 
 @dataclass
@@ -87,6 +92,30 @@ class Sweep:
     spec: dict[str, Any]
     quick: bool = False
     points: list[Point] = field(default_factory=list)
+    # axis values -> the point (its scenario resolved as ``load`` does)
+    build: Optional[Callable[[dict[str, Any]], Point]] = field(default=None, repr=False)
+
+    def add_seeds(self, where: dict[str, Any], seeds: list[int]) -> list[Point]:
+        """Adds, for every point ``where`` selects (every axis named
+        matches; a list: any of), the same point with each of ``seeds``
+        that it lacks; returns the points added."""
+        if "seed" not in self.spec["axes"]:
+            raise SweepError(f"{self.path}: added seeds need a seed axis")
+        have = {_axes_key(p.axes) for p in self.points}
+        added = []
+        for p in list(self.points):
+            if not _selected(where, p.axes):
+                continue
+            for s in seeds:
+                axes = {**p.axes, "seed": s}
+                if _axes_key(axes) not in have:
+                    have.add(_axes_key(axes))
+                    assert self.build is not None
+                    pt = self.build(axes)
+                    pt.added = True
+                    added.append(pt)
+        self.points += added
+        return added
 
     @property
     def title(self) -> str:
@@ -111,13 +140,39 @@ def _apply(d: dict, overrides: dict) -> None:
         _set_key(d, k, v)
 
 
+def scheme_of(scenario: dict) -> str:
+    """The load-balancing scheme a scenario runs."""
+    return scenario.get("lb", {}).get("scheme", "ecmp")
+
+
+def revision_of(scenario: dict) -> str:
+    """The model revision a scenario's results depend on: the simulator's,
+    with the revision of the scheme it uses (``lbsim_lb::SchemeInfo``)."""
+    from lbsim import _lbsim
+
+    return _lbsim.model_revision(scheme_of(scenario))
+
+
 def _version(scenario: dict) -> str:
     """What a run's results depend on besides its scenario: the simulator's
     version and the model revision of the scheme it uses."""
     from lbsim import _lbsim
 
-    scheme = scenario.get("lb", {}).get("scheme", "ecmp")
-    return f"{_lbsim.__version__}+{_lbsim.model_revision(scheme)}"
+    return f"{_lbsim.__version__}+{revision_of(scenario)}"
+
+
+def _axes_key(axes: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in axes.items()))
+
+
+def _selected(where: dict[str, Any], axes: dict[str, Any]) -> bool:
+    """Every axis ``where`` names takes its value (a list: one of them)."""
+    for k, v in where.items():
+        opts = v if isinstance(v, list) else [v]
+        pv = axes.get(k)
+        if not any(pv == o or (isinstance(o, float) and isinstance(pv, (int, float)) and abs(float(pv) - o) < 1e-9) for o in opts):
+            return False
+    return True
 
 
 def _file_digests(sc: dict, base: Path, cache: dict[Path, str]) -> dict[str, str]:
@@ -186,14 +241,12 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
         for k in ex:
             if k not in axes:
                 raise SweepError(f"{p}: [[exclude]] #{i + 1}: {k} is not an axis")
-    sw = Sweep(name=name, path=p, spec=spec, quick=quick)
     base_dir = p.resolve().parent
     digests: dict[Path, str] = {}
-    names = list(axes)
-    for combo in itertools.product(*(axes[a] for a in names)):
-        pt = dict(zip(names, combo))
-        if any(all(pt[k] in (v if isinstance(v, list) else [v]) for k, v in ex.items()) for ex in excludes):
-            continue
+
+    def build(pt: dict[str, Any]) -> Point:
+        import tomli_w
+
         sc = copy.deepcopy(spec["base"])
         for a, v in pt.items():
             opt = options.get(a, {}).get(str(v))
@@ -205,16 +258,41 @@ def load(path: str | os.PathLike, quick: bool = False) -> Sweep:
             if all(pt.get(k) == v for k, v in r["match"].items()):
                 _apply(sc, r["set"])
         _apply(sc, extra)
-        import tomli_w
-
         text = tomli_w.dumps(sc)
         key = _version(sc) + "\n" + json.dumps(sc, sort_keys=True)
         files = _file_digests(sc, base_dir, digests)
         if files:  # (points reading no file keep their hash)
             key += "\n" + json.dumps(files, sort_keys=True)
         h = hashlib.sha256(key.encode()).hexdigest()[:20]
-        sw.points.append(Point(axes=pt, scenario=sc, text=text, hash=h))
+        return Point(axes=dict(pt), scenario=sc, text=text, hash=h)
+
+    sw = Sweep(name=name, path=p, spec=spec, quick=quick, build=build)
+    names = list(axes)
+    for combo in itertools.product(*(axes[a] for a in names)):
+        pt = dict(zip(names, combo))
+        if any(all(pt[k] in (v if isinstance(v, list) else [v]) for k, v in ex.items()) for ex in excludes):
+            continue
+        sw.points.append(build(pt))
+    if not quick:  # the seeds `reproduce --until` added (the quick variant has its own)
+        for i, a in enumerate(spec.get("added_seeds", [])):
+            _check_added_seeds(p, i, a, axes)
+            sw.add_seeds(a.get("where", {}), a["seeds"])
     return sw
+
+
+def _check_added_seeds(p: Path, i: int, entry: dict, axes: dict) -> None:
+    where = f"{p}: [[added_seeds]] #{i + 1}"
+    if "seed" not in axes:
+        raise SweepError(f"{where}: the sweep has no seed axis")
+    for k in entry:
+        if k not in ("where", "seeds", "why"):
+            raise SweepError(f"{where}: unknown key {k} (where, seeds, why)")
+    seeds = entry.get("seeds")
+    if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
+        raise SweepError(f"{where}: seeds must be a non-empty list of integers")
+    for k in entry.get("where", {}):
+        if k not in axes or k == "seed":
+            raise SweepError(f"{where}: where.{k} is not an axis other than seed")
 
 
 def _check_sections(p: Path, spec: dict) -> None:
@@ -269,6 +347,8 @@ def _check_selectors(p: Path, spec: dict, axes: dict) -> None:
         check(f"[[rule]] #{i + 1}: match", r.get("match"))
     for i, ex in enumerate(spec.get("exclude", [])):
         check(f"[[exclude]] #{i + 1}", ex)
+    for i, a in enumerate(spec.get("added_seeds", [])):
+        check(f"[[added_seeds]] #{i + 1}: where", a.get("where"))
 
 
 # ---------------------------------------------------------------- running
@@ -415,7 +495,7 @@ def run_sweep(sw: Sweep, root: str | os.PathLike = "results", workers: int = 1, 
     runs.mkdir(parents=True, exist_ok=True)
     clean_partial(runs)
     base_dir = str(sw.path.resolve().parent)
-    todo = [pt for pt in sw.points if not (runs / pt.hash / "summary.json").exists()]
+    todo = [pt for pt in sw.points if not _finished(runs / pt.hash, pt)]
     # the same scenario may appear under two points: run it once
     seen, unique = set(), []
     for pt in todo:
@@ -464,6 +544,36 @@ def run_sweep(sw: Sweep, root: str | os.PathLike = "results", workers: int = 1, 
     return cat
 
 
+def _finished(run: Path, pt: Point) -> bool:
+    """Whether the run is in the catalog under the model revision its
+    scheme has now; a run recording another revision is removed, to be
+    run again."""
+    sfile = run / "summary.json"
+    if not sfile.exists():
+        return False
+    if json.loads(sfile.read_text()).get("model_revision") == revision_of(pt.scenario):
+        return True
+    shutil.rmtree(run)
+    return False
+
+
+# the index columns that say which scheme a run used, at which model revision
+REVISION_COLUMNS = ("scheme.name", "model_revision")
+
+
+def stale_rows(index):
+    """The rows of a run index whose recorded model revision is not the
+    one their scheme has now (every row, when the index records none),
+    with the current revision in ``current``."""
+    from lbsim import _lbsim
+
+    if not set(REVISION_COLUMNS) <= set(index.columns):
+        return index.assign(current=None)
+    now = index["scheme.name"].map(_lbsim.model_revision)
+    old = index["model_revision"] != now
+    return index[old].assign(current=now[old])  # (a whole Series on no rows would add its rows)
+
+
 def _flatten(prefix: str, d: Any, out: dict) -> None:
     if isinstance(d, dict):
         for k, v in d.items():
@@ -484,13 +594,13 @@ def write_index(sw: Sweep, cat: Path) -> Path:
         s = json.loads(sfile.read_text())
         row: dict[str, Any] = {f"axis.{k}": v for k, v in pt.axes.items()}
         row["hash"] = pt.hash
-        flat: dict[str, Any] = {}
+        flat: dict[str, Any] = {"scheme.name": s["scheme"]["name"], "model_revision": s["model_revision"]}
         for k in ("fct_us", "slowdown", "flows", "network", "transport", "incast", "conservation", "sim_time_s", "events", "wall_s"):
             if k in s:
                 _flatten(k, s[k], flat)
         for b in s.get("buckets", []):
             _flatten(f"bucket[{b['bucket']}]", {"fct_us": b["fct_us"], "completed": b["completed"]}, flat)
-        row.update({k: v for k, v in flat.items() if not isinstance(v, str) or k.startswith("transport.cc")})
+        row.update({k: v for k, v in flat.items() if not isinstance(v, str) or k.startswith("transport.cc") or k in REVISION_COLUMNS})
         rows.append(row)
     df = pd.DataFrame(rows)
     out = cat / "index.parquet"
