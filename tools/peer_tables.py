@@ -32,12 +32,12 @@ FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"(<!-- peer-table ([\w-]+) -->\n)(.*?)(<!-- /peer-table -->)", re.S)
 
 
-def latest(prefix: str, results: Path = RESULTS) -> tuple[str, dict]:
-    """The newest record whose file name starts with ``prefix``: (its path
-    relative to the repository, its contents)."""
-    found = [(json.loads(p.read_text()), p) for p in sorted(results.glob(f"{prefix}*.json"))]
+def latest(pattern: str, results: Path = RESULTS) -> tuple[str, dict]:
+    """The newest record whose file name matches the regular expression
+    ``pattern``: (its path relative to the repository, its contents)."""
+    found = [(json.loads(p.read_text()), p) for p in sorted(results.glob("*.json")) if re.match(pattern, p.name)]
     if not found:
-        raise SystemExit(f"no record {prefix}*.json under {results}")
+        raise SystemExit(f"no record matching {pattern} under {results}")
     rec, path = max(found, key=lambda rp: (rp[0]["date"], rp[1].name))
     return f"bench/results/{path.name}", rec
 
@@ -87,7 +87,7 @@ def timeout_split(rec: dict) -> str:
 
 def b1_readme(results: Path = RESULTS) -> str:
     """README's B1 summary and table: speed, memory, FCTs, drops, loss response."""
-    path, rec = latest("b1_vs_ns3_", results)
+    path, rec = latest(r"b1_vs_ns3_\d", results)
     lb, ns = rec["lbsim"], rec["ns3"]
     rows = [
         ("simulation loop wall", "wall_run_s", _secs),
@@ -123,7 +123,7 @@ def b1_readme(results: Path = RESULTS) -> str:
 
 def b1_speed(results: Path = RESULTS) -> str:
     """docs/performance.md's B1 row against ns-3: speed and memory."""
-    path, rec = latest("b1_vs_ns3_", results)
+    path, rec = latest(r"b1_vs_ns3_\d", results)
     lb, ns = rec["lbsim"], rec["ns3"]
     out = [
         "| run | lbsim | ns-3 | lbsim / ns-3 |",
@@ -140,8 +140,61 @@ def b1_speed(results: Path = RESULTS) -> str:
     return "\n".join(out) + "\n"
 
 
+def htsim_table(path: str, rec: dict) -> list[str]:
+    """One htsim record: both simulators' counts, time and memory."""
+    lb, hs = rec["lbsim"], rec["htsim"]
+    fmt = lambda v: f"{v:,.1f}" if isinstance(v, float) else f"{v:,}"  # noqa: E731
+    out = ["| | lbsim | htsim | lbsim / htsim |", "|---|---|---|---|"]
+    out += [f"| {k} | {fmt(lb['counts'][k])} | {fmt(hs['counts'][k])} | {lb['counts'][k] / hs['counts'][k]:.2f} |"
+            for k in lb["counts"]]
+    for name, key, unit in [("wall", "wall_s", "s"), ("CPU", "cpu_s", "s"), ("peak RSS", "max_rss_mb", "MB")]:
+        a, b = lb["time"][key], hs["time"][key]
+        out.append(f"| {name} | {a:,.1f} {unit} | {b:,.1f} {unit} | {_ratio(a, b)} |")
+    out.append(f"| events | {lb['events'] / 1e6:.1f} M | {hs['events'] / 1e6:.1f} M | {lb['events'] / hs['events']:.2f} |")
+    m = rec["machine"]
+    sets = f" with `{' '.join(rec['lbsim_sets'])}`" if rec["lbsim_sets"] else ""
+    out += ["", _para(f"Record `{path}` ({rec['date']}): lbsim seed {rec['seed']} at commit {rec['commit'][:7]}{sets}, "
+                      f"{m['cores']}-core {m['cpu']}; `{rec['command']}`.")]
+    return out
+
+
+def htsim_k8(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: the latest htsim records, htsim's rules and the RFC's."""
+    out = []
+    for title, pattern in [("htsim's rules in both", r"htsim_k8_\d"), ("the RFC rules in both (`--rfc`)", r"htsim_k8_rfc_\d")]:
+        path, rec = latest(pattern, results)
+        out += ([""] if out else []) + [f"With {title}, web-search list:", "", *htsim_table(path, rec)]
+    return "\n".join(out) + "\n"
+
+
+def htsim_speed(results: Path = RESULTS) -> str:
+    """docs/performance.md: the latest htsim record's time and memory."""
+    path, rec = latest(r"htsim_k8_\d", results)
+    lb, hs = rec["lbsim"], rec["htsim"]
+    out = ["| run | lbsim | htsim | lbsim / htsim |", "|---|---|---|---|"]
+    for name, key, unit in [("wall", "wall_s", "s"), ("CPU", "cpu_s", "s"), ("peak RSS", "max_rss_mb", "MB")]:
+        a, b = lb["time"][key], hs["time"][key]
+        out.append(f"| k = 8, 10,000 flows, {name} | {a:,.1f} {unit} | {b:,.1f} {unit} | {_ratio(a, b)} |")
+    out.append(f"| same, events | {lb['events'] / 1e6:.1f} M | {hs['events'] / 1e6:.1f} M | {lb['events'] / hs['events']:.2f} |")
+    m = rec["machine"]
+    out += ["", _para(f"Record `{path}` ({rec['date']}): lbsim at commit {rec['commit'][:7]}, {m['cores']}-core "
+                      f"{m['cpu']}; `{rec['command']}`.")]
+    return "\n".join(out) + "\n"
+
+
+def htsim_readme(results: Path = RESULTS) -> str:
+    """README's sentence on htsim's speed."""
+    path, rec = latest(r"htsim_k8_\d", results)
+    lb, hs = rec["lbsim"]["time"], rec["htsim"]["time"]
+    return _para(f"On the k = 8 fat-tree's 10,000 web-search flows with htsim's model, lbsim took "
+                 f"{lb['wall_s']:,.1f} s and {lb['max_rss_mb']:,.0f} MB where htsim took {hs['wall_s']:,.1f} s and "
+                 f"{hs['max_rss_mb']:,.0f} MB (record `{path}`, {rec['date']}, lbsim at commit {rec['commit'][:7]}; "
+                 "docs/fidelity.md compares their results).") + "\n"
+
+
 #: Block name -> the function that writes it.
-BLOCKS = {"b1": b1_readme, "b1-speed": b1_speed}
+BLOCKS = {"b1": b1_readme, "b1-speed": b1_speed, "htsim-readme": htsim_readme, "htsim-k8": htsim_k8,
+          "htsim-speed": htsim_speed}
 
 
 def render(text: str, results: Path = RESULTS) -> str:
