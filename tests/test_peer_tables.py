@@ -4,6 +4,7 @@ record; every record says when, on what and how it was measured."""
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -29,15 +30,18 @@ def test_every_block_is_quoted_somewhere():
 
 
 def test_every_quoted_record_says_when_and_how():
-    paths = sorted((ROOT / "bench" / "results").glob("b1_vs_ns3_*.json"))
-    assert paths, "README.md quotes a B1 record"
-    for path in paths:
+    results = ROOT / "bench" / "results"
+    b1 = sorted(results.glob("b1_vs_ns3_*.json"))
+    htsim = sorted(results.glob("htsim_k8_*.json"))
+    assert b1 and htsim, "README.md quotes a B1 and an htsim record"
+    for path in b1 + htsim:
         rec = json.loads(path.read_text())
-        assert rec["command"].startswith("python3 bench/b1_compare.py"), path.name
-        for run in (rec, rec["ns3"]):
-            assert len(run["date"]) == 10 and run["date"][4] == "-", f"{path.name}: an ISO date"
-        assert len(rec["commit"]) == 40, f"{path.name}: the lbsim build's full commit"
+        assert re.match(r"(python3 )?bench/\w+", rec["command"]), f"{path.name}: the command that wrote it"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", rec["date"]), f"{path.name}: an ISO date"
+        assert re.fullmatch(r"[0-9a-f]{40}", rec["commit"]), f"{path.name}: a full commit hash"
         assert rec["machine"]["cpu"] and rec["machine"]["cores"], f"{path.name}: the machine"
+    for path in b1:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", json.loads(path.read_text())["ns3"]["date"]), f"{path.name}: ns-3's run date"
 
 
 def record(date, mean_lbsim, wall_ns3=900.0):
@@ -69,3 +73,22 @@ def test_a_stale_block_is_found_and_an_unknown_one_refused(tmp_path):
     assert peer_tables.render(doc, tmp_path) != doc
     with pytest.raises(SystemExit, match="unknown peer-table block `nope`"):
         peer_tables.render("<!-- peer-table nope -->\n<!-- /peer-table -->\n", tmp_path)
+
+
+def test_htsim_tables_come_from_the_latest_record_of_each_rule_set(tmp_path):
+    def rec(date, drops):
+        side = {"counts": {"drops": drops, "mean FCT ms": 150.0}, "events": 100_000_000,
+                "time": {"wall_s": 40.0, "cpu_s": 40.0, "max_rss_mb": 160.0}}
+        return {"date": date, "commit": "b" * 40, "machine": {"cores": 2, "cpu": "CPU"}, "command": "bench/htsim/compare.py",
+                "seed": 1, "lbsim_sets": [], "lbsim": side,
+                "htsim": {**side, "counts": {"drops": 100_000, "mean FCT ms": 160.0}, "events": 300_000_000,
+                          "time": {"wall_s": 140.0, "cpu_s": 139.0, "max_rss_mb": 120.0}}}
+
+    (tmp_path / "htsim_k8_2026-01-01.json").write_text(json.dumps(rec("2026-01-01", 90_000)))
+    (tmp_path / "htsim_k8_2026-02-01.json").write_text(json.dumps(rec("2026-02-01", 101_000)))
+    (tmp_path / "htsim_k8_rfc_2026-03-01.json").write_text(json.dumps(rec("2026-03-01", 120_000)))
+    out = peer_tables.htsim_k8(tmp_path)
+    assert "| drops | 101,000 | 100,000 | 1.01 |" in out and "| drops | 120,000 | 100,000 | 1.20 |" in out
+    assert "90,000" not in out, "an older record of the same rule set is not quoted"
+    assert "| wall | 40.0 s | 140.0 s | 0.29 |" in out and "| events | 100.0 M | 300.0 M | 0.33 |" in out
+    assert "htsim_k8_2026-02-01.json` (2026-02-01)" in peer_tables.htsim_speed(tmp_path)
