@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import tomllib
 
 import pytest
@@ -109,6 +110,26 @@ def test_incast_of_4294967295_requests_is_warned_and_refused_when_long(examples)
         lbsim.validate(examples / "incast.toml", set=sets)
     assert err.value.field == "workload.incast.requests" and "--allow-long" in str(err.value)
     assert lbsim.validate(examples / "incast.toml", set=sets, allow_long=True)["estimate"]["wall_s"] > 86400
+
+
+def test_a_hundred_thousand_explicit_links_run_in_seconds(tmp_path):
+    # issue 51: such a topology ran past 20 s, most of it re-reading the
+    # scenario in Python to write scenario.toml; the bound is the issue's
+    lines = ['[topology]\nkind = "explicit"']
+    for n, host in (("h0", True), ("h1", True), ("s0", False), ("s1", False)):
+        lines.append(f'[[topology.nodes]]\nname = "{n}"\nhost = {str(host).lower()}')
+    ends = [("h0", "s0"), ("h1", "s1")] + [("s0", "s1")] * 99_998
+    lines += [f'[[topology.links]]\na = "{a}"\nb = "{b}"\nrate_gbps = 10' for a, b in ends]
+    lines.append('[workload]\nkind = "poisson"\nflows = 20\nload_of = "host_links"\nload = 0.5')
+    f = tmp_path / "wide.toml"
+    f.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    p = cli("run", f, "--out", tmp_path / "o", "--set", "workload.flows=10")
+    took = time.perf_counter() - t0
+    assert p.stdout.startswith("topology explicit: 2 hosts, 2 switches, 100000 links"), p.stdout[:200]
+    assert took < 60, took
+    written = tomllib.loads((tmp_path / "o" / "scenario.toml").read_text())
+    assert len(written["topology"]["links"]) == 100_000 and written["workload"]["flows"] == 10
 
 
 def test_a_flow_list_start_beyond_a_day_is_refused(tmp_path, small):

@@ -87,22 +87,9 @@ def override_value(value: str) -> Any:
 def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
     """The scenario as a run sees it: the file with every ``--set`` override
     and the seed applied, as TOML (written beside results as scenario.toml;
-    relative file paths are made absolute so it replays from anywhere)."""
+    the files it names are made absolute so it replays from anywhere)."""
     sc = load_scenario(scenario)
-    d = tomllib.loads(sc.text)
-    for kv in _sets(seed, set):
-        key, _, value = kv.partition("=")
-        v = override_value(value)
-        t = d
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            t = t.setdefault(part, {})
-        t[parts[-1]] = v
-    wl = d.get("workload", {})
-    for k in ("flow_list", "cdf_file"):
-        if isinstance(wl.get(k), str) and sc.base_dir and not os.path.isabs(wl[k]):
-            wl[k] = os.path.normpath(os.path.join(sc.base_dir, wl[k]))
-    return _dumps_toml(d)
+    return native(_lbsim.resolved_toml, sc.text, _sets(seed, set), sc.base_dir)
 
 
 def _sets(seed: Optional[int], set: Optional[Sequence[str]]) -> list[str]:

@@ -74,6 +74,14 @@ fn check_long(py: Python<'_>, explained: &str) -> PyResult<()> {
     }
 }
 
+/// The scenario as a run sees it, as TOML text (lbsim_sim::resolved_toml):
+/// the overrides applied, the files it names made absolute from `base_dir`.
+#[pyfunction]
+#[pyo3(signature = (text, sets=vec![], base_dir=None))]
+fn resolved_toml(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>) -> PyResult<String> {
+    lbsim_sim::resolved_toml(text, &sets, base_dir.as_deref()).map_err(|e| scenario_err(py, &e))
+}
+
 /// The flow list a scenario generates, as CSV text (`src,dst,size_bytes,start_us`).
 #[pyfunction]
 #[pyo3(signature = (text, sets=vec![], base_dir=None))]
@@ -307,6 +315,7 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(check_long, m)?)?;
+    m.add_function(wrap_pyfunction!(resolved_toml, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_notes, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(model_revision, m)?)?;
