@@ -112,6 +112,15 @@ def test_incast_of_4294967295_requests_is_warned_and_refused_when_long(examples)
     assert lbsim.validate(examples / "incast.toml", set=sets, allow_long=True)["estimate"]["wall_s"] > 86400
 
 
+def test_a_udp_source_above_its_hosts_link_is_warned_naming_the_key_and_the_link(tmp_path, small):
+    udp = "udp=[{src=1,dst=20,rate_gbps=1000}]"
+    w = [x for x in lbsim.explain(small, set=[udp])["warnings"] if x["key"] == "udp[0].rate_gbps"]
+    assert len(w) == 1 and "H1->L0#0 (10 Gb/s)" in w[0]["message"], w
+    p = cli("run", small, "--out", tmp_path / "o", "--set", udp, "--set", "workload.flows=20", "--set", "run.stop_ms=2")
+    header = p.stdout.split("\nscenario ")[0]  # what is printed before the first event
+    assert re.search(r"^warning: udp\[0\]\.rate_gbps \(1000 Gb/s\) is above the link of its source, host 1, H1->L0#0 ", header, re.M), header
+
+
 def test_a_hundred_thousand_explicit_links_run_in_seconds(tmp_path):
     # issue 51: such a topology ran past 20 s, most of it re-reading the
     # scenario in Python to write scenario.toml; the bound is the issue's

@@ -247,6 +247,13 @@ impl Span {
         // UDP sources run until their stop (or the run's)
         let udp_until = w.udp_until.as_secs_f64();
         natural_end = natural_end.max(if w.udp_until > SimTime::ZERO { udp_until } else { 0.0 });
+        // a UDP source above its host's link keeps that NIC's queue full:
+        // the host's own flows wait behind it while it sends
+        for (u, c) in w.udp.iter().zip(&cx.sc.udp) {
+            if u.rate.0 as f64 > cx.nic_rate(c.src) && flows.iter().any(|f| f.src == c.src && f.start < u.stop) {
+                natural_end = natural_end.max(u.stop.as_secs_f64());
+            }
+        }
         // jobs: their iterations in sequence, each step at line rate
         let mut jobs = vec![];
         for (j, hosts) in cx.sc.jobs.iter().zip(&cx.job_hosts) {
@@ -428,6 +435,7 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
         );
     }
     ecn_above_buffer(cx, warnings);
+    udp_above_line(cx, warnings);
     let flows = &cx.b.w.arrivals;
     let cant_finish =
         flows.iter().filter(|f| f.start.as_secs_f64() < stop_s && f.start.as_secs_f64() + f.size as f64 * 8.0 / cx.line(f.src, f.dst) > stop_s).count();
@@ -460,7 +468,7 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
                 warnings,
                 "workload.incast.requests",
                 format!(
-                    "{} requests need ~{} s even at the client's line rate; the run stops at {} s ({}) after ~{}",
+                    "workload.incast.requests ({}) need ~{} s even at the client's line rate; the run stops at {} s ({}) after ~{} of them",
                     i.requests,
                     fmt_num((need * 10.0).round() / 10.0),
                     fmt_num(stop_s),
@@ -478,6 +486,37 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
                 "host jitter of up to {} ms per packet against {} ms of run: few flows (perhaps none) can complete",
                 fmt_num(jitter_s * 1e3),
                 fmt_num((stop_s - first).max(0.0) * 1e3)
+            ),
+        );
+    }
+}
+
+/// A warning for each UDP source sending faster than its host's link (or
+/// its destination's): the NIC (or the destination's switch port) drops
+/// the excess, every dropped packet still costs events, and the flows that
+/// share the link wait behind a queue that never drains.
+fn udp_above_line(cx: &Ctx, warnings: &mut Vec<Value>) {
+    let t = cx.topo;
+    for (k, c) in cx.sc.udp.iter().enumerate() {
+        let rate = cx.b.w.udp[k].rate.0 as f64;
+        let nic = t.nic(t.host(c.src));
+        let (port, whose) = if rate > cx.nic_rate(c.src) {
+            (nic, format!("its source, host {}", c.src))
+        } else if rate > cx.down_rate(c.dst) {
+            (t.ports[t.nic(t.host(c.dst)).idx()].peer, format!("its destination, host {}", c.dst))
+        } else {
+            continue;
+        };
+        let line = t.ports[port.idx()].rate.0 as f64;
+        warn(
+            warnings,
+            &format!("udp[{k}].rate_gbps"),
+            format!(
+                "udp[{k}].rate_gbps ({} Gb/s) is above the link of {whose}, {} ({} Gb/s): {} % of its packets are dropped there and the flows on that link wait behind a full queue",
+                fmt_num(c.rate_gbps),
+                t.ports[port.idx()].name,
+                fmt_num(line / 1e9),
+                fmt_num((100.0 * (1.0 - line / rate)).floor())
             ),
         );
     }
@@ -753,6 +792,22 @@ mod tests {
         assert_eq!(err.field, "workload.incast.requests", "{err}");
         let e = explain_file("examples/small.toml", &["workload.flows=100"]);
         assert!(super::too_long(&e).is_none());
+    }
+
+    #[test]
+    fn a_udp_source_above_its_hosts_link_is_a_warning_naming_the_key_and_the_link() {
+        let warned = |rate: &str| {
+            let e = explain_file("examples/small.toml", &[&format!("udp=[{{src=1, dst=20, rate_gbps={rate}}}]")]);
+            let w = e["warnings"].as_array().unwrap().iter().find(|x| x["key"] == "udp[0].rate_gbps").cloned();
+            (w, e["sim_time"]["expected_ms"].as_f64().unwrap())
+        };
+        let (w, ms) = warned("1000");
+        let m = w.expect("1000 Gb/s on a 10G host")["message"].as_str().unwrap().to_string();
+        assert!(m.starts_with("udp[0].rate_gbps (1000 Gb/s) is above the link of its source, host 1, H1->L0#0 (10 Gb/s): 99 %"), "{m}");
+        // host 1's flows wait behind it until the stop (20 s after the last start)
+        assert!(ms > 20_000.0, "{ms}");
+        let (w, ms) = warned("5");
+        assert!(w.is_none() && ms < 1000.0, "{w:?} {ms}");
     }
 
     #[test]

@@ -548,7 +548,9 @@ pub struct UdpCfg {
     pub src: u32,
     /// Receiving host index.
     pub dst: u32,
-    /// Constant bit rate.
+    /// Constant bit rate. Above the source's link (or the destination's),
+    /// the excess is dropped there and the flows on that link wait behind a
+    /// full queue: `validate` and `run` warn, naming this key and the link.
     pub rate_gbps: f64,
     /// Start sending.
     #[serde(default)]
