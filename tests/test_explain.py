@@ -112,6 +112,51 @@ def test_incast_of_4294967295_requests_is_warned_and_refused_when_long(examples)
     assert lbsim.validate(examples / "incast.toml", set=sets, allow_long=True)["estimate"]["wall_s"] > 86400
 
 
+LONG_INCAST = ["workload.incast.requests=4294967295"]  # ~37 min estimated, stopped by run.stop_ms
+
+
+def test_a_run_estimated_above_ten_minutes_warns_before_its_first_event_naming_the_key(tmp_path, examples):
+    args = [sys.executable, "-m", "lbsim.cli", "run", str(examples / "incast.toml"), "--out", str(tmp_path / "o"), "--set", LONG_INCAST[0]]
+
+    def first_lines(extra):
+        # the warning, then the header, both before the first event; the
+        # run itself is not waited for
+        with subprocess.Popen(args + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+            try:
+                header = [p.stdout.readline() for _ in range(4)]
+            finally:
+                p.kill()
+            return p.stderr.read(), header
+
+    err, header = first_lines([])
+    warn = [x for x in err.splitlines() if x.startswith("lbsim: warning:")]
+    assert len(warn) == 1 and warn[0].startswith("lbsim: warning: workload.incast.requests: this run is estimated at ~"), err
+    assert "--allow-long" in warn[0] and header[0].startswith("topology "), header
+    err, header = first_lines(["--allow-long"])
+    assert header[3].startswith("estimate:") and "lbsim: warning:" not in err, (header, err)
+    # validate says it too, in the same words
+    p = cli("validate", examples / "incast.toml", "--set", LONG_INCAST[0])
+    assert p.stderr.strip() == warn[0], p.stderr
+    assert "lbsim: warning" not in cli("validate", examples / "incast.toml", "--set", LONG_INCAST[0], "--allow-long").stderr
+
+
+def test_the_api_gives_a_long_run_warning_unless_allowed(examples):
+    stop = {"progress": lambda p: False}  # stops at the first progress report
+    with pytest.warns(lbsim.LongRunWarning, match=r"^workload\.incast\.requests: "), pytest.raises(KeyboardInterrupt):
+        lbsim.run(examples / "incast.toml", set=LONG_INCAST, **stop)
+    with pytest.raises(KeyboardInterrupt):  # warnings are errors in this suite: none is given
+        lbsim.run(examples / "incast.toml", set=LONG_INCAST, allow_long=True, **stop)
+    seen = []
+
+    def on_start(e):  # sees it instead, and stops the run before its first event
+        seen.append(e["long_run"])
+        return False
+
+    with pytest.raises(KeyboardInterrupt):
+        lbsim.run(examples / "incast.toml", set=LONG_INCAST, on_start=on_start)
+    assert seen[0]["key"] == "workload.incast.requests"
+
+
 def test_a_udp_source_above_its_hosts_link_is_warned_naming_the_key_and_the_link(tmp_path, small):
     udp = "udp=[{src=1,dst=20,rate_gbps=1000}]"
     w = [x for x in lbsim.explain(small, set=[udp])["warnings"] if x["key"] == "udp[0].rate_gbps"]

@@ -3,7 +3,10 @@
 //! refers to, the offered load of every rack against its uplinks and
 //! downlinks, the flows and the simulated time to expect, an estimate of the
 //! events, wall time and peak memory of the run, and warnings for known
-//! traps. [`too_long`] refuses work that would take more than a day.
+//! traps, each naming its key. `long_run` warns of work estimated above
+//! [`LONG_WARN_S`] (ten minutes), naming the key that decides it, and
+//! [`too_long`] refuses work that would take more than a day; `--allow-long`
+//! runs either without a word.
 //!
 //! # The cost model and its accuracy
 //!
@@ -71,6 +74,11 @@ pub const CALIBRATION: &str = "events per packet-hop and flow fitted 2026-11 on 
 
 /// Work above this many seconds of estimated wall time is refused unless allowed.
 pub const LONG_S: f64 = 86_400.0;
+/// Work above this many seconds of estimated wall time is warned about
+/// before the run's first event (`long_run`), unless allowed: ten minutes,
+/// above every example and benchmark scenario (the longest, the k = 8
+/// all-reduce of bench/scale, is estimated at ~4 min).
+pub const LONG_WARN_S: f64 = 600.0;
 
 /// The explanation of a scenario as JSON (see the module docs); validates
 /// it as a run would (errors are the run's errors).
@@ -621,8 +629,41 @@ fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec
             "calibration": CALIBRATION,
         },
         "warnings": warnings,
+        "long_run": long_run(span, work),
         "notes": scheme_notes(sc),
     })
+}
+
+/// The warning about a run estimated above [`LONG_WARN_S`] of wall time,
+/// naming the key that decides its work (null below): `run` and `validate`
+/// give it before the first event unless `--allow-long`.
+fn long_run(span: &Span, work: &Work) -> Value {
+    if work.wall_s <= LONG_WARN_S {
+        return Value::Null;
+    }
+    let key = &work.heavy;
+    json!({
+        "key": key,
+        "message": format!(
+            "{key}: this run is estimated at {} of wall time (~{:.2e} events at {} M events/s, {} ms simulated); reduce it, or pass --allow-long \
+             (allow_long=True) to run it without this warning",
+            duration(work.wall_s),
+            work.events,
+            EVENTS_PER_S / 1e6,
+            fmt_num((span.sim_end * 1e3).round())
+        ),
+    })
+}
+
+/// Seconds as the largest unit that keeps the number readable: "~37 min".
+fn duration(s: f64) -> String {
+    let (v, unit) = match s {
+        s if s < 120.0 => (s, "s"),
+        s if s < 7200.0 => (s / 60.0, "min"),
+        s if s < 2.0 * 86_400.0 => (s / 3600.0, "h"),
+        s => (s / 86_400.0, "days"),
+    };
+    format!("~{} {unit}", fmt_num((v * 10.0).round() / 10.0))
 }
 
 /// The key that sets the run's stop time.
@@ -808,6 +849,36 @@ mod tests {
         assert!(ms > 20_000.0, "{ms}");
         let (w, ms) = warned("5");
         assert!(w.is_none() && ms < 1000.0, "{w:?} {ms}");
+    }
+
+    #[test]
+    fn work_above_ten_minutes_is_a_long_run_warning_naming_the_key() {
+        let e = explain_file("examples/incast.toml", &["workload.incast.requests=4294967295"]);
+        let wall = e["estimate"]["wall_s"].as_f64().unwrap();
+        assert!((super::LONG_WARN_S..super::LONG_S).contains(&wall), "{wall}");
+        assert_eq!(e["long_run"]["key"], "workload.incast.requests");
+        let m = e["long_run"]["message"].as_str().unwrap();
+        assert!(m.starts_with("workload.incast.requests: this run is estimated at ~") && m.contains(" min of wall time") && m.contains("--allow-long"), "{m}");
+        assert!(super::too_long(&e).is_none());
+        assert!(explain_file("examples/incast.toml", &[])["long_run"].is_null());
+    }
+
+    #[test]
+    fn a_run_gives_its_long_run_warning_before_the_first_event() {
+        let text = std::fs::read_to_string(root().join("examples/incast.toml")).unwrap();
+        let sc = Scenario::from_toml(&text, &["workload.incast.requests=4294967295".to_string()]).unwrap();
+        let mut seen = serde_json::Value::Null;
+        let mut events = 0;
+        let mut start = |e: &serde_json::Value| {
+            seen = e["long_run"].clone();
+            false // stop before the first event
+        };
+        let out = crate::run_with(&sc, None, &crate::RunOptions::default(), Some(&mut start), &mut |p| {
+            events = p.events;
+            true
+        });
+        assert!(matches!(out, Err(crate::SimError::Interrupted)));
+        assert_eq!((seen["key"].as_str(), events), (Some("workload.incast.requests"), 0));
     }
 
     #[test]
