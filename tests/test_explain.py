@@ -161,9 +161,15 @@ def test_a_udp_source_above_its_hosts_link_is_warned_naming_the_key_and_the_link
     udp = "udp=[{src=1,dst=20,rate_gbps=1000}]"
     w = [x for x in lbsim.explain(small, set=[udp])["warnings"] if x["key"] == "udp[0].rate_gbps"]
     assert len(w) == 1 and "H1->L0#0 (10 Gb/s)" in w[0]["message"], w
-    p = cli("run", small, "--out", tmp_path / "o", "--set", udp, "--set", "workload.flows=20", "--set", "run.stop_ms=2")
+    p = cli("run", small, "--out", tmp_path / "o", "--set", udp, "--set", "workload.flows=200", "--set", "run.stop_ms=20")
     header = p.stdout.split("\nscenario ")[0]  # what is printed before the first event
     assert re.search(r"^warning: udp\[0\]\.rate_gbps \(1000 Gb/s\) is above the link of its source, host 1, H1->L0#0 ", header, re.M), header
+    # host 1's flows are left behind it: the warning after the run (also
+    # with --quiet) names the source rather than the stop time
+    f = json.loads((tmp_path / "o" / "summary.json").read_text())["flows"]
+    assert f["unfinished"] > 0 and f["warning_key"] == "udp[0].rate_gbps", f
+    end = [x for x in p.stderr.splitlines() if x.startswith("lbsim: warning:")]
+    assert len(end) == 1 and "H1->L0#0" in end[0] and end[0].endswith("see udp[0].rate_gbps"), p.stderr
 
 
 def test_a_hundred_thousand_explicit_links_run_in_seconds(tmp_path):

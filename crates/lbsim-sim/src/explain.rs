@@ -499,34 +499,57 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
     }
 }
 
-/// A warning for each UDP source sending faster than its host's link (or
-/// its destination's): the NIC (or the destination's switch port) drops
-/// the excess, every dropped packet still costs events, and the flows that
-/// share the link wait behind a queue that never drains.
-fn udp_above_line(cx: &Ctx, warnings: &mut Vec<Value>) {
-    let t = cx.topo;
-    for (k, c) in cx.sc.udp.iter().enumerate() {
-        let rate = cx.b.w.udp[k].rate.0 as f64;
-        let nic = t.nic(t.host(c.src));
-        let (port, whose) = if rate > cx.nic_rate(c.src) {
-            (nic, format!("its source, host {}", c.src))
-        } else if rate > cx.down_rate(c.dst) {
-            (t.ports[t.nic(t.host(c.dst)).idx()].peer, format!("its destination, host {}", c.dst))
+/// A UDP source sending faster than its source's link (or else its
+/// destination's), which drops the excess, every dropped packet still
+/// costing events, and makes the flows on that link wait behind a full queue.
+pub(crate) struct UdpOverLine {
+    /// `udp[k].rate_gbps`
+    pub key: String,
+    /// "udp[k].rate_gbps (R Gb/s) is above the link of its source, host h, H->L#0 (L Gb/s)"
+    pub what: String,
+    /// The host on that link, and whether it is the source.
+    pub host: u32,
+    pub at_source: bool,
+    /// Share of the source's packets dropped there.
+    pub dropped: f64,
+}
+
+/// Every UDP source above its link ([`UdpOverLine`]).
+pub(crate) fn udp_over_line(topo: &Topology, cfgs: &[crate::scenario::UdpCfg], udp: &[crate::world::UdpSource]) -> Vec<UdpOverLine> {
+    let mut out = vec![];
+    for (k, (c, u)) in cfgs.iter().zip(udp).enumerate() {
+        let up = topo.nic(u.src);
+        let down = topo.ports[topo.nic(u.dst).idx()].peer;
+        let (port, host, at_source) = if u.rate > topo.ports[up.idx()].rate {
+            (up, c.src, true)
+        } else if u.rate > topo.ports[down.idx()].rate {
+            (down, c.dst, false)
         } else {
             continue;
         };
-        let line = t.ports[port.idx()].rate.0 as f64;
-        warn(
-            warnings,
-            &format!("udp[{k}].rate_gbps"),
-            format!(
-                "udp[{k}].rate_gbps ({} Gb/s) is above the link of {whose}, {} ({} Gb/s): {} % of its packets are dropped there and the flows on that link wait behind a full queue",
+        let line = topo.ports[port.idx()].rate.0 as f64;
+        out.push(UdpOverLine {
+            key: format!("udp[{k}].rate_gbps"),
+            what: format!(
+                "udp[{k}].rate_gbps ({} Gb/s) is above the link of its {}, host {host}, {} ({} Gb/s)",
                 fmt_num(c.rate_gbps),
-                t.ports[port.idx()].name,
-                fmt_num(line / 1e9),
-                fmt_num((100.0 * (1.0 - line / rate)).floor())
+                if at_source { "source" } else { "destination" },
+                topo.ports[port.idx()].name,
+                fmt_num(line / 1e9)
             ),
-        );
+            host,
+            at_source,
+            dropped: 1.0 - line / u.rate.0 as f64,
+        });
+    }
+    out
+}
+
+/// A warning for each UDP source above its link ([`udp_over_line`]).
+fn udp_above_line(cx: &Ctx, warnings: &mut Vec<Value>) {
+    for u in udp_over_line(cx.topo, &cx.sc.udp, &cx.b.w.udp) {
+        let pct = fmt_num((100.0 * u.dropped).floor());
+        warn(warnings, &u.key, format!("{}: {pct} % of its packets are dropped there and the flows on that link wait behind a full queue", u.what));
     }
 }
 
@@ -714,7 +737,8 @@ pub(crate) fn unfinished_warning(
     end: SimTime,
     hard_stop: SimTime,
     stopped: bool,
-) -> Option<(&'static str, String)> {
+    udp_over: &[UdpOverLine],
+) -> Option<(String, String)> {
     let total = flows.len();
     let done = flows.iter().filter(|f| f.finish.is_some()).count();
     if total == 0 || done == total {
@@ -727,6 +751,9 @@ pub(crate) fn unfinished_warning(
     let head = format!("{} of {total} flows did not complete{}", total - done, if done == 0 { " (none did)" } else { "" });
     let jitter = SimTime::from_us_f64(sc.network.host_jitter_ns.unwrap_or(1000.0) / 1e3);
     let span = end.saturating_sub(first);
+    // unfinished flows on the link of a UDP source above it
+    let on_link = |u: &UdpOverLine| flows.iter().filter(|f| f.finish.is_none() && if u.at_source { f.src == u.host } else { f.dst == u.host }).count();
+    let udp = udp_over.iter().map(|u| (u, on_link(u))).filter(|&(_, n)| n > 0).max_by_key(|&(_, n)| n);
     let (key, why) = if never == total {
         let key = match sc.workload.kind {
             WorkloadKind::FlowList => "workload.flow_list",
@@ -735,6 +762,8 @@ pub(crate) fn unfinished_warning(
             _ => stop,
         };
         (key, format!("no flow started before the run stopped at {} ms (the first starts at {} ms)", ms(end), ms(first)))
+    } else if let Some((u, n)) = udp {
+        (&*u.key, format!("{}, and {n} of them {} host {}", u.what, if u.at_source { "start at" } else { "go to" }, u.host))
     } else if jitter.as_secs_f64() >= 0.1 * span.as_secs_f64() {
         ("network.host_jitter_ns", format!("host jitter of up to {} ms per packet against {} ms of run", ms(jitter), ms(span)))
     } else if stopped || end >= hard_stop {
@@ -744,7 +773,7 @@ pub(crate) fn unfinished_warning(
         ("", format!("the run ran out of events at {} ms before its stop at {} ms (failed links? see the flows table)", ms(end), ms(hard_stop)))
     };
     let msg = if key.is_empty() { format!("{head}: {why}") } else { format!("{head}: {why}; see {key}") };
-    Some((key, msg))
+    Some((key.to_string(), msg))
 }
 
 #[cfg(test)]
@@ -849,6 +878,20 @@ mod tests {
         assert!(ms > 20_000.0, "{ms}");
         let (w, ms) = warned("5");
         assert!(w.is_none() && ms < 1000.0, "{w:?} {ms}");
+    }
+
+    #[test]
+    fn flows_left_behind_a_udp_source_above_its_link_name_it_after_the_run() {
+        let udp = "udp=[{src=1, dst=20, rate_gbps=1000}]";
+        let text = std::fs::read_to_string(root().join("examples/small.toml")).unwrap();
+        let sets: Vec<String> = [udp, "workload.flows=200", "run.stop_ms=20"].iter().map(|s| s.to_string()).collect();
+        let out = crate::run(&Scenario::from_toml(&text, &sets).unwrap(), None, &mut |_| true).unwrap();
+        let stuck = out.flows.iter().filter(|f| f.src == 1 && f.finish.is_none()).count();
+        assert!(stuck > 0, "host 1 sends no flow in this workload");
+        let f = &out.summary["flows"];
+        assert_eq!(f["warning_key"], "udp[0].rate_gbps", "{f}");
+        let m = f["warning"].as_str().unwrap();
+        assert!(m.contains("host 1, H1->L0#0 (10 Gb/s)") && m.contains(&format!("{stuck} of them start at host 1")), "{m}");
     }
 
     #[test]

@@ -85,9 +85,10 @@ pub fn run_with(
     let end = w.now();
     // stopped by the stop time with work left (not out of events, not done)
     let stopped = !w.finished() && w.q.peek_time().is_some_and(|t| t > hard_stop);
+    let udp_over = crate::explain::udp_over_line(&w.topo, &sc.udp, &w.udp);
     let mut out = finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s });
     out.summary["provenance"] = crate::provenance::provenance(&sc.lb.scheme, opts.command_line.as_deref(), &started);
-    if let Some((key, msg)) = crate::explain::unfinished_warning(sc, &out.flows, end, hard_stop, stopped) {
+    if let Some((key, msg)) = crate::explain::unfinished_warning(sc, &out.flows, end, hard_stop, stopped, &udp_over) {
         out.summary["flows"]["warning"] = msg.into();
         out.summary["flows"]["warning_key"] = key.into();
     }

@@ -550,7 +550,8 @@ pub struct UdpCfg {
     pub dst: u32,
     /// Constant bit rate. Above the source's link (or the destination's),
     /// the excess is dropped there and the flows on that link wait behind a
-    /// full queue: `validate` and `run` warn, naming this key and the link.
+    /// full queue: `validate` and `run` warn, naming this key and the link,
+    /// and so does the warning after a run that leaves those flows unfinished.
     pub rate_gbps: f64,
     /// Start sending.
     #[serde(default)]
