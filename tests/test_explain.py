@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 import tomllib
 
 import pytest
@@ -109,6 +110,86 @@ def test_incast_of_4294967295_requests_is_warned_and_refused_when_long(examples)
         lbsim.validate(examples / "incast.toml", set=sets)
     assert err.value.field == "workload.incast.requests" and "--allow-long" in str(err.value)
     assert lbsim.validate(examples / "incast.toml", set=sets, allow_long=True)["estimate"]["wall_s"] > 86400
+
+
+LONG_INCAST = ["workload.incast.requests=4294967295"]  # ~37 min estimated, stopped by run.stop_ms
+
+
+def test_a_run_estimated_above_ten_minutes_warns_before_its_first_event_naming_the_key(tmp_path, examples):
+    args = [sys.executable, "-m", "lbsim.cli", "run", str(examples / "incast.toml"), "--out", str(tmp_path / "o"), "--set", LONG_INCAST[0]]
+
+    def first_lines(extra):
+        # the warning, then the header, both before the first event; the
+        # run itself is not waited for
+        with subprocess.Popen(args + extra, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as p:
+            try:
+                header = [p.stdout.readline() for _ in range(4)]
+            finally:
+                p.kill()
+            return p.stderr.read(), header
+
+    err, header = first_lines([])
+    warn = [x for x in err.splitlines() if x.startswith("lbsim: warning:")]
+    assert len(warn) == 1 and warn[0].startswith("lbsim: warning: workload.incast.requests: this run is estimated at ~"), err
+    assert "--allow-long" in warn[0] and header[0].startswith("topology "), header
+    err, header = first_lines(["--allow-long"])
+    assert header[3].startswith("estimate:") and "lbsim: warning:" not in err, (header, err)
+    # validate says it too, in the same words
+    p = cli("validate", examples / "incast.toml", "--set", LONG_INCAST[0])
+    assert p.stderr.strip() == warn[0], p.stderr
+    assert "lbsim: warning" not in cli("validate", examples / "incast.toml", "--set", LONG_INCAST[0], "--allow-long").stderr
+
+
+def test_the_api_gives_a_long_run_warning_unless_allowed(examples):
+    stop = {"progress": lambda p: False}  # stops at the first progress report
+    with pytest.warns(lbsim.LongRunWarning, match=r"^workload\.incast\.requests: "), pytest.raises(KeyboardInterrupt):
+        lbsim.run(examples / "incast.toml", set=LONG_INCAST, **stop)
+    with pytest.raises(KeyboardInterrupt):  # warnings are errors in this suite: none is given
+        lbsim.run(examples / "incast.toml", set=LONG_INCAST, allow_long=True, **stop)
+    seen = []
+
+    def on_start(e):  # sees it instead, and stops the run before its first event
+        seen.append(e["long_run"])
+        return False
+
+    with pytest.raises(KeyboardInterrupt):
+        lbsim.run(examples / "incast.toml", set=LONG_INCAST, on_start=on_start)
+    assert seen[0]["key"] == "workload.incast.requests"
+
+
+def test_a_udp_source_above_its_hosts_link_is_warned_naming_the_key_and_the_link(tmp_path, small):
+    udp = "udp=[{src=1,dst=20,rate_gbps=1000}]"
+    w = [x for x in lbsim.explain(small, set=[udp])["warnings"] if x["key"] == "udp[0].rate_gbps"]
+    assert len(w) == 1 and "H1->L0#0 (10 Gb/s)" in w[0]["message"], w
+    p = cli("run", small, "--out", tmp_path / "o", "--set", udp, "--set", "workload.flows=200", "--set", "run.stop_ms=20")
+    header = p.stdout.split("\nscenario ")[0]  # what is printed before the first event
+    assert re.search(r"^warning: udp\[0\]\.rate_gbps \(1000 Gb/s\) is above the link of its source, host 1, H1->L0#0 ", header, re.M), header
+    # host 1's flows are left behind it: the warning after the run (also
+    # with --quiet) names the source rather than the stop time
+    f = json.loads((tmp_path / "o" / "summary.json").read_text())["flows"]
+    assert f["unfinished"] > 0 and f["warning_key"] == "udp[0].rate_gbps", f
+    end = [x for x in p.stderr.splitlines() if x.startswith("lbsim: warning:")]
+    assert len(end) == 1 and "H1->L0#0" in end[0] and end[0].endswith("see udp[0].rate_gbps"), p.stderr
+
+
+def test_a_hundred_thousand_explicit_links_run_in_seconds(tmp_path):
+    # issue 51: such a topology ran past 20 s, most of it re-reading the
+    # scenario in Python to write scenario.toml; the bound is the issue's
+    lines = ['[topology]\nkind = "explicit"']
+    for n, host in (("h0", True), ("h1", True), ("s0", False), ("s1", False)):
+        lines.append(f'[[topology.nodes]]\nname = "{n}"\nhost = {str(host).lower()}')
+    ends = [("h0", "s0"), ("h1", "s1")] + [("s0", "s1")] * 99_998
+    lines += [f'[[topology.links]]\na = "{a}"\nb = "{b}"\nrate_gbps = 10' for a, b in ends]
+    lines.append('[workload]\nkind = "poisson"\nflows = 20\nload_of = "host_links"\nload = 0.5')
+    f = tmp_path / "wide.toml"
+    f.write_text("\n".join(lines) + "\n")
+    t0 = time.perf_counter()
+    p = cli("run", f, "--out", tmp_path / "o", "--set", "workload.flows=10")
+    took = time.perf_counter() - t0
+    assert p.stdout.startswith("topology explicit: 2 hosts, 2 switches, 100000 links"), p.stdout[:200]
+    assert took < 60, took
+    written = tomllib.loads((tmp_path / "o" / "scenario.toml").read_text())
+    assert len(written["topology"]["links"]) == 100_000 and written["workload"]["flows"] == 10
 
 
 def test_a_flow_list_start_beyond_a_day_is_refused(tmp_path, small):

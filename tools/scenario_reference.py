@@ -229,7 +229,11 @@ def render(src: str, tcp_src: str) -> str:
         "to the engine's integer picoseconds and bits per second, and an error names",
         "the key. *Required* keys have no default; an empty default means absent",
         "(the description says what absence means). `lbsim validate FILE` checks a",
-        "file without running it.",
+        "file without running it and explains it: sizes, load, the estimated events,",
+        "wall time and memory, and one warning line per known trap, each naming its key",
+        "(`lbsim run` prints the same before its first event). Work estimated above ten",
+        "minutes of wall time is warned about naming the key that decides it, and above",
+        "a day refused; `--allow-long` (`allow_long=True`) runs it without either.",
         "",
     ]
     for heading, struct, table, note in SECTIONS:

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import tomllib
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
@@ -14,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lbsim import _lbsim
-from lbsim.errors import LbsimError, ScenarioError, native
+from lbsim.errors import LbsimError, LongRunWarning, ScenarioError, native
 
 ScenarioLike = Union[str, os.PathLike, Mapping[str, Any]]
 
@@ -87,22 +88,9 @@ def override_value(value: str) -> Any:
 def resolved_scenario(scenario: ScenarioLike, *, seed: Optional[int] = None, set: Optional[Sequence[str]] = None) -> str:
     """The scenario as a run sees it: the file with every ``--set`` override
     and the seed applied, as TOML (written beside results as scenario.toml;
-    relative file paths are made absolute so it replays from anywhere)."""
+    the files it names are made absolute so it replays from anywhere)."""
     sc = load_scenario(scenario)
-    d = tomllib.loads(sc.text)
-    for kv in _sets(seed, set):
-        key, _, value = kv.partition("=")
-        v = override_value(value)
-        t = d
-        parts = key.strip().split(".")
-        for part in parts[:-1]:
-            t = t.setdefault(part, {})
-        t[parts[-1]] = v
-    wl = d.get("workload", {})
-    for k in ("flow_list", "cdf_file"):
-        if isinstance(wl.get(k), str) and sc.base_dir and not os.path.isabs(wl[k]):
-            wl[k] = os.path.normpath(os.path.join(sc.base_dir, wl[k]))
-    return _dumps_toml(d)
+    return native(_lbsim.resolved_toml, sc.text, _sets(seed, set), sc.base_dir)
 
 
 def _sets(seed: Optional[int], set: Optional[Sequence[str]]) -> list[str]:
@@ -226,6 +214,7 @@ def run(
     progress: Optional[Callable[[dict], Any]] = None,
     allow_long: bool = False,
     command_line: Optional[str] = None,
+    on_start: Optional[Callable[[dict], Any]] = None,
 ) -> Result:
     """Runs a scenario (path, TOML text or dict).
 
@@ -235,6 +224,10 @@ def run(
     dict (sim_time_s, flows_done, flows_total, events, wall_s); returning
     False stops the run (KeyboardInterrupt). Work estimated at more than a
     day (``explain``) raises ScenarioError naming the key unless
+    ``allow_long``. ``on_start``, if given, is called once before the first
+    event with ``explain``'s dict (its ``long_run``: the warning about work
+    estimated above ten minutes, or None); returning False stops the run.
+    Without ``on_start``, that warning is a :class:`LongRunWarning` unless
     ``allow_long``. summary["provenance"] records the build, host, start
     time and ``command_line`` (default: this call); summary["flows"]["warning"]
     names the likely cause when flows are left unfinished.
@@ -242,7 +235,16 @@ def run(
     sc = load_scenario(scenario)
     if command_line is None:
         command_line = _call_text("run", scenario, seed, set, allow_long=allow_long)
-    return _result(native(_lbsim.run, sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line))
+
+    def started(text: str) -> Any:
+        e = json.loads(text)
+        if on_start is not None:
+            return on_start(e)
+        if e["long_run"] and not allow_long:
+            warnings.warn(e["long_run"]["message"], LongRunWarning, stacklevel=3)
+        return True
+
+    return _result(native(_lbsim.run, sc.text, _sets(seed, set), sc.base_dir, progress, allow_long, command_line, started))
 
 
 def _call_text(fn: str, scenario: ScenarioLike, seed: Optional[int], set: Optional[Sequence[str]], **kw: Any) -> str:
@@ -364,5 +366,5 @@ def schemes() -> list[dict]:
     return _lbsim.schemes()
 
 
-__all__ = ["LbsimError", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "notes", "read_text",
-           "run", "schemes", "validate"]
+__all__ = ["LbsimError", "LongRunWarning", "Result", "ScenarioError", "explain", "explanation_lines", "flows", "flows_csv", "load_scenario", "notes",
+           "read_text", "run", "schemes", "validate"]

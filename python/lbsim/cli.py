@@ -14,7 +14,9 @@ Bad input (an unreadable or non-UTF-8 file, an unwritable --out, an
 unreachable --ray cluster) fails with one line naming it, exit status 2;
 so does work estimated at more than a day of wall time (unless
 --allow-long), and an existing non-empty --out folder that holds no lbsim
-run (no summary.json; unless --force). A run that leaves flows unfinished
+run (no summary.json; unless --force). Work estimated at more than ten
+minutes gets one warning line on stderr naming the key that decides it,
+before the first event (unless --allow-long). A run that leaves flows unfinished
 or completes none ends with one warning line on stderr naming the likely
 cause; with --strict it exits with status 3. Ctrl-C exits 130 and SIGTERM
 143, after stopping any sweep workers.
@@ -130,19 +132,31 @@ def _check_run_folder(out: str, force: bool) -> Optional[str]:
     return None
 
 
+def _warn_long(e: dict, allow_long: bool) -> None:
+    """The one-line warning about work estimated above ten minutes (explain's
+    ``long_run``, naming the key), on stderr unless --allow-long."""
+    if e["long_run"] and not allow_long:
+        print(f"lbsim: warning: {e['long_run']['message']}", file=sys.stderr, flush=True)
+
+
 def cmd_run(a: argparse.Namespace) -> None:
     _check_out(a.out, folder=True)
     note = _check_run_folder(a.out, a.force)
-    if not a.quiet:
-        e = _api.validate(Path(a.scenario), seed=a.seed, set=a.set, allow_long=a.allow_long)
-        for line in _api.explanation_lines(e):
-            print(line)
-        sys.stdout.flush()
+
+    def started(e: dict) -> bool:
+        # before the first event: the long-run warning, then the header
+        _warn_long(e, a.allow_long)
+        if not a.quiet:
+            for line in _api.explanation_lines(e):
+                print(line)
+            sys.stdout.flush()
+        return True
+
     bar = ProgressBar("run", enabled=not a.quiet)
     t0 = time.perf_counter()
     try:
         res = _api.run(Path(a.scenario), seed=a.seed, set=a.set, progress=bar, allow_long=a.allow_long,
-                       command_line=a.command_line)
+                       command_line=a.command_line, on_start=started)
     finally:
         bar.close()
     if note:
@@ -234,6 +248,7 @@ def cmd_plot(a: argparse.Namespace) -> None:
 
 def cmd_validate(a: argparse.Namespace) -> None:
     e = _api.validate(Path(a.scenario), seed=a.seed, set=a.set, allow_long=a.allow_long)
+    _warn_long(e, a.allow_long)
     if a.json:
         print(json.dumps(e, indent=2))
         return
@@ -263,6 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a scenario key (TOML value syntax), e.g. --set workload.load=0.7")
 
+    def allow_long_arg(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--allow-long", action="store_true",
+                        help="accept work estimated at more than a day of wall time, and give no warning for more than ten minutes")
+
     r = sub.add_parser("run", help="run a scenario; write DIR/flows.parquet and DIR/summary.json")
     scenario_args(r)
     r.add_argument("--out", required=True, help="output folder")
@@ -271,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit with status 3 if flows are left unfinished or none completes")
     r.add_argument("--force", action="store_true",
                    help="write into an existing non-empty --out folder that holds no lbsim run")
-    r.add_argument("--allow-long", action="store_true", help="run even if the estimate exceeds a day of wall time")
+    allow_long_arg(r)
     r.set_defaults(fn=cmd_run)
 
     f = sub.add_parser("flows", help="export the scenario's flow list as CSV (src,dst,size_bytes,start_us)")
@@ -295,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                                          "expected time, estimated events, wall time and memory, warnings")
     scenario_args(v)
     v.add_argument("--json", action="store_true", help="print the explanation as JSON")
-    v.add_argument("--allow-long", action="store_true", help="accept work estimated at more than a day of wall time")
+    allow_long_arg(v)
     v.set_defaults(fn=cmd_validate)
 
     from lbsim.compare import add_command

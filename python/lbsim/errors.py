@@ -13,6 +13,9 @@ always were:
 - ``SweepError`` (``lbsim.experiments.sweep``): a bad sweep file or
   ``lbsim reproduce`` request.
 - ``CompareError`` (``lbsim.compare``): a bad ``lbsim compare`` request.
+
+``LongRunWarning`` is not an error: a run estimated at more than ten
+minutes, warned about before its first event.
 """
 
 from __future__ import annotations
@@ -35,6 +38,12 @@ class ScenarioError(LbsimError, _lbsim.ScenarioError):
     field: str = ""
 
 
+class LongRunWarning(UserWarning):
+    """A run estimated at more than ten minutes of wall time (``explain``'s
+    ``long_run``): the message names the key that decides its work. Given
+    before the first event; ``allow_long=True`` silences it."""
+
+
 def native(fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` for a function of the simulator extension, with its
     ScenarioError raised as :class:`ScenarioError` (same message and
@@ -49,4 +58,4 @@ def native(fn: Callable[..., T], *args: Any) -> T:
         raise err from None
 
 
-__all__ = ["LbsimError", "ScenarioError", "native"]
+__all__ = ["LbsimError", "LongRunWarning", "ScenarioError", "native"]

@@ -74,6 +74,14 @@ fn check_long(py: Python<'_>, explained: &str) -> PyResult<()> {
     }
 }
 
+/// The scenario as a run sees it, as TOML text (lbsim_sim::resolved_toml):
+/// the overrides applied, the files it names made absolute from `base_dir`.
+#[pyfunction]
+#[pyo3(signature = (text, sets=vec![], base_dir=None))]
+fn resolved_toml(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<PathBuf>) -> PyResult<String> {
+    lbsim_sim::resolved_toml(text, &sets, base_dir.as_deref()).map_err(|e| scenario_err(py, &e))
+}
+
 /// The flow list a scenario generates, as CSV text (`src,dst,size_bytes,start_us`).
 #[pyfunction]
 #[pyo3(signature = (text, sets=vec![], base_dir=None))]
@@ -86,9 +94,12 @@ fn flows_csv(py: Python<'_>, text: &str, sets: Vec<String>, base_dir: Option<Pat
 /// Runs a scenario. Returns a dict of column dicts (`flows`, `links`,
 /// `queues`, `ports`) and the summary as JSON text. Refuses (ScenarioError
 /// naming the key) work estimated at more than a day unless `allow_long`;
-/// `command_line` goes to the summary's provenance.
+/// `on_start`, if given, is called once before the first event with the
+/// run's explanation as JSON text (what `explain` returns), and stops the
+/// run by returning False; `command_line` goes to the summary's provenance.
 #[pyfunction]
-#[pyo3(signature = (text, sets=vec![], base_dir=None, progress=None, allow_long=false, command_line=None))]
+#[pyo3(signature = (text, sets=vec![], base_dir=None, progress=None, allow_long=false, command_line=None, on_start=None))]
+#[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
     text: &str,
@@ -97,9 +108,21 @@ fn run(
     progress: Option<PyObject>,
     allow_long: bool,
     command_line: Option<String>,
+    on_start: Option<PyObject>,
 ) -> PyResult<PyObject> {
     let sc = parse(py, text, sets)?;
     let opts = RunOptions { allow_long, command_line };
+    let mut start_err: Option<PyErr> = None;
+    let mut start = |e: &serde_json::Value| -> bool {
+        let Some(f) = &on_start else { return true };
+        match f.call1(py, (serde_json::to_string(e).unwrap(),)) {
+            Ok(r) => r.extract::<bool>(py).ok() != Some(false),
+            Err(e) => {
+                start_err = Some(e);
+                false
+            }
+        }
+    };
     let mut cb_err: Option<PyErr> = None;
     let mut cb = |p: &Progress| -> bool {
         if let Err(e) = py.check_signals() {
@@ -129,7 +152,10 @@ fn run(
     };
     // a panic is a bug in lbsim: surface it as an ordinary exception (not
     // PyO3's BaseException-derived PanicException) that names the scenario
-    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_sim(&sc, base_dir.as_deref(), &opts, &mut cb)));
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let start: Option<&mut dyn FnMut(&serde_json::Value) -> bool> = if on_start.is_some() { Some(&mut start) } else { None };
+        run_sim(&sc, base_dir.as_deref(), &opts, start, &mut cb)
+    }));
     let result = match caught {
         Ok(r) => r,
         Err(payload) => {
@@ -143,7 +169,9 @@ fn run(
     let out = match result {
         Ok(o) => o,
         Err(SimError::Scenario(e)) => return Err(scenario_err(py, &e)),
-        Err(SimError::Interrupted) => return Err(cb_err.unwrap_or_else(|| PyKeyboardInterrupt::new_err("run stopped by the progress callback"))),
+        Err(SimError::Interrupted) => {
+            return Err(start_err.or(cb_err).unwrap_or_else(|| PyKeyboardInterrupt::new_err("run stopped by the on_start or progress callback")))
+        }
     };
     let res = PyDict::new(py);
     for (table, cols) in lbsim_sim::columns::table_cells(&out) {
@@ -307,6 +335,7 @@ fn _lbsim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(flows_csv, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(check_long, m)?)?;
+    m.add_function(wrap_pyfunction!(resolved_toml, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_notes, m)?)?;
     m.add_function(wrap_pyfunction!(schemes, m)?)?;
     m.add_function(wrap_pyfunction!(model_revision, m)?)?;

@@ -3,7 +3,10 @@
 //! refers to, the offered load of every rack against its uplinks and
 //! downlinks, the flows and the simulated time to expect, an estimate of the
 //! events, wall time and peak memory of the run, and warnings for known
-//! traps. [`too_long`] refuses work that would take more than a day.
+//! traps, each naming its key. `long_run` warns of work estimated above
+//! [`LONG_WARN_S`] (ten minutes), naming the key that decides it, and
+//! [`too_long`] refuses work that would take more than a day; `--allow-long`
+//! runs either without a word.
 //!
 //! # The cost model and its accuracy
 //!
@@ -71,6 +74,11 @@ pub const CALIBRATION: &str = "events per packet-hop and flow fitted 2026-11 on 
 
 /// Work above this many seconds of estimated wall time is refused unless allowed.
 pub const LONG_S: f64 = 86_400.0;
+/// Work above this many seconds of estimated wall time is warned about
+/// before the run's first event (`long_run`), unless allowed: ten minutes,
+/// above every example and benchmark scenario (the longest, the k = 8
+/// all-reduce of bench/scale, is estimated at ~4 min).
+pub const LONG_WARN_S: f64 = 600.0;
 
 /// The explanation of a scenario as JSON (see the module docs); validates
 /// it as a run would (errors are the run's errors).
@@ -247,6 +255,13 @@ impl Span {
         // UDP sources run until their stop (or the run's)
         let udp_until = w.udp_until.as_secs_f64();
         natural_end = natural_end.max(if w.udp_until > SimTime::ZERO { udp_until } else { 0.0 });
+        // a UDP source above its host's link keeps that NIC's queue full:
+        // the host's own flows wait behind it while it sends
+        for (u, c) in w.udp.iter().zip(&cx.sc.udp) {
+            if u.rate.0 as f64 > cx.nic_rate(c.src) && flows.iter().any(|f| f.src == c.src && f.start < u.stop) {
+                natural_end = natural_end.max(u.stop.as_secs_f64());
+            }
+        }
         // jobs: their iterations in sequence, each step at line rate
         let mut jobs = vec![];
         for (j, hosts) in cx.sc.jobs.iter().zip(&cx.job_hosts) {
@@ -428,6 +443,7 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
         );
     }
     ecn_above_buffer(cx, warnings);
+    udp_above_line(cx, warnings);
     let flows = &cx.b.w.arrivals;
     let cant_finish =
         flows.iter().filter(|f| f.start.as_secs_f64() < stop_s && f.start.as_secs_f64() + f.size as f64 * 8.0 / cx.line(f.src, f.dst) > stop_s).count();
@@ -460,7 +476,7 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
                 warnings,
                 "workload.incast.requests",
                 format!(
-                    "{} requests need ~{} s even at the client's line rate; the run stops at {} s ({}) after ~{}",
+                    "workload.incast.requests ({}) need ~{} s even at the client's line rate; the run stops at {} s ({}) after ~{} of them",
                     i.requests,
                     fmt_num((need * 10.0).round() / 10.0),
                     fmt_num(stop_s),
@@ -480,6 +496,60 @@ fn known_traps(cx: &Ctx, span: &Span, work: &Work, warnings: &mut Vec<Value>) {
                 fmt_num((stop_s - first).max(0.0) * 1e3)
             ),
         );
+    }
+}
+
+/// A UDP source sending faster than its source's link (or else its
+/// destination's), which drops the excess, every dropped packet still
+/// costing events, and makes the flows on that link wait behind a full queue.
+pub(crate) struct UdpOverLine {
+    /// `udp[k].rate_gbps`
+    pub key: String,
+    /// "udp[k].rate_gbps (R Gb/s) is above the link of its source, host h, H->L#0 (L Gb/s)"
+    pub what: String,
+    /// The host on that link, and whether it is the source.
+    pub host: u32,
+    pub at_source: bool,
+    /// Share of the source's packets dropped there.
+    pub dropped: f64,
+}
+
+/// Every UDP source above its link ([`UdpOverLine`]).
+pub(crate) fn udp_over_line(topo: &Topology, cfgs: &[crate::scenario::UdpCfg], udp: &[crate::world::UdpSource]) -> Vec<UdpOverLine> {
+    let mut out = vec![];
+    for (k, (c, u)) in cfgs.iter().zip(udp).enumerate() {
+        let up = topo.nic(u.src);
+        let down = topo.ports[topo.nic(u.dst).idx()].peer;
+        let (port, host, at_source) = if u.rate > topo.ports[up.idx()].rate {
+            (up, c.src, true)
+        } else if u.rate > topo.ports[down.idx()].rate {
+            (down, c.dst, false)
+        } else {
+            continue;
+        };
+        let line = topo.ports[port.idx()].rate.0 as f64;
+        out.push(UdpOverLine {
+            key: format!("udp[{k}].rate_gbps"),
+            what: format!(
+                "udp[{k}].rate_gbps ({} Gb/s) is above the link of its {}, host {host}, {} ({} Gb/s)",
+                fmt_num(c.rate_gbps),
+                if at_source { "source" } else { "destination" },
+                topo.ports[port.idx()].name,
+                fmt_num(line / 1e9)
+            ),
+            host,
+            at_source,
+            dropped: 1.0 - line / u.rate.0 as f64,
+        });
+    }
+    out
+}
+
+/// A warning for each UDP source above its link ([`udp_over_line`]).
+fn udp_above_line(cx: &Ctx, warnings: &mut Vec<Value>) {
+    for u in udp_over_line(cx.topo, &cx.sc.udp, &cx.b.w.udp) {
+        let pct = fmt_num((100.0 * u.dropped).floor());
+        warn(warnings, &u.key, format!("{}: {pct} % of its packets are dropped there and the flows on that link wait behind a full queue", u.what));
     }
 }
 
@@ -582,8 +652,41 @@ fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec
             "calibration": CALIBRATION,
         },
         "warnings": warnings,
+        "long_run": long_run(span, work),
         "notes": scheme_notes(sc),
     })
+}
+
+/// The warning about a run estimated above [`LONG_WARN_S`] of wall time,
+/// naming the key that decides its work (null below): `run` and `validate`
+/// give it before the first event unless `--allow-long`.
+fn long_run(span: &Span, work: &Work) -> Value {
+    if work.wall_s <= LONG_WARN_S {
+        return Value::Null;
+    }
+    let key = &work.heavy;
+    json!({
+        "key": key,
+        "message": format!(
+            "{key}: this run is estimated at {} of wall time (~{:.2e} events at {} M events/s, {} ms simulated); reduce it, or pass --allow-long \
+             (allow_long=True) to run it without this warning",
+            duration(work.wall_s),
+            work.events,
+            EVENTS_PER_S / 1e6,
+            fmt_num((span.sim_end * 1e3).round())
+        ),
+    })
+}
+
+/// Seconds as the largest unit that keeps the number readable: "~37 min".
+fn duration(s: f64) -> String {
+    let (v, unit) = match s {
+        s if s < 120.0 => (s, "s"),
+        s if s < 7200.0 => (s / 60.0, "min"),
+        s if s < 2.0 * 86_400.0 => (s / 3600.0, "h"),
+        s => (s / 86_400.0, "days"),
+    };
+    format!("~{} {unit}", fmt_num((v * 10.0).round() / 10.0))
 }
 
 /// The key that sets the run's stop time.
@@ -634,7 +737,8 @@ pub(crate) fn unfinished_warning(
     end: SimTime,
     hard_stop: SimTime,
     stopped: bool,
-) -> Option<(&'static str, String)> {
+    udp_over: &[UdpOverLine],
+) -> Option<(String, String)> {
     let total = flows.len();
     let done = flows.iter().filter(|f| f.finish.is_some()).count();
     if total == 0 || done == total {
@@ -647,6 +751,9 @@ pub(crate) fn unfinished_warning(
     let head = format!("{} of {total} flows did not complete{}", total - done, if done == 0 { " (none did)" } else { "" });
     let jitter = SimTime::from_us_f64(sc.network.host_jitter_ns.unwrap_or(1000.0) / 1e3);
     let span = end.saturating_sub(first);
+    // unfinished flows on the link of a UDP source above it
+    let on_link = |u: &UdpOverLine| flows.iter().filter(|f| f.finish.is_none() && if u.at_source { f.src == u.host } else { f.dst == u.host }).count();
+    let udp = udp_over.iter().map(|u| (u, on_link(u))).filter(|&(_, n)| n > 0).max_by_key(|&(_, n)| n);
     let (key, why) = if never == total {
         let key = match sc.workload.kind {
             WorkloadKind::FlowList => "workload.flow_list",
@@ -655,6 +762,8 @@ pub(crate) fn unfinished_warning(
             _ => stop,
         };
         (key, format!("no flow started before the run stopped at {} ms (the first starts at {} ms)", ms(end), ms(first)))
+    } else if let Some((u, n)) = udp {
+        (&*u.key, format!("{}, and {n} of them {} host {}", u.what, if u.at_source { "start at" } else { "go to" }, u.host))
     } else if jitter.as_secs_f64() >= 0.1 * span.as_secs_f64() {
         ("network.host_jitter_ns", format!("host jitter of up to {} ms per packet against {} ms of run", ms(jitter), ms(span)))
     } else if stopped || end >= hard_stop {
@@ -664,7 +773,7 @@ pub(crate) fn unfinished_warning(
         ("", format!("the run ran out of events at {} ms before its stop at {} ms (failed links? see the flows table)", ms(end), ms(hard_stop)))
     };
     let msg = if key.is_empty() { format!("{head}: {why}") } else { format!("{head}: {why}; see {key}") };
-    Some((key, msg))
+    Some((key.to_string(), msg))
 }
 
 #[cfg(test)]
@@ -753,6 +862,66 @@ mod tests {
         assert_eq!(err.field, "workload.incast.requests", "{err}");
         let e = explain_file("examples/small.toml", &["workload.flows=100"]);
         assert!(super::too_long(&e).is_none());
+    }
+
+    #[test]
+    fn a_udp_source_above_its_hosts_link_is_a_warning_naming_the_key_and_the_link() {
+        let warned = |rate: &str| {
+            let e = explain_file("examples/small.toml", &[&format!("udp=[{{src=1, dst=20, rate_gbps={rate}}}]")]);
+            let w = e["warnings"].as_array().unwrap().iter().find(|x| x["key"] == "udp[0].rate_gbps").cloned();
+            (w, e["sim_time"]["expected_ms"].as_f64().unwrap())
+        };
+        let (w, ms) = warned("1000");
+        let m = w.expect("1000 Gb/s on a 10G host")["message"].as_str().unwrap().to_string();
+        assert!(m.starts_with("udp[0].rate_gbps (1000 Gb/s) is above the link of its source, host 1, H1->L0#0 (10 Gb/s): 99 %"), "{m}");
+        // host 1's flows wait behind it until the stop (20 s after the last start)
+        assert!(ms > 20_000.0, "{ms}");
+        let (w, ms) = warned("5");
+        assert!(w.is_none() && ms < 1000.0, "{w:?} {ms}");
+    }
+
+    #[test]
+    fn flows_left_behind_a_udp_source_above_its_link_name_it_after_the_run() {
+        let udp = "udp=[{src=1, dst=20, rate_gbps=1000}]";
+        let text = std::fs::read_to_string(root().join("examples/small.toml")).unwrap();
+        let sets: Vec<String> = [udp, "workload.flows=200", "run.stop_ms=20"].iter().map(|s| s.to_string()).collect();
+        let out = crate::run(&Scenario::from_toml(&text, &sets).unwrap(), None, &mut |_| true).unwrap();
+        let stuck = out.flows.iter().filter(|f| f.src == 1 && f.finish.is_none()).count();
+        assert!(stuck > 0, "host 1 sends no flow in this workload");
+        let f = &out.summary["flows"];
+        assert_eq!(f["warning_key"], "udp[0].rate_gbps", "{f}");
+        let m = f["warning"].as_str().unwrap();
+        assert!(m.contains("host 1, H1->L0#0 (10 Gb/s)") && m.contains(&format!("{stuck} of them start at host 1")), "{m}");
+    }
+
+    #[test]
+    fn work_above_ten_minutes_is_a_long_run_warning_naming_the_key() {
+        let e = explain_file("examples/incast.toml", &["workload.incast.requests=4294967295"]);
+        let wall = e["estimate"]["wall_s"].as_f64().unwrap();
+        assert!((super::LONG_WARN_S..super::LONG_S).contains(&wall), "{wall}");
+        assert_eq!(e["long_run"]["key"], "workload.incast.requests");
+        let m = e["long_run"]["message"].as_str().unwrap();
+        assert!(m.starts_with("workload.incast.requests: this run is estimated at ~") && m.contains(" min of wall time") && m.contains("--allow-long"), "{m}");
+        assert!(super::too_long(&e).is_none());
+        assert!(explain_file("examples/incast.toml", &[])["long_run"].is_null());
+    }
+
+    #[test]
+    fn a_run_gives_its_long_run_warning_before_the_first_event() {
+        let text = std::fs::read_to_string(root().join("examples/incast.toml")).unwrap();
+        let sc = Scenario::from_toml(&text, &["workload.incast.requests=4294967295".to_string()]).unwrap();
+        let mut seen = serde_json::Value::Null;
+        let mut events = 0;
+        let mut start = |e: &serde_json::Value| {
+            seen = e["long_run"].clone();
+            false // stop before the first event
+        };
+        let out = crate::run_with(&sc, None, &crate::RunOptions::default(), Some(&mut start), &mut |p| {
+            events = p.events;
+            true
+        });
+        assert!(matches!(out, Err(crate::SimError::Interrupted)));
+        assert_eq!((seen["key"].as_str(), events), (Some("workload.incast.requests"), 0));
     }
 
     #[test]

@@ -42,7 +42,7 @@ pub use build::{flow_list, place_jobs, prepare, random_failures, Prepared};
 pub use explain::{explain, scheme_notes, too_long};
 pub use metrics::{Counters, FlowRecord, LinkSample, QueueSample};
 pub use run::{run, run_with, validate, RunOptions};
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::{resolved_toml, Scenario, ScenarioError};
 
 use lbsim_engine::SimTime;
 use serde_json::Value;

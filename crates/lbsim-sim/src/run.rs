@@ -27,19 +27,33 @@ pub struct RunOptions {
 
 /// Runs a scenario however long it takes (see [`run_with`]).
 pub fn run(sc: &Scenario, base_dir: Option<&Path>, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
-    run_with(sc, base_dir, &RunOptions { allow_long: true, command_line: None }, progress)
+    run_with(sc, base_dir, &RunOptions { allow_long: true, command_line: None }, None, progress)
 }
 
 /// Runs a scenario: refuses it (a [`ScenarioError`](crate::ScenarioError)
 /// naming the key) if its estimated wall time exceeds a day unless
-/// `opts.allow_long`; the summary gains `provenance` and, when flows are left
-/// unfinished or none completes, `flows.warning` naming the likely cause.
-pub fn run_with(sc: &Scenario, base_dir: Option<&Path>, opts: &RunOptions, progress: &mut dyn FnMut(&Progress) -> bool) -> Result<RunOutput, SimError> {
+/// `opts.allow_long`; calls `on_start`, if given, once before the first
+/// event with the run's explanation ([`crate::explain`]'s JSON: the header
+/// `lbsim run` prints, and `long_run`, the warning it gives unless
+/// `--allow-long`), which stops the run by returning false; the summary
+/// gains `provenance` and, when flows are left unfinished or none
+/// completes, `flows.warning` naming the likely cause.
+pub fn run_with(
+    sc: &Scenario,
+    base_dir: Option<&Path>,
+    opts: &RunOptions,
+    on_start: Option<&mut dyn FnMut(&serde_json::Value) -> bool>,
+    progress: &mut dyn FnMut(&Progress) -> bool,
+) -> Result<RunOutput, SimError> {
     let started = crate::provenance::utc_now();
     let built = build(sc, base_dir)?;
-    if !opts.allow_long {
-        if let Some(e) = crate::explain::too_long(&crate::explain::explain_built(sc, &built)) {
+    if !opts.allow_long || on_start.is_some() {
+        let explained = crate::explain::explain_built(sc, &built);
+        if let Some(e) = crate::explain::too_long(&explained).filter(|_| !opts.allow_long) {
             return Err(e.into());
+        }
+        if on_start.is_some_and(|f| !f(&explained)) {
+            return Err(SimError::Interrupted);
         }
     }
     let Built { mut w, hard_stop, workload_info, rtt, ecn_desc, wall0 } = built;
@@ -71,9 +85,10 @@ pub fn run_with(sc: &Scenario, base_dir: Option<&Path>, opts: &RunOptions, progr
     let end = w.now();
     // stopped by the stop time with work left (not out of events, not done)
     let stopped = !w.finished() && w.q.peek_time().is_some_and(|t| t > hard_stop);
+    let udp_over = crate::explain::udp_over_line(&w.topo, &sc.udp, &w.udp);
     let mut out = finish(sc, w, Ran { events, workload_info, rtt, ecn_desc, setup_s, run_s });
     out.summary["provenance"] = crate::provenance::provenance(&sc.lb.scheme, opts.command_line.as_deref(), &started);
-    if let Some((key, msg)) = crate::explain::unfinished_warning(sc, &out.flows, end, hard_stop, stopped) {
+    if let Some((key, msg)) = crate::explain::unfinished_warning(sc, &out.flows, end, hard_stop, stopped, &udp_over) {
         out.summary["flows"]["warning"] = msg.into();
         out.summary["flows"]["warning_key"] = key.into();
     }

@@ -548,7 +548,10 @@ pub struct UdpCfg {
     pub src: u32,
     /// Receiving host index.
     pub dst: u32,
-    /// Constant bit rate.
+    /// Constant bit rate. Above the source's link (or the destination's),
+    /// the excess is dropped there and the flows on that link wait behind a
+    /// full queue: `validate` and `run` warn, naming this key and the link,
+    /// and so does the warning after a run that leaves those flows unfinished.
     pub rate_gbps: f64,
     /// Start sending.
     #[serde(default)]
@@ -790,23 +793,69 @@ pub fn apply_overrides(doc: &mut toml::Table, sets: &[String]) -> Result<(), Sce
     Ok(())
 }
 
+/// Scenario TOML text as a table, with `key=value` overrides applied; a
+/// syntax error names its line and column.
+fn parse_doc(text: &str, sets: &[String]) -> Result<toml::Table, ScenarioError> {
+    let mut doc: toml::Table = toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|sp| {
+            let before = &text[..sp.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!(" at line {line}, column {col}")
+        });
+        bad("", format!("not valid TOML{}: {}", at.unwrap_or_default(), e.message().trim().replace('\n', " ")))
+    })?;
+    apply_overrides(&mut doc, sets)?;
+    Ok(doc)
+}
+
+/// The scenario as a run sees it, as TOML text: `text` with the overrides
+/// applied and the files it names (`workload.flow_list`, `cdf_file`, `file`,
+/// each class's `cdf_file`, `topology.file`) made absolute from `base_dir`,
+/// so that it replays from anywhere (`lbsim run` writes it beside the
+/// results as scenario.toml). Unchanged, it is `text` itself, comments
+/// kept (and a large explicit topology not written out again).
+pub fn resolved_toml(text: &str, sets: &[String], base_dir: Option<&std::path::Path>) -> Result<String, ScenarioError> {
+    let mut doc = parse_doc(text, sets)?;
+    let mut changed = !sets.is_empty();
+    let mut absolute = |t: &mut toml::Table, key: &str| {
+        if let Some(toml::Value::String(p)) = t.get_mut(key) {
+            let full = crate::build::resolve(base_dir, p).to_string_lossy().into_owned();
+            changed |= full != *p;
+            *p = full;
+        }
+    };
+    if let Some(toml::Value::Table(w)) = doc.get_mut("workload") {
+        for key in ["flow_list", "cdf_file", "file"] {
+            absolute(w, key);
+        }
+        if let Some(toml::Value::Array(classes)) = w.get_mut("classes") {
+            classes.iter_mut().filter_map(toml::Value::as_table_mut).for_each(|c| absolute(c, "cdf_file"));
+        }
+    }
+    if let Some(toml::Value::Table(t)) = doc.get_mut("topology") {
+        absolute(t, "file");
+    }
+    if !changed {
+        return Ok(text.to_string());
+    }
+    toml::to_string(&doc).map_err(|e| bad("", format!("cannot write the resolved scenario: {e}")))
+}
+
 impl Scenario {
     /// Parses scenario TOML text with overrides applied, and validates it.
     pub fn from_toml(text: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
-        let mut doc: toml::Table = toml::from_str(text).map_err(|e| {
-            let at = e.span().map(|sp| {
-                let before = &text[..sp.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
-                format!(" at line {line}, column {col}")
-            });
-            bad("", format!("not valid TOML{}: {}", at.unwrap_or_default(), e.message().trim().replace('\n', " ")))
-        })?;
-        apply_overrides(&mut doc, sets)?;
-        if let Some(toml::Value::Table(t)) = doc.get("topology") {
-            TopologyCfg::precheck(t)?;
-        }
+        let doc = parse_doc(text, sets)?;
         let sc: Scenario = serde_path_to_error::deserialize(toml::Value::Table(doc)).map_err(|e| {
+            // serde's path through the `[topology]` kinds loses the key:
+            // checked against its kind's fields alone, the error names it
+            // (checked only on failure: a large explicit topology's table
+            // would otherwise be copied and read twice)
+            if let Some(toml::Value::Table(t)) = parse_doc(text, sets).ok().and_then(|mut d| d.remove("topology")) {
+                if let Err(e) = TopologyCfg::precheck(&t) {
+                    return e;
+                }
+            }
             let path = e.path().to_string();
             let inner = e.into_inner().to_string();
             bad(if path == "." { String::new() } else { path }, human(&inner))
@@ -1256,6 +1305,21 @@ fabric_rate_gbps = 40
         assert_eq!(s.lb.scheme, "spray");
         assert_eq!(s.workload.src_racks, vec![0]);
         assert_eq!(s.seed, 7);
+    }
+
+    #[test]
+    fn the_resolved_toml_applies_the_overrides_and_joins_files_to_the_base() {
+        let text = format!("{MIN}\n[workload]\nkind = \"flow_list\"\nflow_list = \"flows.csv\"\n");
+        let sets = vec!["seed=7".to_string(), "lb.scheme=spray".to_string()];
+        let r = resolved_toml(&text, &sets, Some(std::path::Path::new("base"))).unwrap();
+        let again = Scenario::from_toml(&r, &[]).unwrap();
+        assert_eq!((again.seed, again.lb.scheme.as_str()), (7, "spray"));
+        let direct = format!("{:?}", Scenario::from_toml(&text, &sets).unwrap());
+        let joined = std::path::Path::new("base").join("flows.csv");
+        assert_eq!(format!("{again:?}"), direct.replace("\"flows.csv\"", &format!("{:?}", joined.to_str().unwrap())));
+        // nothing to change: the text itself, comments kept
+        let plain = format!("# mine\n{MIN}");
+        assert_eq!(resolved_toml(&plain, &[], Some(std::path::Path::new("base"))).unwrap(), plain);
     }
 
     #[test]

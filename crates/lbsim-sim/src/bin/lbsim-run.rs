@@ -40,7 +40,7 @@ fn main() {
         return;
     }
     let opts = RunOptions { allow_long: true, command_line: Some(argv.join(" ")) };
-    match run_with(&sc, base, &opts, &mut |_| true) {
+    match run_with(&sc, base, &opts, None, &mut |_| true) {
         Ok(out) => {
             let mut summary = out.summary.clone();
             summary["flows_digest"] = format!("{:016x}", lbsim_sim::columns::flows_digest(&out)).into();
