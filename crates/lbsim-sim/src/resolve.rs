@@ -148,6 +148,10 @@ impl Scenario {
             recovery_exit: t.recovery_exit,
             recover: t.recover,
             prr_bound: t.prr_bound,
+            lost_retransmission: t.lost_retransmission,
+            rescue_retransmission: t.rescue_retransmission,
+            partial_ack_timer: t.partial_ack_timer,
+            partial_ack_retransmit: t.partial_ack_retransmit,
         }
     }
 

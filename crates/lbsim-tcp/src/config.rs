@@ -209,6 +209,35 @@ pub enum PrrBound {
     Crb,
 }
 
+/// What becomes of a retransmission that is lost again (SACK recovery).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LostRetransmission {
+    /// Found from SACKs: once more than (DupThresh − 1)·MSS of data sent
+    /// after it is SACKed, it is resent without a timeout (Linux
+    /// `tcp_mark_lost_retrans`, RACK), in fast recovery and in the
+    /// go-back-N pass after a timeout (RFC 6675 §5.1).
+    #[default]
+    Sack,
+    /// Left to the retransmission timer (ns-3 3.44: NextSeg never returns a
+    /// segment already retransmitted; only `ReTxTimeout` clears the marks).
+    Timeout,
+}
+
+/// Which ACKs of new data restart the retransmission timer during fast
+/// recovery (RFC 6582 §4.2 names the two variants).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PartialAckTimer {
+    /// Every ACK of new data (RFC 6298 (5.3); Linux).
+    #[default]
+    SlowButSteady,
+    /// Only the first partial ACK of a recovery (RFC 6582's recommendation;
+    /// ns-3 3.44 with and without SACK): a recovery that outlasts one RTO
+    /// after it ends in a timeout.
+    Impatient,
+}
+
 #[derive(Clone, Debug)]
 pub struct TcpConfig {
     /// Maximum segment size: payload bytes per full segment.
@@ -280,6 +309,17 @@ pub struct TcpConfig {
     pub recover: Recover,
     /// PRR's reduction bound.
     pub prr_bound: PrrBound,
+    /// Whether a lost retransmission is found from SACKs or waits for a timeout.
+    pub lost_retransmission: LostRetransmission,
+    /// RFC 6675 NextSeg rule 4: one rescue retransmission per fast recovery
+    /// (ns-3 3.44 leaves this SHOULD out).
+    pub rescue_retransmission: bool,
+    /// Which ACKs restart the retransmission timer in fast recovery.
+    pub partial_ack_timer: PartialAckTimer,
+    /// SACK recovery: a partial ACK whose first unacknowledged segment has
+    /// not been retransmitted sends one segment at once, beyond the window
+    /// (ns-3 3.44 keeps RFC 6582 §3.2 step 4's retransmission with SACK).
+    pub partial_ack_retransmit: bool,
 }
 
 impl Default for TcpConfig {
@@ -311,6 +351,10 @@ impl Default for TcpConfig {
             recovery_exit: RecoveryExit::Ssthresh,
             recover: Recover::SndMax,
             prr_bound: PrrBound::Ssrb,
+            lost_retransmission: LostRetransmission::Sack,
+            rescue_retransmission: true,
+            partial_ack_timer: PartialAckTimer::SlowButSteady,
+            partial_ack_retransmit: false,
         }
     }
 }

@@ -25,7 +25,9 @@ pub mod receiver;
 pub mod rtt;
 pub mod sender;
 
-pub use config::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
+pub use config::{
+    CongestionControl, CwndGrowth, FrSsthresh, LostRetransmission, PartialAckTimer, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig,
+};
 pub use congestion::{lia_alpha, Congestion};
 pub use header::TcpHeader;
 pub use ranges::RangeSet;

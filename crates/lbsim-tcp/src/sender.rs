@@ -45,7 +45,7 @@ mod recovery;
 mod scoreboard;
 mod undo;
 
-use crate::config::{Recover, TcpConfig};
+use crate::config::{PartialAckTimer, Recover, TcpConfig};
 use crate::congestion::{Ack, Congestion, Controller, Lia, Window};
 use crate::header::{TcpHeader, ACK, CWR, ECE, SYN};
 use crate::ranges::RangeSet;
@@ -170,6 +170,9 @@ pub struct TcpSender {
     /// Fast recovery with SACK: the rescue retransmission (RFC 6675 NextSeg
     /// rule 4) went out in this recovery.
     rescued: bool,
+    /// Fast recovery: a partial ACK has restarted the timer in this
+    /// recovery (`PartialAckTimer::Impatient` restarts it only then).
+    partial_acked: bool,
     /// When data was last sent (restart after idle).
     last_send: SimTime,
     /// RFC 7323 §4.3 TS.Recent: the newest TSval the peer sent, echoed in
@@ -220,6 +223,7 @@ impl TcpSender {
             rxt2_mark: u64::MAX,
             rxt_mark: u64::MAX,
             rescued: false,
+            partial_acked: false,
             last_send: SimTime::ZERO,
             ts_recent: SimTime::ZERO,
             stats: SenderStats::default(),
@@ -350,9 +354,10 @@ impl TcpSender {
             }
             self.force = None;
             if seq >= self.una {
-                let len = (len as u64).min(self.max - seq) as u32;
+                // (new data only from `partial_ack_retransmit`)
+                let len = if seq < self.max { (len as u64).min(self.max - seq) as u32 } else { len };
                 if len > 0 {
-                    self.emit(seq, len, true, now, out);
+                    self.emit(seq, len, seq < self.max, now, out);
                 }
             }
         }
@@ -479,6 +484,11 @@ impl TcpSender {
             self.dsn_map.pop_front();
         }
         self.backoff = 0;
+        // RFC 6582 §4.2 Impatient: in fast recovery, only the first partial
+        // ACK restarts the timer
+        let keep_timer = self.cfg.partial_ack_timer == PartialAckTimer::Impatient
+            && matches!(self.recovery, Recovery::Fast { recover } if ack < recover)
+            && std::mem::replace(&mut self.partial_acked, true);
         let info = Ack { acked, ece, snd_una: ack, snd_max: self.max, recovery: self.recovery, cwnd_limited: self.cwnd_limited };
         self.congestion(|cc, w| cc.on_ack(w, &info));
         match self.recovery {
@@ -490,6 +500,9 @@ impl TcpSender {
                     self.dupacks = 0;
                 } else if self.cfg.sack {
                     self.prr_update(delivered);
+                    if self.cfg.partial_ack_retransmit && self.high_rxt <= ack {
+                        self.partial_ack_retransmit();
+                    }
                 } else {
                     // RFC 6582 §3.2 step 4: partial ACK — retransmit the first
                     // unacknowledged segment, deflate by the amount acked.
@@ -509,7 +522,9 @@ impl TcpSender {
             Recovery::Open => self.dupacks = 0,
         }
         // RFC 6298 (5.2)/(5.3)
-        self.rto_deadline = if self.una < self.max { Some(self.rto_expiry(now)) } else { None };
+        if !keep_timer {
+            self.rto_deadline = if self.una < self.max { Some(self.rto_expiry(now)) } else { None };
+        }
     }
 
     /// A duplicate ACK (RFC 5681 §2; with SACK, one that SACKs new data,

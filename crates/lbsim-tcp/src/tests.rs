@@ -685,11 +685,72 @@ fn a_retransmission_lost_in_fast_recovery_is_resent_without_a_timeout() {
     assert_eq!(w.s.stats.fast_recoveries, 1, "{:?}", w.s.stats);
     assert_eq!(w.s.stats.retransmits, 2, "{:?}", w.s.stats);
     assert!(t < SimTime::from_ms(5), "{t}");
-    // without SACK nothing shows it, and the RTO repairs it
-    let cfg = TcpConfig { sack: false, ..TcpConfig::default() };
-    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(30, 31, 30, 2..=2));
-    w.run(1448 * 200, SimTime::from_ms(100));
-    assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
+    // without SACK nothing shows it, and the RTO repairs it; nor with
+    // `LostRetransmission::Timeout` (ns-3 3.44), which leaves it to the timer
+    for cfg in [TcpConfig { sack: false, ..TcpConfig::default() }, TcpConfig { lost_retransmission: LostRetransmission::Timeout, ..TcpConfig::default() }] {
+        let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(30, 31, 30, 2..=2));
+        let t = w.run(1448 * 200, SimTime::from_ms(100));
+        assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
+        assert!(t > SimTime::from_ms(10), "the repair waits for the 10 ms RTO: {t}");
+    }
+}
+
+#[test]
+fn a_retransmission_lost_after_a_timeout_waits_for_the_next_with_lost_retransmission_timeout() {
+    // the go-back-N pass's SACKs show segment 16 lost again, but
+    // `LostRetransmission::Timeout` leaves it to a second RTO (ns-3 3.44)
+    let cfg = TcpConfig { lost_retransmission: LostRetransmission::Timeout, ..TcpConfig::default() };
+    let mut w = Wire::new(cfg, drop_tail_and_a_retransmission(15, 30, 16, 2..=2));
+    w.run(1448 * 30, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 2, "{:?}", w.s.stats);
+}
+
+#[test]
+fn a_partial_ack_resends_a_head_not_yet_deemed_lost_with_partial_ack_retransmit() {
+    // 100 segments; 85 and the last one (99) lost. Nothing follows 99, so
+    // no SACK shows it missing: once 85's retransmission is acknowledged,
+    // only the rescue retransmission or the timer repairs it. Without the
+    // rescue (ns-3 3.44), the partial ACK's own retransmission of the
+    // head does.
+    let rule = || -> Rule {
+        let mut seen = std::collections::BTreeSet::new();
+        Box::new(move |_, h| ([85, 99].contains(&(h.seq / 1448)) && seen.insert(h.seq), false))
+    };
+    let no_rescue = TcpConfig { rescue_retransmission: false, ..TcpConfig::default() };
+    let mut w = Wire::new(no_rescue.clone(), rule());
+    let t = w.run(1448 * 100, SimTime::from_ms(100));
+    assert_eq!((w.s.stats.timeouts, w.s.stats.fast_recoveries), (1, 1), "{:?}", w.s.stats);
+    assert!(t > SimTime::from_ms(10), "{t}");
+    let mut w = Wire::new(TcpConfig { partial_ack_retransmit: true, ..no_rescue }, rule());
+    let t = w.run(1448 * 100, SimTime::from_ms(100));
+    assert_eq!((w.s.stats.timeouts, w.s.stats.retransmits), (0, 2), "{:?}", w.s.stats);
+    assert!(t < SimTime::from_ms(5), "{t}");
+}
+
+#[test]
+fn an_impatient_timer_ends_a_long_recovery_in_a_timeout() {
+    // every other segment of 40..120 lost: each recovery takes several
+    // round trips, each partial ACK restarting the timer (RFC 6298 (5.3)).
+    // The impatient variant (RFC 6582 §4.2, ns-3 3.44) restarts it only on
+    // the first, and an RTO close to the RTT expires before the end.
+    let rule = || -> Rule {
+        let mut seen = std::collections::BTreeSet::new();
+        Box::new(move |_, h| {
+            let i = h.seq / 1448;
+            ((40..120).contains(&i) && i % 2 == 0 && seen.insert(h.seq), false)
+        })
+    };
+    // a 30-segment receive window keeps the round trip near 60 us; a
+    // 50 us minimum RTO leaves the timer close to it
+    let base = TcpConfig { min_rto: SimTime::from_us(50), delack_count: 1, rcv_wnd: 30 * 1448, ..TcpConfig::default() };
+    let mut w = Wire::new(base.clone(), rule());
+    w.run(1448 * 300, SimTime::from_ms(100));
+    let steady = w.s.stats;
+    let mut w = Wire::new(TcpConfig { partial_ack_timer: PartialAckTimer::Impatient, ..base }, rule());
+    w.run(1448 * 300, SimTime::from_ms(100));
+    let impatient = w.s.stats;
+    assert_eq!(steady.timeouts, 0, "{steady:?}");
+    assert!(impatient.timeouts >= 1, "{impatient:?}");
 }
 
 #[test]
@@ -705,6 +766,13 @@ fn the_rescue_retransmission_repairs_a_lost_tail_in_fast_recovery() {
     assert_eq!(w.s.stats.timeouts, 0, "{:?}", w.s.stats);
     assert_eq!(w.s.stats.retransmits, 2, "{:?}", w.s.stats);
     assert!(t < SimTime::from_ms(5), "{t}");
+    // without it (ns-3 3.44) the tail waits for the RTO
+    let mut seen = std::collections::BTreeSet::new();
+    let rule: Rule = Box::new(move |_, h| ([94, 99].contains(&(h.seq / 1448)) && seen.insert(h.seq), false));
+    let mut w = Wire::new(TcpConfig { rescue_retransmission: false, ..TcpConfig::default() }, rule);
+    let t = w.run(1448 * 100, SimTime::from_ms(100));
+    assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
+    assert!(t > SimTime::from_ms(10), "{t}");
 }
 
 /// Segments held back behind `n` later ones, by index, first transmission only.

@@ -7,7 +7,9 @@
 use super::check::{dur_ms, dur_us, word};
 use super::rdma::TransportKind;
 use super::{bad, ScenarioError};
-use lbsim_tcp::{CongestionControl, CwndGrowth, FrSsthresh, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig};
+use lbsim_tcp::{
+    CongestionControl, CwndGrowth, FrSsthresh, LostRetransmission, PartialAckTimer, PrrBound, Recover, RecoveryExit, Reordering, RtoSsthresh, TcpConfig,
+};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -115,6 +117,23 @@ pub struct TransportCfg {
     /// RFC's recommendation, Linux) or "crb" (conservative, ns-3 3.44).
     #[serde(deserialize_with = "word")]
     pub prr_bound: PrrBound,
+    /// A retransmission lost again with SACK: "sack" (found once enough
+    /// data sent after it is SACKed and resent without a timeout, as Linux
+    /// does) or "timeout" (left to the retransmission timer, ns-3 3.44).
+    #[serde(deserialize_with = "word")]
+    pub lost_retransmission: LostRetransmission,
+    /// RFC 6675 NextSeg rule 4: one rescue retransmission of the highest
+    /// un-SACKed segment per fast recovery (ns-3 3.44 has none).
+    pub rescue_retransmission: bool,
+    /// Which ACKs restart the retransmission timer in fast recovery (RFC
+    /// 6582 §4.2): "slow_but_steady" (every ACK of new data, Linux) or
+    /// "impatient" (only the first partial ACK, ns-3 3.44).
+    #[serde(deserialize_with = "word")]
+    pub partial_ack_timer: PartialAckTimer,
+    /// SACK recovery: a partial ACK whose first unacknowledged segment has
+    /// not been retransmitted sends one segment at once, beyond the window
+    /// (NextSeg rule 1 or 2, else that segment; ns-3 3.44).
+    pub partial_ack_retransmit: bool,
     /// "per_flow": a new connection (with handshake) per flow;
     /// "persistent": `connections_per_pair` connections per (src, dst), open
     /// from the pair's first flow to the end, flows queued on the
@@ -173,6 +192,10 @@ impl Default for TransportCfg {
             recovery_exit: d.recovery_exit,
             recover: d.recover,
             prr_bound: d.prr_bound,
+            lost_retransmission: d.lost_retransmission,
+            rescue_retransmission: d.rescue_retransmission,
+            partial_ack_timer: d.partial_ack_timer,
+            partial_ack_retransmit: d.partial_ack_retransmit,
             connections: Connections::PerFlow,
             connections_per_pair: 3,
         }
@@ -230,6 +253,18 @@ impl TransportCfg {
                 ));
             }
         }
+        if self.lost_retransmission != LostRetransmission::Sack && !self.sack {
+            return Err(bad("transport.lost_retransmission", "applies with SACK (without it NewReno resends on partial ACKs): needs transport.sack = true"));
+        }
+        if self.partial_ack_retransmit && !self.sack {
+            return Err(bad(
+                "transport.partial_ack_retransmit",
+                "applies with SACK (without it NewReno always resends on a partial ACK): needs transport.sack = true",
+            ));
+        }
+        if !self.rescue_retransmission && !self.sack {
+            return Err(bad("transport.rescue_retransmission", "is RFC 6675's rule and applies with SACK: needs transport.sack = true"));
+        }
         if self.dsack == Some(true) && !self.sack {
             return Err(bad("transport.dsack", "D-SACK needs transport.sack = true"));
         }
@@ -244,7 +279,7 @@ impl TransportCfg {
 mod tests {
     use super::TransportCfg;
     use crate::Scenario;
-    use lbsim_tcp::{CongestionControl, Reordering, RtoSsthresh};
+    use lbsim_tcp::{CongestionControl, LostRetransmission, PartialAckTimer, Reordering, RtoSsthresh};
 
     const MIN: &str = "[topology]\nkind = \"leaf_spine\"\nleaves = 2\nspines = 2\nhosts_per_leaf = 4\nhost_rate_gbps = 10\nfabric_rate_gbps = 40\n";
 
@@ -294,6 +329,29 @@ mod tests {
         assert!(e.field == "transport.max_reordering_pkts" && e.msg.contains("reordering = \"linux\""), "{e}");
         let e = Scenario::from_toml(MIN, &sets(&["transport.reordering=linux", "transport.max_reordering_pkts=2"])).unwrap_err();
         assert!(e.field == "transport.max_reordering_pkts" && e.msg.contains("dupack_threshold (3)"), "{e}");
+    }
+
+    #[test]
+    fn the_ns3_recovery_rules_reach_the_run_and_need_sack() {
+        let sets = |x: &[&str]| x.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let ns3 = [
+            "transport.lost_retransmission=\"timeout\"",
+            "transport.rescue_retransmission=false",
+            "transport.partial_ack_timer=\"impatient\"",
+            "transport.partial_ack_retransmit=true",
+        ];
+        let c = Scenario::from_toml(MIN, &sets(&ns3)).unwrap().tcp_config();
+        assert_eq!(
+            (c.lost_retransmission, c.rescue_retransmission, c.partial_ack_timer, c.partial_ack_retransmit),
+            (LostRetransmission::Timeout, false, PartialAckTimer::Impatient, true)
+        );
+        for (key, set) in [("transport.lost_retransmission", ns3[0]), ("transport.rescue_retransmission", ns3[1]), ("transport.partial_ack_retransmit", ns3[3])]
+        {
+            let e = Scenario::from_toml(MIN, &sets(&["transport.sack=false", set])).unwrap_err();
+            assert!(e.field == key && e.msg.contains("transport.sack = true"), "{e}");
+        }
+        let e = Scenario::from_toml(MIN, &sets(&["transport.partial_ack_timer=\"patient\""])).unwrap_err();
+        assert_eq!((e.field.as_str(), e.msg.as_str()), ("transport.partial_ack_timer", "must be \"slow_but_steady\" or \"impatient\", got \"patient\""));
     }
 
     #[test]

@@ -25,12 +25,21 @@
 //!   `pipe`, so a retransmission lost during Loss costs no second timeout.
 //!
 //! What ssthresh becomes on entry and on a timeout, and cwnd on exit, is
-//! congestion control's choice ([`crate::congestion::LossRules`]); ns-3's
-//! `RtoSsthresh::Pipe` and `PrrBound::Crb` are set by examples/b1.toml,
-//! which README.md's B1 table compares with ns-3.
+//! congestion control's choice ([`crate::congestion::LossRules`]).
+//!
+//! ns-3 3.44 departs from this in six places, each a [`crate::TcpConfig`]
+//! option that examples/b1.toml sets (docs/fidelity.md, "B1 against
+//! ns-3"): `RtoSsthresh::Pipe`, `PrrBound::Crb`,
+//! `LostRetransmission::Timeout` (neither the fast-recovery nor the
+//! go-back-N detection of a lost retransmission: the timer repairs it),
+//! `rescue_retransmission = false` (no NextSeg rule 4),
+//! `PartialAckTimer::Impatient` (RFC 6582 §4.2: only a recovery's first
+//! partial ACK restarts the timer) and `partial_ack_retransmit` (a partial
+//! ACK whose first unacknowledged segment was not retransmitted sends one
+//! segment at once, beyond the window).
 
 use super::{Recovery, TcpSender};
-use crate::config::PrrBound;
+use crate::config::{LostRetransmission, PrrBound};
 use crate::congestion::Congestion;
 use crate::header::TcpHeader;
 use lbsim_engine::SimTime;
@@ -57,7 +66,7 @@ impl TcpSender {
     /// again: walking the pass log from its latest transmission back, the
     /// point above which more than (DupThresh − 1)·MSS bytes were SACKed.
     pub(super) fn update_loss_pass(&mut self) {
-        if !self.cfg.sack || !matches!(self.recovery, Recovery::Loss { .. }) {
+        if !self.cfg.sack || !matches!(self.recovery, Recovery::Loss { .. }) || self.cfg.lost_retransmission == LostRetransmission::Timeout {
             return;
         }
         while matches!(self.loss_log.front(), Some(&(_, e)) if e <= self.una) {
@@ -91,7 +100,11 @@ impl TcpSender {
     /// HighRxt goes back to `snd_una`, those bytes leave `pipe` and NextSeg
     /// rule 1 resends them, instead of an RTO.
     pub(super) fn detect_lost_retransmissions(&mut self) {
-        if !self.cfg.sack || self.rxt_mark == u64::MAX || !matches!(self.recovery, Recovery::Fast { .. }) {
+        if !self.cfg.sack
+            || self.rxt_mark == u64::MAX
+            || !matches!(self.recovery, Recovery::Fast { .. })
+            || self.cfg.lost_retransmission == LostRetransmission::Timeout
+        {
             return;
         }
         if matches!(self.scoreboard.loss_point(self.lost_threshold()), Some(l) if l >= self.rxt_mark) {
@@ -100,12 +113,31 @@ impl TcpSender {
         }
     }
 
+    /// ns-3 3.44 on a partial ACK in SACK recovery whose first
+    /// unacknowledged segment has not been retransmitted: one segment goes
+    /// out at once, whatever the window: NextSeg rule 1 (a lost hole), else
+    /// rule 2 (new data), else the first unacknowledged segment.
+    pub(super) fn partial_ack_retransmit(&mut self) {
+        let mss = self.cfg.mss as u64;
+        let rule1 = self.scoreboard.loss_point(self.lost_threshold()).and_then(|l| self.hole_at_or_after(self.high_rxt.max(self.una), l.min(self.max)));
+        let (s, e) = match rule1 {
+            Some(h) => h,
+            None if self.max < self.app_end => (self.max, self.app_end),
+            None => (self.una, self.max),
+        };
+        let len = (e - s).min(mss).min(self.mapping_end(s) - s) as u32;
+        if len > 0 {
+            self.force = Some((s, len));
+        }
+    }
+
     /// RFC 6675 NextSeg rule 4, once per fast recovery with SACK: when
     /// rules 1-3 have nothing to send, resend the segment holding the
     /// highest un-SACKed byte (a lost tail gets no SACK to reveal it).
     /// HighRxt is not updated.
     pub(super) fn rescue(&mut self, now: SimTime, out: &mut Vec<TcpHeader>) {
-        if !self.cfg.sack || self.rescued || !matches!(self.recovery, Recovery::Fast { .. }) || self.next_segment().is_some() {
+        if !self.cfg.sack || !self.cfg.rescue_retransmission || self.rescued || !matches!(self.recovery, Recovery::Fast { .. }) || self.next_segment().is_some()
+        {
             return;
         }
         // the hole holding the highest un-SACKed byte: [start, end)
@@ -149,6 +181,7 @@ impl TcpSender {
         self.high_rxt = self.una;
         self.rxt_mark = u64::MAX;
         self.rescued = false;
+        self.partial_acked = false;
         if self.cfg.sack {
             // RFC 6937 initialisation
             self.prr_delivered = 0;
