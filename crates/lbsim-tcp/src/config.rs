@@ -162,6 +162,11 @@ pub enum FrSsthresh {
     /// cwnd / 2 (RFC 2001's rule; htsim's `TcpSrc`). Differs from
     /// FlightSize / 2 when the window is not full.
     Cwnd,
+    /// ns-3 3.44 (`EnterRecovery`): the RFC 6675 pipe at entry / 2, SACKed
+    /// and lost bytes excluded (the first segment at least counts as
+    /// lost); with SACK, PRR's RecoverFS is that pipe too. Below
+    /// FlightSize / 2 by half the data SACKed or lost at entry.
+    Pipe,
 }
 
 /// cwnd when a full ACK ends NewReno fast recovery (RFC 6582 §3.2 step 3
@@ -204,8 +209,9 @@ pub enum PrrBound {
     #[default]
     Ssrb,
     /// Conservative reduction bound: never more than delivered (ns-3 3.44's
-    /// default; it adds the MSS only when a retransmission is acked, which
-    /// this does not model).
+    /// default bound; its `TcpPrrRecovery` also adds an MSS on an ACK of a
+    /// retransmission and counts a duplicate ACK as one segment more
+    /// delivered, which this does not model: docs/fidelity.md).
     Crb,
 }
 

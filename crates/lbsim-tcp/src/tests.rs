@@ -45,6 +45,7 @@ struct Wire {
 #[derive(Clone, Copy, Debug)]
 struct Snap {
     cwnd: u64,
+    ssthresh: u64,
     recovery: Recovery,
     stats: SenderStats,
 }
@@ -82,7 +83,7 @@ impl Wire {
 
     fn snap(&mut self) {
         if let Some(t) = self.trace.as_mut() {
-            t.push(Snap { cwnd: self.s.cwnd(), recovery: self.s.recovery(), stats: self.s.stats });
+            t.push(Snap { cwnd: self.s.cwnd(), ssthresh: self.s.ssthresh(), recovery: self.s.recovery(), stats: self.s.stats });
         }
     }
 
@@ -693,6 +694,23 @@ fn a_retransmission_lost_in_fast_recovery_is_resent_without_a_timeout() {
         assert_eq!(w.s.stats.timeouts, 1, "{:?}", w.s.stats);
         assert!(t > SimTime::from_ms(10), "the repair waits for the 10 ms RTO: {t}");
     }
+}
+
+#[test]
+fn fast_recovery_halves_the_pipe_at_entry_with_fr_ssthresh_pipe() {
+    // one loss in a full window: at the third duplicate ACK three segments
+    // are SACKed and one is lost, so ns-3's pipe is FlightSize less four
+    // segments, and its ssthresh two segments below RFC 5681's
+    let entry = |fr_ssthresh| {
+        let mut w = Wire::new(TcpConfig { fr_ssthresh, ..TcpConfig::default() }, single_drop(60)).traced();
+        w.run(1448 * 200, SimTime::from_ms(100));
+        let t = w.trace.unwrap();
+        let s = t.iter().find(|s| s.stats.fast_recoveries == 1).expect("a fast recovery");
+        (s.ssthresh, w.s.stats.timeouts)
+    };
+    let (rfc, ns3) = (entry(FrSsthresh::FlightSize), entry(FrSsthresh::Pipe));
+    assert_eq!((rfc.1, ns3.1), (0, 0));
+    assert_eq!(rfc.0 - ns3.0, 2 * 1448, "RFC {} vs pipe {}", rfc.0, ns3.0);
 }
 
 #[test]

@@ -99,7 +99,9 @@ pub struct TransportCfg {
     #[serde(deserialize_with = "word")]
     pub rto_ssthresh: RtoSsthresh,
     /// What fast-recovery entry halves into ssthresh: "flight_size" (RFC
-    /// 5681 eq. 4) or "cwnd" (RFC 2001; htsim).
+    /// 5681 eq. 4), "cwnd" (RFC 2001; htsim) or "pipe" (ns-3 3.44: the RFC
+    /// 6675 pipe at entry, SACKed and lost bytes excluded; PRR's RecoverFS
+    /// is that pipe too).
     #[serde(deserialize_with = "word")]
     pub fr_ssthresh: FrSsthresh,
     /// cwnd when a full ACK ends fast recovery without SACK (RFC 6582 §3.2

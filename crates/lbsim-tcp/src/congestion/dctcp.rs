@@ -70,8 +70,8 @@ impl Congestion for Dctcp {
         true
     }
 
-    fn on_fast_recovery(&mut self, w: &mut Window) {
-        self.reno.on_fast_recovery(w);
+    fn on_fast_recovery(&mut self, w: &mut Window, pipe: u64) {
+        self.reno.on_fast_recovery(w, pipe);
     }
 
     fn on_recovery_exit(&mut self, w: &mut Window) {
@@ -143,7 +143,7 @@ mod tests {
     fn loss_response_is_newreno() {
         let mut d = dctcp(1.0 / 16.0);
         let mut w = Window { cwnd: 40 * MSS, ssthresh: u64::MAX, mss: MSS, flight: 30 * MSS };
-        d.on_fast_recovery(&mut w);
+        d.on_fast_recovery(&mut w, 0);
         assert_eq!(w.ssthresh, 15 * MSS);
         d.on_timeout(&mut w, Recovery::Open, 0);
         assert_eq!((w.ssthresh, w.cwnd), (15 * MSS, MSS));

@@ -6,7 +6,8 @@
 //! `RecoveryExit::FlightSize` are htsim's `TcpSrc`:
 //!
 //! - fast recovery ([`FrSsthresh`]): RFC 5681 §3.2 step 2, eq. (4),
-//!   FlightSize / 2; or RFC 2001's cwnd / 2 (htsim);
+//!   FlightSize / 2; or RFC 2001's cwnd / 2 (htsim); or the RFC 6675 pipe
+//!   at entry / 2 (ns-3 3.44);
 //! - timeout ([`RtoSsthresh`]): RFC 5681 §3.1 eq. (4), FlightSize / 2 once
 //!   per loss episode, during fast recovery no more than the ssthresh that
 //!   recovery set (Linux's `tcp_enter_loss` keeps it); or ns-3's pipe / 2 on
@@ -36,11 +37,13 @@ impl LossRules {
         LossRules { fast_recovery: cfg.fr_ssthresh, timeout: cfg.rto_ssthresh, exit: if cfg.sack { RecoveryExit::Ssthresh } else { cfg.recovery_exit } }
     }
 
-    /// ssthresh at fast-recovery entry.
-    pub fn fast_recovery_ssthresh(&self, w: &Window) -> u64 {
+    /// ssthresh at fast-recovery entry; `pipe` as for
+    /// [`super::Congestion::on_fast_recovery`].
+    pub fn fast_recovery_ssthresh(&self, w: &Window, pipe: u64) -> u64 {
         match self.fast_recovery {
             FrSsthresh::FlightSize => w.flight / 2,
             FrSsthresh::Cwnd => w.cwnd / 2,
+            FrSsthresh::Pipe => pipe / 2,
         }
         .max(2 * w.mss)
     }
@@ -83,11 +86,13 @@ mod tests {
     fn fast_recovery_halves_flight_size_or_cwnd() {
         let w = Window { cwnd: 20 * MSS, ssthresh: u64::MAX, mss: MSS, flight: 8 * MSS };
         let rfc = rules(FrSsthresh::FlightSize, RtoSsthresh::FlightSize, RecoveryExit::Ssthresh);
-        assert_eq!(rfc.fast_recovery_ssthresh(&w), 4 * MSS);
+        assert_eq!(rfc.fast_recovery_ssthresh(&w, 0), 4 * MSS);
         let htsim = LossRules { fast_recovery: FrSsthresh::Cwnd, ..rfc };
-        assert_eq!(htsim.fast_recovery_ssthresh(&w), 10 * MSS);
+        assert_eq!(htsim.fast_recovery_ssthresh(&w, 0), 10 * MSS);
         let small = Window { flight: 3 * MSS, ..w };
-        assert_eq!(rfc.fast_recovery_ssthresh(&small), 2 * MSS, "at least 2·MSS");
+        assert_eq!(rfc.fast_recovery_ssthresh(&small, 0), 2 * MSS, "at least 2·MSS");
+        let ns3 = LossRules { fast_recovery: FrSsthresh::Pipe, ..rfc };
+        assert_eq!(ns3.fast_recovery_ssthresh(&w, 5 * MSS), 2_500, "the pipe at entry / 2");
     }
 
     #[test]

@@ -92,8 +92,10 @@ pub trait Congestion {
     /// Fast-recovery entry (RFC 5681 §3.2 step 2, RFC 6675 §5 step 4.2):
     /// sets ssthresh, the target of the reduction. cwnd then follows loss
     /// recovery (PRR from the pipe, or RFC 6582 inflation from ssthresh +
-    /// 3·MSS). Default: RFC 5681 eq. (4), max(FlightSize / 2, 2·MSS).
-    fn on_fast_recovery(&mut self, w: &mut Window) {
+    /// 3·MSS). `pipe` is the RFC 6675 pipe at entry with SACKed and lost
+    /// bytes (the first segment at least) excluded. Default: RFC 5681 eq.
+    /// (4), max(FlightSize / 2, 2·MSS).
+    fn on_fast_recovery(&mut self, w: &mut Window, _pipe: u64) {
         w.ssthresh = (w.flight / 2).max(2 * w.mss);
     }
 
@@ -164,8 +166,8 @@ impl Congestion for Controller {
     fn on_ece(&mut self, w: &mut Window) -> bool {
         dispatch!(self, c => c.on_ece(w))
     }
-    fn on_fast_recovery(&mut self, w: &mut Window) {
-        dispatch!(self, c => c.on_fast_recovery(w))
+    fn on_fast_recovery(&mut self, w: &mut Window, pipe: u64) {
+        dispatch!(self, c => c.on_fast_recovery(w, pipe))
     }
     fn on_recovery_exit(&mut self, w: &mut Window) {
         dispatch!(self, c => c.on_recovery_exit(w))
@@ -197,7 +199,7 @@ mod tests {
         struct Plain;
         impl Congestion for Plain {}
         let mut w = Window { cwnd: 20_000, ssthresh: u64::MAX, mss: 1000, flight: 9_000 };
-        Plain.on_fast_recovery(&mut w);
+        Plain.on_fast_recovery(&mut w, 0);
         assert_eq!(w.ssthresh, 4_500, "eq. (4): FlightSize / 2");
         Plain.on_recovery_exit(&mut w);
         assert_eq!(w.cwnd, 4_500, "RFC 6582 §3.2 step 3 option 2");

@@ -85,8 +85,8 @@ impl Congestion for NewReno {
         true
     }
 
-    fn on_fast_recovery(&mut self, w: &mut Window) {
-        w.ssthresh = self.rules.fast_recovery_ssthresh(w);
+    fn on_fast_recovery(&mut self, w: &mut Window, pipe: u64) {
+        w.ssthresh = self.rules.fast_recovery_ssthresh(w, pipe);
     }
 
     fn on_recovery_exit(&mut self, w: &mut Window) {

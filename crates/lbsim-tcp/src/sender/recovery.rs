@@ -27,9 +27,10 @@
 //! What ssthresh becomes on entry and on a timeout, and cwnd on exit, is
 //! congestion control's choice ([`crate::congestion::LossRules`]).
 //!
-//! ns-3 3.44 departs from this in six places, each a [`crate::TcpConfig`]
+//! ns-3 3.44 departs from this in seven places, each a [`crate::TcpConfig`]
 //! option that examples/b1.toml sets (docs/fidelity.md, "B1 against
-//! ns-3"): `RtoSsthresh::Pipe`, `PrrBound::Crb`,
+//! ns-3"): `RtoSsthresh::Pipe`, `FrSsthresh::Pipe` (also PRR's RecoverFS),
+//! `PrrBound::Crb`,
 //! `LostRetransmission::Timeout` (neither the fast-recovery nor the
 //! go-back-N detection of a lost retransmission: the timer repairs it),
 //! `rescue_retransmission = false` (no NextSeg rule 4),
@@ -39,7 +40,7 @@
 //! segment at once, beyond the window).
 
 use super::{Recovery, TcpSender};
-use crate::config::{LostRetransmission, PrrBound};
+use crate::config::{FrSsthresh, LostRetransmission, PrrBound};
 use crate::congestion::Congestion;
 use crate::header::TcpHeader;
 use lbsim_engine::SimTime;
@@ -166,6 +167,20 @@ impl TcpSender {
         self.high_rxt = high_rxt;
     }
 
+    /// The pipe at fast-recovery entry as ns-3 3.44 counts it: data sent and
+    /// not acknowledged, less the SACKed bytes and the lost ones (below the
+    /// IsLost point; the first segment at least).
+    fn entry_pipe(&self) -> u64 {
+        let sacked = self.scoreboard.covered_in(self.una, self.max);
+        let l = self.scoreboard.loss_point(self.lost_threshold()).unwrap_or(self.una).clamp(self.una, self.max);
+        let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
+        let head = match self.hole_at_or_after(self.una, self.max) {
+            Some((s, e)) if s >= l => (e - s).min(self.cfg.mss as u64),
+            _ => 0,
+        };
+        (self.max - self.una) - sacked - lost - head
+    }
+
     /// Fast retransmit and fast recovery entry (RFC 5681 §3.2 steps 2–3,
     /// RFC 6582 §3.2 step 2, RFC 6675 §5 step 4, RFC 6937 initialisation).
     pub(super) fn enter_fast_recovery(&mut self) {
@@ -174,8 +189,9 @@ impl TcpSender {
             self.start_undo_episode();
         }
         let flight = self.max - self.una;
+        let pipe = if self.cfg.fr_ssthresh == FrSsthresh::Pipe { self.entry_pipe() } else { flight };
         // congestion control sets ssthresh (RFC 5681 eq. (4) or a variant)
-        self.congestion(|cc, w| cc.on_fast_recovery(w));
+        self.congestion(|cc, w| cc.on_fast_recovery(w, pipe));
         self.recovery = Recovery::Fast { recover: self.recover_point() };
         self.stats.fast_recoveries += 1;
         self.high_rxt = self.una;
@@ -186,7 +202,7 @@ impl TcpSender {
             // RFC 6937 initialisation
             self.prr_delivered = 0;
             self.prr_out = 0;
-            self.recover_fs = flight;
+            self.recover_fs = if self.cfg.fr_ssthresh == FrSsthresh::Pipe { pipe } else { flight };
         } else {
             self.cwnd = self.ssthresh + 3 * mss;
         }
