@@ -10,7 +10,10 @@
 4. prints wall time of each simulation loop, the ratio, events/s, peak RSS,
    mean / p99 FCT (overall, <100 KB, >10 MB), drops and the senders' loss
    response side by side;
-5. with --record FILE, writes all of it as JSON (bench/results/): the date,
+5. with --ablate, reruns lbsim once with each of ns-3's rules that
+   examples/b1.toml sets put back to lbsim's default, and once with all
+   of them, to show what each rule moves;
+6. with --record FILE, writes all of it as JSON (bench/results/): the date,
    the lbsim build's commit and model revision, this repository's commit,
    the machine, the command and both simulators' numbers. README.md and
    docs/performance.md quote the latest record (tools/peer_tables.py).
@@ -138,6 +141,37 @@ def run_ns3(python: str, script: Path, flows_csv: Path, seed: int, work: Path) -
     }
 
 
+#: examples/b1.toml's [transport] keys that model ns-3 3.44's departures
+#: from lbsim's defaults (docs/fidelity.md, "B1 against ns-3").
+NS3_RULES = ["rto_ssthresh", "fr_ssthresh", "prr_bound", "lost_retransmission", "rescue_retransmission",
+             "partial_ack_timer", "partial_ack_retransmit"]
+
+
+def lbsim_default(key: str) -> str:
+    """A transport key's default, as the generated docs/scenario.md states it."""
+    for line in (ROOT / "docs" / "scenario.md").read_text().splitlines():
+        if line.startswith(f"| `transport.{key}` |"):
+            return line.split("|")[4].strip()
+    sys.exit(f"docs/scenario.md does not document transport.{key}")
+
+
+def ablation(scenario: Path, sets: list[str], flows_csv: Path, work: Path) -> list[dict]:
+    """lbsim's numbers with each ns-3 rule back at lbsim's default, then all."""
+    keys = [[k] for k in NS3_RULES] + [NS3_RULES]
+    out = []
+    for ks in keys:
+        back = [f"transport.{k}={lbsim_default(k)}" for k in ks]
+        r = run_lbsim(scenario, sets + back, flows_csv, work / f"ablate_{'all' if len(ks) > 1 else ks[0]}")
+        row = {"defaults": ["all"] if len(ks) > 1 else ks, **{k: r[k] for k in ABLATE_COLUMNS}}
+        out.append(row)
+        print(f"  {'+'.join(row['defaults']):24} at lbsim's default: " + ", ".join(f"{k} {r[k]:.4g}" for k in ABLATE_COLUMNS), flush=True)
+    return out
+
+
+#: What the ablation keeps per run.
+ABLATE_COLUMNS = ["mean_fct_ms", "p99_fct_ms", "drops", "retransmits", "timeouts", "fast_recoveries"]
+
+
 def timeout_split(lbsim_flows: Path, ns3_flows: Path) -> dict:
     """Each flow by where it timed out (in neither simulator, in one, in
     both): how many, and their mean and summed FCT in each simulator."""
@@ -213,6 +247,7 @@ def main() -> None:
     ns_src.add_argument("--skip-ns3", action="store_true")
     ns_src.add_argument("--ns3-from", type=Path, metavar="RECORD", help="ns-3's side from an earlier record of the same flows")
     ap.add_argument("--out", default=None, help="folder to keep the flow list, FCTs and a JSON report")
+    ap.add_argument("--ablate", action="store_true", help="also run lbsim with each ns-3 rule of b1.toml at lbsim's default")
     ap.add_argument("--record", type=Path, metavar="FILE", help="write the comparison as JSON here (bench/results/)")
     a = ap.parse_args()
 
@@ -243,6 +278,9 @@ def main() -> None:
         ns = {**run_ns3(a.ns3_python, script, flows_csv, a.seed, work), "command": command_line(sys.argv[1:])}
         ns_flows = work / "ns3_fct.csv"
     split = timeout_split(work / "lbsim" / "flows.parquet", ns_flows) if ns_flows else None
+    if a.ablate:
+        print("ablation: lbsim with ns-3's rules put back to lbsim's defaults")
+    ablated = ablation(scenario, sets, flows_csv, work) if a.ablate else None
 
     mach = machine()
     print(f"B1: {nflows} flows, load {a.load}, seed {a.seed}; machine: {mach['cores']} cores, {mach['cpu']}")
@@ -266,6 +304,7 @@ def main() -> None:
         "lbsim": lb,
         "ns3": ns,
         "timeout_split": split,
+        "ablation": ablated,
     }
     (work / "report.json").write_text(json.dumps(report, indent=2))
     if a.record:
