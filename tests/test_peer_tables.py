@@ -67,6 +67,21 @@ def test_the_latest_record_is_quoted_with_its_date(tmp_path):
     assert peer_tables.render(out, tmp_path) == out, "rendering is idempotent"
 
 
+def test_the_b1_ablation_is_written_per_rule_and_refused_without_one(tmp_path):
+    rec = record("2026-01-02", 4.5)
+    (tmp_path / "b1_vs_ns3_2026-01-02.json").write_text(json.dumps(rec))
+    doc = "<!-- peer-table b1-rules -->\n<!-- /peer-table -->\n"
+    with pytest.raises(SystemExit, match="no ablation"):
+        peer_tables.render(doc, tmp_path)
+    row = {"mean_fct_ms": 4.0, "p99_fct_ms": 66.0, "drops": 90_000, "retransmits": 110_000, "timeouts": 150, "fast_recoveries": 4_000}
+    rec["ablation"] = [{"defaults": ["rescue_retransmission"], **row}, {"defaults": ["all"], **row, "timeouts": 30}]
+    (tmp_path / "b1_vs_ns3_2026-01-02.json").write_text(json.dumps(rec))
+    out = peer_tables.render(doc, tmp_path)
+    assert "| b1.toml (all of ns-3's rules) | 0.90 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |" in out
+    assert "| `rescue_retransmission` at lbsim's default | 0.80 | 1.10 | 0.90 | 1.00 | 0.50 | 1.00 |" in out
+    assert "| none: every rule at lbsim's default | 0.80 | 1.10 | 0.90 | 1.00 | 0.10 | 1.00 |" in out
+
+
 def test_a_stale_block_is_found_and_an_unknown_one_refused(tmp_path):
     (tmp_path / "b1_vs_ns3_2026-01-02.json").write_text(json.dumps(record("2026-01-02", 4.5)))
     doc = "<!-- peer-table b1-speed -->\n<!-- /peer-table -->\n"

@@ -121,6 +121,28 @@ def b1_readme(results: Path = RESULTS) -> str:
     return "\n".join(out) + "\n"
 
 
+def b1_rules(results: Path = RESULTS) -> str:
+    """docs/fidelity.md's B1 ablation: lbsim / ns-3 with all of b1.toml's
+    ns-3 rules, with each put back to lbsim's default, and with none."""
+    path, rec = latest(r"b1_vs_ns3_\d", results)
+    lb, ns = rec["lbsim"], rec["ns3"]
+    if not rec.get("ablation"):
+        raise SystemExit(f"{path}: no ablation (run b1_compare.py with --ablate)")
+    cols = [("mean FCT", "mean_fct_ms"), ("p99 FCT", "p99_fct_ms"), ("drops", "drops"),
+            ("retransmits", "retransmits"), ("timeouts", "timeouts"), ("fast recoveries", "fast_recoveries")]
+    out = [
+        _para(f"lbsim / ns-3 {ns['version']} on B1's {rec['flows']:,} flows, one run each. {provenance(path, rec)}"),
+        "",
+        "| lbsim run | " + " | ".join(c for c, _ in cols) + " |",
+        "|---" * (len(cols) + 1) + "|",
+        "| b1.toml (all of ns-3's rules) | " + " | ".join(_ratio(lb[k], ns[k]) for _, k in cols) + " |",
+    ]
+    for row in rec["ablation"]:
+        label = "none: every rule at lbsim's default" if row["defaults"] == ["all"] else f"`{row['defaults'][0]}` at lbsim's default"
+        out.append(f"| {label} | " + " | ".join(_ratio(row[k], ns[k]) for _, k in cols) + " |")
+    return "\n".join(out) + "\n"
+
+
 def b1_speed(results: Path = RESULTS) -> str:
     """docs/performance.md's B1 row against ns-3: speed and memory."""
     path, rec = latest(r"b1_vs_ns3_\d", results)
@@ -193,7 +215,7 @@ def htsim_readme(results: Path = RESULTS) -> str:
 
 
 #: Block name -> the function that writes it.
-BLOCKS = {"b1": b1_readme, "b1-speed": b1_speed, "htsim-readme": htsim_readme, "htsim-k8": htsim_k8,
+BLOCKS = {"b1": b1_readme, "b1-rules": b1_rules, "b1-speed": b1_speed, "htsim-readme": htsim_readme, "htsim-k8": htsim_k8,
           "htsim-speed": htsim_speed}
 
 
