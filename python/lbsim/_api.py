@@ -341,23 +341,13 @@ def explanation_lines(e: Mapping[str, Any]) -> list[str]:
             f"{r['leaf']} {r['uplink_load']:.2f}/{r['downlink_load']:.2f}" for r in loaded[:16])
             + (f", ... (highest: {worst['leaf']})" if len(loaded) > 16 else ""))
     out.append(f"simulated time: expected {st['expected_ms']:.4g} ms (stops by {st['stop_ms']:.4g} ms, {st['stop_by']})")
-    out.append(f"estimate: {est['events']:.3g} events, {_dur(est['wall_s'])} of wall time, {est['peak_rss_mb']:.0f} MB peak memory "
+    out.append(f"estimate: {est['events']:.3g} events, {est['wall']} of wall time, {est['peak_rss_mb']:.0f} MB peak memory "
                f"(simulator; rough: lbsim_sim::explain)")
     for x in e["warnings"]:
         out.append(f"warning: {x['message']}")
     for x in e.get("notes", []):
         out.append(f"note: {x['message']}")
     return out
-
-
-def _dur(s: float) -> str:
-    if s < 120:
-        return f"~{s:.3g} s"
-    if s < 7200:
-        return f"~{s / 60:.3g} min"
-    if s < 2 * 86400:
-        return f"~{s / 3600:.3g} h"
-    return f"~{s / 86400:.3g} days"
 
 
 def schemes() -> list[dict]:

@@ -646,6 +646,7 @@ fn report(cx: &Ctx, span: &Span, work: &Work, racks: Vec<Value>, overloaded: Vec
             "flows": work.n_flows,
             "events": work.events.round(),
             "wall_s": work.wall_s,
+            "wall": duration(work.wall_s),
             "peak_rss_mb": (work.rss / 1e6).round(),
             "dominated_by": work.heavy,
             "model": format!("events = {} x packet-hops + {EVENTS_PER_FLOW} x flows; wall = events / {} M/s", cx.ev_per_hop, EVENTS_PER_S / 1e6),
@@ -721,8 +722,8 @@ pub fn too_long(explained: &Value) -> Option<ScenarioError> {
     Some(bad(
         e["dominated_by"].as_str().unwrap_or("workload"),
         format!(
-            "this run would take about {} days (~{:.2e} events at {} M events/s); reduce it, or pass --allow-long (allow_long=True) to run it anyway",
-            fmt_num((wall / 86_400.0 * 10.0).round() / 10.0),
+            "this run would take about {} of wall time (~{:.2e} events at {} M events/s); reduce it, or pass --allow-long (allow_long=True) to run it anyway",
+            duration(wall).trim_start_matches('~'),
             e["events"].as_f64().unwrap_or(0.0),
             EVENTS_PER_S / 1e6
         ),
@@ -783,6 +784,12 @@ mod tests {
 
     fn root() -> &'static Path {
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+    }
+
+    #[test]
+    fn wall_times_read_in_the_largest_readable_unit() {
+        let d = super::duration;
+        assert_eq!((d(90.0), d(2220.0), d(5.0 * 3600.0), d(3.25 * 86_400.0)), ("~90 s".into(), "~37 min".into(), "~5 h".into(), "~3.3 days".into()));
     }
 
     fn explain_file(rel: &str, sets: &[&str]) -> serde_json::Value {
