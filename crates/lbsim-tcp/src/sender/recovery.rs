@@ -120,8 +120,7 @@ impl TcpSender {
     /// rule 2 (new data), else the first unacknowledged segment.
     pub(super) fn partial_ack_retransmit(&mut self) {
         let mss = self.cfg.mss as u64;
-        let rule1 = self.scoreboard.loss_point(self.lost_threshold()).and_then(|l| self.hole_at_or_after(self.high_rxt.max(self.una), l.min(self.max)));
-        let (s, e) = match rule1 {
+        let (s, e) = match self.lost_hole() {
             Some(h) => h,
             None if self.max < self.app_end => (self.max, self.app_end),
             None => (self.una, self.max),
@@ -167,18 +166,16 @@ impl TcpSender {
         self.high_rxt = high_rxt;
     }
 
-    /// The pipe at fast-recovery entry as ns-3 3.44 counts it: data sent and
-    /// not acknowledged, less the SACKed bytes and the lost ones (below the
-    /// IsLost point; the first segment at least).
+    /// The pipe at fast-recovery entry as ns-3 3.44 counts it (called in
+    /// `Fast` with nothing retransmitted yet): RFC 6675's pipe, less the
+    /// first segment when IsLost has not already counted it lost.
     fn entry_pipe(&self) -> u64 {
-        let sacked = self.scoreboard.covered_in(self.una, self.max);
-        let l = self.scoreboard.loss_point(self.lost_threshold()).unwrap_or(self.una).clamp(self.una, self.max);
-        let lost = (l - self.una) - self.scoreboard.covered_in(self.una, l);
+        let head_lost = self.is_lost(self.una);
         let head = match self.hole_at_or_after(self.una, self.max) {
-            Some((s, e)) if s >= l => (e - s).min(self.cfg.mss as u64),
+            Some((s, e)) if !head_lost => (e - s).min(self.cfg.mss as u64),
             _ => 0,
         };
-        (self.max - self.una) - sacked - lost - head
+        self.pipe() - head
     }
 
     /// Fast retransmit and fast recovery entry (RFC 5681 §3.2 steps 2–3,
@@ -189,12 +186,13 @@ impl TcpSender {
             self.start_undo_episode();
         }
         let flight = self.max - self.una;
-        let pipe = if self.cfg.fr_ssthresh == FrSsthresh::Pipe { self.entry_pipe() } else { flight };
-        // congestion control sets ssthresh (RFC 5681 eq. (4) or a variant)
-        self.congestion(|cc, w| cc.on_fast_recovery(w, pipe));
         self.recovery = Recovery::Fast { recover: self.recover_point() };
         self.stats.fast_recoveries += 1;
         self.high_rxt = self.una;
+        // what ssthresh and PRR's RecoverFS measure: FlightSize, or ns-3's pipe
+        let measure = if self.cfg.fr_ssthresh == FrSsthresh::Pipe { self.entry_pipe() } else { flight };
+        // congestion control sets ssthresh (RFC 5681 eq. (4) or a variant)
+        self.congestion(|cc, w| cc.on_fast_recovery(w, measure));
         self.rxt_mark = u64::MAX;
         self.rescued = false;
         self.partial_acked = false;
@@ -202,7 +200,7 @@ impl TcpSender {
             // RFC 6937 initialisation
             self.prr_delivered = 0;
             self.prr_out = 0;
-            self.recover_fs = if self.cfg.fr_ssthresh == FrSsthresh::Pipe { pipe } else { flight };
+            self.recover_fs = measure;
         } else {
             self.cwnd = self.ssthresh + 3 * mss;
         }

@@ -66,6 +66,13 @@ impl TcpSender {
         flight
     }
 
+    /// RFC 6675 NextSeg rule 1's hole: the first un-SACKed range at or
+    /// after HighRxt that IsLost deems lost.
+    pub(super) fn lost_hole(&self) -> Option<(u64, u64)> {
+        let l = self.scoreboard.loss_point(self.lost_threshold())?;
+        self.hole_at_or_after(self.high_rxt.max(self.una), l.min(self.max))
+    }
+
     /// The first un-SACKed range at or after `x` and below `limit`.
     pub(super) fn hole_at_or_after(&self, x: u64, limit: u64) -> Option<(u64, u64)> {
         let mut s = x;
@@ -105,11 +112,9 @@ impl TcpSender {
         if let (Recovery::Fast { .. }, true) = (self.recovery, self.cfg.sack) {
             // RFC 6675 NextSeg (rule 1): the first lost hole at or after HighRxt.
             let from = self.high_rxt.max(self.una);
-            if let Some(l) = self.scoreboard.loss_point(self.lost_threshold()) {
-                if let Some((s, e)) = self.hole_at_or_after(from, l.min(self.max)) {
-                    let (s, n) = seg(s, e);
-                    return Some((s, n, true));
-                }
+            if let Some((s, e)) = self.lost_hole() {
+                let (s, n) = seg(s, e);
+                return Some((s, n, true));
             }
             // (rule 2): new data
             if self.nxt < self.app_end {
