@@ -34,8 +34,6 @@ import gzip
 import hashlib
 import json
 import math
-import os
-import platform
 import re
 import shutil
 import subprocess
@@ -45,7 +43,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from measure import run_timed  # noqa: E402
+from measure import machine, repo_commit, run_timed  # noqa: E402
 
 NS3_SCRIPT = ROOT / "bench" / "ns3_b1.py"
 
@@ -190,19 +188,6 @@ def timeout_split(lbsim_flows: Path, ns3_flows: Path) -> dict:
     return out
 
 
-def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cores": os.cpu_count(), "cpu": cpu, "system": platform.platform()}
-
-
-def git_commit() -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
 
 def command_line(argv: list[str]) -> str:
     """This run's command as the record keeps it: folders outside the
@@ -293,7 +278,7 @@ def main() -> None:
         "date": datetime.date.today().isoformat(),
         "commit": build["commit"],
         "model_revision": build["model_revision"],
-        "bench_commit": git_commit(),
+        "bench_commit": repo_commit(),
         "machine": mach,
         "command": command_line(sys.argv[1:]),
         "scenario": "examples/b1.toml",

@@ -1,16 +1,21 @@
 """Runs a command in a fresh process and measures it: wall time and the
 child's own peak RSS (from wait4, so no /usr/bin/time is needed and other
-children do not count), and reads `/usr/bin/time -v` reports. Shared by
-b1_compare.py, scale.py and the HPCC and htsim comparisons."""
+children do not count), reads `/usr/bin/time -v` reports, and says what a
+record was measured on (`machine`) and from which commit (`repo_commit`).
+Shared by b1_compare.py, scale.py and the HPCC and htsim comparisons."""
 
 from __future__ import annotations
 
 import os
+import platform
 import re
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_timed(cmd: list[str], cwd: str | None = None) -> tuple[str, float, float]:
@@ -59,3 +64,20 @@ def parse_time_v(text: str) -> dict:
     if (status := field("Exit status")) is not None:
         t["exit_status"] = int(status)
     return t
+
+
+def machine() -> dict:
+    """The machine a record was measured on: core count, CPU model, system."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {"cores": os.cpu_count(), "cpu": cpu, "system": platform.platform()}
+
+
+def repo_commit(path: Path = ROOT) -> str:
+    """The commit checked out at ``path`` (this repository by default), or
+    "unknown" outside a git checkout."""
+    done = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"

@@ -24,7 +24,6 @@ import argparse
 import datetime
 import importlib.util
 import json
-import platform
 import shutil
 import subprocess
 import sys
@@ -44,6 +43,8 @@ def _load(name: str):
 
 fct_stats = _load("fct_stats")
 hpcc_run = _load("hpcc_run")
+sys.path.insert(0, str(ROOT / "bench"))
+from measure import machine, repo_commit  # noqa: E402
 
 
 def run_lbsim(topo: Path, flows: Path, out: Path, scenario: Path, sets: list[str]) -> dict:
@@ -104,10 +105,6 @@ def cost_lines(rdma: dict, tcp: dict, t_rdma: dict, t_tcp: dict, t_hpcc: dict) -
     ])
 
 
-def git_commit() -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -151,8 +148,8 @@ def main() -> int:
             "date": datetime.date.today().isoformat(),
             # paths by their last component: the record names files, not this machine
             "command": " ".join(["bench/hpcc/compare.py", *(Path(a).name if "/" in a else a for a in sys.argv[1:])]),
-            "commit": git_commit(),
-            "machine": {"cpu": platform.processor() or platform.machine(), "system": platform.platform()},
+            "commit": repo_commit(),
+            "machine": machine(),
             "topology": args.topo.name,
             "flows": args.flows.name,
             "lbsim": {"time": ta, "slowdown": a, "events": summary["events"], "events_by_kind": summary["events_by_kind"]},

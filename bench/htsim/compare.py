@@ -34,8 +34,6 @@ import csv
 import datetime
 import json
 import math
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -46,7 +44,7 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from measure import parse_time_v  # noqa: E402
+from measure import machine, parse_time_v, repo_commit  # noqa: E402
 
 MSS = 1460
 # the four loss-response rules back to the RFCs' (htsim's timer scan kept),
@@ -101,20 +99,6 @@ def timed(cmd: list[str], out: Path, what: str) -> dict:
     return parse_time_v(done.stderr)
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_commit() -> str:
-    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return done.stdout.strip() or "unknown"
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -154,7 +138,7 @@ def main() -> None:
             "fast recoveries": t["fast_recoveries"], "mean FCT ms": s["fct_us"]["mean"] / 1e3}
     record = {"date": datetime.date.today().isoformat(),
               "command": " ".join(["bench/htsim/compare.py", *(Path(x).name if "/" in x else x for x in sys.argv[1:])]),
-              "commit": git_commit(), "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "system": platform.platform()},
+              "commit": repo_commit(), "machine": machine(),
               "flows": (a.cm.name if a.cm else "bench/scale/ws_10000.csv"), "seed": a.seed, "lbsim_sets": sets,
               "lbsim": {"time": times["lbsim"], "counts": ours, "events": s.get("events")}}
     if a.htsim is None:
