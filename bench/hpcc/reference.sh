@@ -8,10 +8,11 @@
 # CHECKOUT: a clone of github alibaba-edu/High-Precision-Congestion-Control.
 # RUNS gets fat.txt, flows_ws{30,50}.txt and the run directories ws30/, ws50/
 # (each with config.txt, fct.txt, pfc.txt, stdout.txt, time.json, stats.json).
-# RECORD.json (optional) gets one JSON record of both runs: commands, HPCC
-# commit, time/memory and slowdown/PFC summaries. Each run is about ten
-# minutes of CPU; set RUN_PREFIX to wrap the runs (e.g. in a lock). A run
-# directory that finished on the same flow file is kept, not run again.
+# RECORD.json (optional) gets one JSON record of both runs: commands, this
+# repository's and the HPCC commit, the machine (bench/measure.py),
+# time/memory and slowdown/PFC summaries. Each run is about ten minutes of
+# CPU; set RUN_PREFIX to wrap the runs (e.g. in a lock). A run directory
+# that finished on the same flow file is kept, not run again.
 set -euo pipefail
 if [ $# -lt 2 ]; then
     echo "usage: $0 CHECKOUT RUNS [RECORD.json]" >&2
@@ -40,24 +41,27 @@ for spec in "30 10" "50 6"; do
 done
 
 if [ -n "$RECORD" ]; then
-    python3 - "$CHECKOUT" "$RUNS" "$RECORD" <<'PYEOF'
-import datetime, json, os, platform, subprocess, sys
+    python3 - "$CHECKOUT" "$RUNS" "$RECORD" "$HERE/.." <<'PYEOF'
+import datetime, json, subprocess, sys
 from pathlib import Path
 
 checkout, runs, record = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+sys.path.insert(0, sys.argv[4])
+from measure import machine, repo_commit
 
 
 def local(text):
     return text.replace(str(runs), "RUNS").replace(checkout, "CHECKOUT")
 
 
-cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.machine())
 gxx = subprocess.run(["g++", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 out = {
     "date": datetime.date.today().isoformat(),
+    "command": "bash bench/hpcc/reference.sh CHECKOUT RUNS " + (f"bench/results/{record.name}" if record.parent.name == "results" else "RECORD.json"),
+    "commit": repo_commit(),
     "hpcc_repository": "github alibaba-edu/High-Precision-Congestion-Control",
     "hpcc_commit": subprocess.run(["git", "-C", checkout, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip(),
-    "machine": {"cpu": cpu, "cores": os.cpu_count(), "compiler": gxx},
+    "machine": machine() | {"compiler": gxx},
     "build_command": "bash bench/hpcc/build.sh CHECKOUT",
     "topology": "CHECKOUT/simulation/mix/fat.txt: 320 hosts at 100 Gb/s, 20 ToRs, 400 Gb/s fabric, 1 us links",
     "reproduce": "bash bench/hpcc/reference.sh CHECKOUT RUNS RECORD.json",
