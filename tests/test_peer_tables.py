@@ -29,19 +29,43 @@ def test_every_block_is_quoted_somewhere():
         assert f"<!-- peer-table {name} -->" in text, name
 
 
+#: Records written before every record kept the machine's core count.
+WITHOUT_CORES = {"rdma_vs_hpcc_2026-12-02.json", "rdma_cost_vs_tcp_hpcc_2026-12-02.json"}
+#: Records of the reference alone written before they kept this repository's commit.
+WITHOUT_COMMIT = {"hpcc_reference_2026-12-02.json"}
+RDMA_RECORDS = ["rdma_vs_hpcc_*.json", "rdma_cost_vs_tcp_hpcc_*.json", "rdma_pfc_incast_vs_hpcc_*.json", "hpcc_reference_*.json"]
+
+
 def test_every_quoted_record_says_when_and_how():
     results = ROOT / "bench" / "results"
     b1 = sorted(results.glob("b1_vs_ns3_*.json"))
     htsim = sorted(results.glob("htsim_k8_*.json"))
+    rdma = {pattern: sorted(results.glob(pattern)) for pattern in RDMA_RECORDS}
     assert b1 and htsim, "README.md quotes a B1 and an htsim record"
-    for path in b1 + htsim:
+    assert all(rdma.values()), f"README.md and docs/rdma.md quote each of {RDMA_RECORDS}"
+    for path in b1 + htsim + [p for ps in rdma.values() for p in ps]:
         rec = json.loads(path.read_text())
-        assert re.match(r"(python3 )?bench/\w+", rec["command"]), f"{path.name}: the command that wrote it"
-        assert re.fullmatch(r"\d{4}-\d\d-\d\d", rec["date"]), f"{path.name}: an ISO date"
-        assert re.fullmatch(r"[0-9a-f]{40}", rec["commit"]), f"{path.name}: a full commit hash"
-        assert rec["machine"]["cpu"] and rec["machine"]["cores"], f"{path.name}: the machine"
+        # rdma_vs_hpcc keeps the date, commit and machine per run
+        for when in [rec] if "date" in rec or "runs" not in rec else rec["runs"].values():
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d", when["date"]), f"{path.name}: an ISO date"
+            if path.name not in WITHOUT_COMMIT:
+                assert re.fullmatch(r"[0-9a-f]{40}", when["commit"]), f"{path.name}: a full commit hash"
+            assert when["machine"]["cpu"], f"{path.name}: the machine"
+            if path.name not in WITHOUT_CORES:
+                assert when["machine"]["cores"], f"{path.name}: the machine's core count"
+        command = rec.get("command") or rec.get("reproduce")
+        assert re.match(r"(python3 |bash )?bench/\S+", command), f"{path.name}: the command that wrote it"
     for path in b1:
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", json.loads(path.read_text())["ns3"]["date"]), f"{path.name}: ns-3's run date"
+    for path in [p for ps in rdma.values() for p in ps]:
+        assert re.fullmatch(r"[0-9a-f]{40}", peer_tables._hpcc_commit(json.loads(path.read_text()))), f"{path.name}: HPCC's commit"
+
+
+def test_the_records_without_cores_or_commit_are_only_the_old_ones():
+    results = ROOT / "bench" / "results"
+    for name in WITHOUT_CORES | WITHOUT_COMMIT:
+        assert (results / name).exists(), f"{name} is gone: drop it from the list"
+        assert name.rsplit("_", 1)[1] <= "2026-12-02.json", "a new record says its cores and commit"
 
 
 def record(date, mean_lbsim, wall_ns3=900.0):
@@ -107,3 +131,108 @@ def test_htsim_tables_come_from_the_latest_record_of_each_rule_set(tmp_path):
     assert "90,000" not in out, "an older record of the same rule set is not quoted"
     assert "| wall | 40.0 s | 140.0 s | 0.29 |" in out and "| events | 100.0 M | 300.0 M | 0.33 |" in out
     assert "htsim_k8_2026-02-01.json` (2026-02-01)" in peer_tables.htsim_speed(tmp_path)
+
+
+def slowdown(median, p99, below_1=0.25, count=1000):
+    return [{"bucket": b, "count": count, "median": median, "p99": p99, "p95": p99, "mean": median, "mean_unclamped": median,
+             "below_1": below_1} for b in ("<10KB", "10-100KB", "100KB-1MB", ">1MB", "all")]
+
+
+def hpcc_records(tmp_path, date="2026-05-06"):
+    """Fake rdma_vs_hpcc, rdma_cost_vs_tcp_hpcc and rdma_pfc_incast_vs_hpcc
+    records in tmp_path."""
+    hc = "c" * 40
+    machine = {"cores": 2, "cpu": "CPU", "system": "Linux"}
+
+    def side(median, p99, below_1, cpu, rss, pauses=0):
+        return {"slowdown": {"completed": 5000, "slowdown": slowdown(median, p99, below_1, 5000),
+                             "pfc": {"pause_frames": pauses, "resume_frames": pauses,
+                                     "host": {"pause": pauses, "resume": pauses}, "switch": {"pause": 0, "resume": 0}}},
+                "time": {"cpu_s": cpu, "max_rss_mb": rss, "hpcc_commit": hc}}
+
+    run = {"date": date, "commit": "d" * 40, "machine": machine,
+           "lbsim": side(1.05, 6.6, 0.20, 50.0, 140.0), "hpcc": side(1.0, 6.0, 0.30, 500.0, 350.0)}
+    vs = {"command": "python3 bench/hpcc/compare.py --record FILE",
+          "runs": {"websearch_30pct": run, "websearch_50pct": {**run, "lbsim": side(1.02, 6.3, 0.1, 60.0, 140.0)}}}
+    (tmp_path / f"rdma_vs_hpcc_{date}.json").write_text(json.dumps(vs))
+    kinds = lambda arrive, **more: {"arrive": arrive, "flow_arrival": 10, **more}  # noqa: E731
+    cost = {"date": date, "commit": "e" * 40, "machine": machine, "command": "bench/hpcc/compare.py --tcp", "flows": "flows_ws30.txt",
+            "hpcc": {"time": {"cpu_s": 780.0, "hpcc_commit": hc}},
+            "lbsim": {"events": 200_000_000, "events_by_kind": kinds(120_000_000, port_free=70_000_000, qp_timer=60_000),
+                      "time": {"cpu_s": 100.0}},
+            "lbsim_tcp": {"events": 80_000_000, "events_by_kind": kinds(60_000_000, tcp_timer=20_000, nic_ready=70_000),
+                          "time": {"cpu_s": 40.0}}}
+    (tmp_path / f"rdma_cost_vs_tcp_hpcc_{date}.json").write_text(json.dumps(cost))
+    off = {"hpcc": {"pause_frames_received_by_hosts": 1200, "resume_frames_received_by_hosts": 1199,
+                    "pause_frames_received_by_switches": 0, "ports_paused": 15, "paused_port_time_us": 44000.0,
+                    "slowdown_median": 14.5, "slowdown_max": 14.6},
+           "lbsim": {"pause_frames": 1300, "resume_frames": 1301, "host_paused_us": 45500.0, "switch_port_paused_us": 0.0,
+                     "ingress_drops": 0, "cnps": 0, "slowdown_median": 14.8, "slowdown_max": 14.9}}
+    on = {"hpcc": {**off["hpcc"], "pause_frames_received_by_hosts": 0, "slowdown_median": 17.25},
+          "lbsim": {**off["lbsim"], "pause_frames": 0, "slowdown_median": 17.5}}
+    incast = {"date": date, "commit": "f" * 40, "machine": machine, "hpcc_commit": hc,
+              "command": "python3 bench/hpcc/incast.py --hpcc CHECKOUT --out RUNS", "ecn_off": off, "dcqcn_on": on}
+    (tmp_path / f"rdma_pfc_incast_vs_hpcc_{date}.json").write_text(json.dumps(incast))
+
+
+def test_the_hpcc_comparison_is_written_from_its_record(tmp_path):
+    hpcc_records(tmp_path)
+    out = peer_tables.render("<!-- peer-table rdma-hpcc -->\n<!-- /peer-table -->\n", tmp_path)
+    assert "| 30 % | < 10 KB | 5,000 | 1.050 / 1.000 | 6.60 / 6.00 |" in out
+    assert "| 50 % | > 1 MB | 5,000 | 1.020 / 1.000 | 6.30 / 6.00 |" in out
+    text = " ".join(out.split())
+    assert "Every median is within 5 % and every p99 within 10 %" in text
+    assert "the largest median gap is 5.00 % (< 10 KB at 30 %)" in text
+    assert "at 30 %, 30 % in the reference against 20 % here" in text
+    assert "lbsim at commit ddddddd, HPCC at commit ccccccc, 2-core CPU" in text
+    assert "rdma_vs_hpcc_2026-05-06.json` (2026-05-06)" in text
+
+
+def test_the_incast_speed_and_readme_blocks_are_written_from_their_records(tmp_path):
+    hpcc_records(tmp_path)
+    incast = " ".join(peer_tables.rdma_incast(tmp_path).split())
+    assert "received 1,200 PAUSE and 1,199 RESUME frames and its 15 paused ports spent 44.0 ms" in incast
+    assert "lbsim's switches sent 1,300 PAUSE and 1,301 RESUME frames and its hosts spent 45.5 ms paused, with no drop" in incast
+    assert "slowdown 14.80 here against 14.50 there" in incast and "neither pauses and the slowdown is 17.50 / 17.25" in incast
+    assert "lbsim at commit fffffff, HPCC at commit ccccccc" in incast
+    rec = json.loads((tmp_path / "rdma_pfc_incast_vs_hpcc_2026-05-06.json").read_text())
+    rec["lbsim_version"] = "lbsim 0.1.0 (commit 1234567890abcdef; model revision r1)"
+    (tmp_path / "rdma_pfc_incast_vs_hpcc_2026-05-06.json").write_text(json.dumps(rec))
+    assert "lbsim built at commit 1234567, the scripts at fffffff" in " ".join(peer_tables.rdma_incast(tmp_path).split())
+    speed = " ".join(peer_tables.rdma_speed(tmp_path).split())
+    # floor: 120 M arrivals at 40 s / 80 M events = 60 s; the reference's 780 s over it is 13x, 30x / 13x = 2.3
+    assert "is 60.0 s: 13.0x faster than the reference" in speed and "events 2.3x cheaper" in speed
+    assert "| RDMA (DCQCN, PFC) | 200.0 M | 120.0 M | 70.0 M | 0.06 M | 500 ns |" in speed
+    assert "| TCP, same flows | 80.0 M | 60.0 M | — | 0.09 M (incl. NIC wake-ups) | 500 ns |" in speed
+    assert "the reference took 500 s and 500 s of CPU (30 % and 50 %)" in speed and "That is 10.0x and 8.3x faster" in speed
+    readme = " ".join(peer_tables.rdma_readme(tmp_path).split())
+    assert "median slowdown agrees within 5 % and its 99th percentile within 10 %" in readme
+    assert "make 2.00x TCP's packet arrivals, which caps a per-packet model at about 13x" in readme
+    assert "lbsim at commit eeeeeee" in readme and "rdma_cost_vs_tcp_hpcc_2026-05-06.json" in readme
+
+
+def test_a_record_without_cores_says_so(tmp_path):
+    hpcc_records(tmp_path)
+    path = tmp_path / "rdma_vs_hpcc_2026-05-06.json"
+    rec = json.loads(path.read_text())
+    for run in rec["runs"].values():
+        run["machine"] = {"cpu": "x86_64", "system": "Linux-6"}
+    path.write_text(json.dumps(rec))
+    assert "x86_64 (Linux-6), core count not recorded" in " ".join(peer_tables.rdma_hpcc(tmp_path).split())
+
+
+def test_the_hpcc_reference_runs_are_written_from_their_record(tmp_path):
+    stats = {"flows": 6000, "completed": 6000, "last_finish_ns": 2_018_000_000, "slowdown": slowdown(1.2, 6.0, 0.125, 6000),
+             "pfc": {"switch": {"pause": 0, "resume": 0}, "host": {"pause": 0, "resume": 0}, "ports_paused": 0,
+                     "paused_port_time_ns": 0}}
+    run = {"workload": "web search, load 0.3 of the host links, 10 ms of Poisson arrivals from 2 s, seed 1",
+           "time": {"command": "nice -n 10 /usr/bin/time -v third", "wall_s": 400.0, "cpu_s": 399.5, "max_rss_mb": 300.2},
+           "stats": stats}
+    rec = {"date": "2026-07-08", "commit": "a" * 40, "hpcc_commit": "c" * 40, "command": "bash bench/hpcc/reference.sh CHECKOUT RUNS",
+           "machine": {"cores": 4, "cpu": "CPU", "compiler": "g++ 13"}, "runs": {"ws30": run}}
+    (tmp_path / "hpcc_reference_2026-07-08.json").write_text(json.dumps(rec))
+    out = " ".join(peer_tables.hpcc_reference(tmp_path).split())
+    assert "| ws30 (30 %, 10 ms) | 6,000 | 6,000 | 2.018000 s | 400.0 s | 399.5 s | 300 MiB |" in out
+    assert "| ws30 | <10KB | 6,000 | 1.200 | 6.000 | 6.000 | 1.200 | 1.200 | 12.5 % |" in out
+    assert "with g++ 13, on a 4-core CPU; runs at nice 10" in out and "this repository at commit aaaaaaa" in out
+    assert "hpcc_reference_2026-07-08.json" in out and "no PAUSE or RESUME frame" in out
