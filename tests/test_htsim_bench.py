@@ -70,3 +70,47 @@ def test_an_edit_that_does_not_match_the_checkout_stops_the_build(tmp_path):
     done = build([str(checkout), "--out", str(tmp_path / "out")])
     assert done.returncode == 1
     assert done.stderr.strip() == "build.sh: edit 'syn_ts' matched 1 times in tcp.cpp, expected 2"
+
+
+def test_flow_readings_split_flows_and_find_the_excess_where_it_sits():
+    import pandas as pd
+
+    # four flows: 1 times out in neither, 2 in lbsim only (a cascade of
+    # recoveries), 3 in htsim only, 4 lost its handshake in htsim (>= 3 s)
+    m = pd.DataFrame({
+        "cm_id": [1, 2, 3, 4], "dst": [5, 5, 6, 7], "size_bytes": [50_000, 20_000_000, 2_000_000, 10_000],
+        "retransmits": [2, 900, 0, 0], "timeouts": [0, 1, 0, 0], "fast_recoveries": [1, 40, 0, 0],
+        "fct_us": [100.0, 500_000.0, 2_000.0, 50.0],
+        "retransmits_h": [2, 30, 50, 0], "timeouts_h": [0, 0, 1, 0], "fast_recoveries_h": [1, 2, 0, 0],
+        "fct_us_h": [110.0, 40_000.0, 300_000.0, 3_000_050.0],
+    })
+    r = compare.flow_readings(m, pd.DataFrame({"reordered_segments": [0, 3, 0, 0]}), top=1)
+    bf = r["by_flow"]
+    assert [bf[k]["flows"] for k in ("all", "no timeout in either", "timeout in lbsim only", "timeout in htsim only",
+                                     "timeout in both")] == [4, 2, 1, 1, 0]
+    assert bf["timeout in lbsim only"]["lbsim"]["retransmits"] == 900 and bf["timeout in lbsim only"]["htsim"]["retransmits"] == 30
+    assert bf["> 10 MB"]["flows"] == 1 and bf["< 100 KB"]["flows"] == 2
+    hs = r["lost_handshakes"]
+    assert (hs["lbsim"]["flows"], hs["htsim"]["flows"]) == (0, 1)
+    assert abs(hs["htsim"]["fct_share"] - 3_000_050 / (110 + 40_000 + 300_000 + 3_000_050)) < 1e-12
+    assert abs(hs["htsim"]["others_mean_fct_ms"] - (110 + 40_000 + 300_000) / 3 / 1e3) < 1e-9
+    ex = r["fast_recovery_excess"]
+    assert ex["total"] == 38 and ex["of_top"] == 38 and ex["flows"][0]["cm_id"] == 2
+    assert ex["flows"][0]["lbsim"]["fast_recoveries"] == 40 and ex["flows"][0]["htsim"]["fast_recoveries"] == 2
+    assert r["reordered_segments"] == 3
+
+
+def test_receiver_drops_name_the_ports_that_differ_and_their_largest_flow(tmp_path):
+    import pandas as pd
+
+    qd = tmp_path / "queue_drops.txt"
+    qd.write_text("# queue drops\nLS1->DST5(0) 3000\nLS1->DST6(0) 10\nUS0->CS1(0) 99\n")
+    ports = pd.DataFrame({"port": ["T1->H5#0", "T1->H6#0", "T1->H7#0", "S0->T1#0"], "drops": [100, 12, 0, 7]})
+    m = pd.DataFrame({"cm_id": [1, 2, 3], "dst": [5, 5, 6], "size_bytes": [1_000, 9_000_000, 5_000],
+                      "retransmits": [0, 40, 0], "timeouts": [0, 0, 0], "fast_recoveries": [0, 1, 0],
+                      "retransmits_h": [0, 3_000, 0], "timeouts_h": [0, 2, 0], "fast_recoveries_h": [0, 0, 0]})
+    r = compare.receiver_drops(ports, qd, m, top=1)
+    assert r["top"][0]["host"] == 5 and (r["top"][0]["lbsim"], r["top"][0]["htsim"]) == (100, 3000)
+    assert r["top"][0]["largest_flow"]["cm_id"] == 2 and r["top"][0]["largest_flow"]["htsim"]["timeouts"] == 2
+    assert r["rest"] == {"ports": 2, "lbsim": 12, "htsim": 10}, "switch-to-switch queues are not receivers"
+    assert compare.receiver_drops(ports, tmp_path / "missing.txt", m) is None

@@ -39,7 +39,7 @@ RDMA_RECORDS = ["rdma_vs_hpcc_*.json", "rdma_cost_vs_tcp_hpcc_*.json", "rdma_pfc
 def test_every_quoted_record_says_when_and_how():
     results = ROOT / "bench" / "results"
     b1 = sorted(results.glob("b1_vs_ns3_*.json"))
-    htsim = sorted(results.glob("htsim_k8_*.json"))
+    htsim = sorted(results.glob("htsim_*.json"))
     rdma = {pattern: sorted(results.glob(pattern)) for pattern in RDMA_RECORDS}
     assert b1 and htsim, "README.md quotes a B1 and an htsim record"
     assert all(rdma.values()), f"README.md and docs/rdma.md quote each of {RDMA_RECORDS}"
@@ -236,3 +236,68 @@ def test_the_hpcc_reference_runs_are_written_from_their_record(tmp_path):
     assert "| ws30 | <10KB | 6,000 | 1.200 | 6.000 | 6.000 | 1.200 | 1.200 | 12.5 % |" in out
     assert "with g++ 13, on a 4-core CPU; runs at nice 10" in out and "this repository at commit aaaaaaa" in out
     assert "hpcc_reference_2026-07-08.json" in out and "no PAUSE or RESUME frame" in out
+
+
+def htsim_record(seed=1, lbsim=None, htsim=None, date="2026-01-01", sets=()):
+    """A compare.py record with flow-level readings, counts scaled from
+    lbsim's (a dict of the five counts) and htsim's."""
+    base = {"drops": 100_000, "retransmits": 200_000, "timeouts": 1_000, "fast recoveries": 5_000, "mean FCT ms": 150.0}
+    lb, hs = {**base, **(lbsim or {})}, {**base, **(htsim or {})}
+
+    def flows(n, c):
+        side = {"retransmits": c["retransmits"], "timeouts": c["timeouts"], "fast_recoveries": c["fast recoveries"],
+                "mean_fct_ms": c["mean FCT ms"]}
+        return {"flows": n, "lbsim": side, "htsim": side}
+
+    flow = {"cm_id": 869, "size_bytes": 29_000_000, "lbsim": {"retransmits": 19_985, "timeouts": 1, "fast_recoveries": 217},
+            "htsim": {"retransmits": 141, "timeouts": 1, "fast_recoveries": 0}}
+    return {"date": date, "commit": "c" * 40, "machine": {"cores": 2, "cpu": "CPU"}, "command": "bench/htsim/compare.py",
+            "seed": seed, "lbsim_sets": list(sets), "lbsim": {"counts": lb}, "htsim": {"counts": hs, "command": "htsim_k8", "commit": "d" * 40},
+            "by_flow": {"all": flows(2000, lb), "no timeout in either": flows(1500, lb), "timeout in lbsim only": flows(60, lb),
+                        "timeout in htsim only": flows(90, lb)},
+            "lost_handshakes": {"lbsim": {"flows": 87, "fct_share": 0.78, "others_mean_fct_ms": 40.3},
+                                "htsim": {"flows": 120, "fct_share": 0.82, "others_mean_fct_ms": 40.8}},
+            "fast_recovery_excess": {"total": 362, "of_top": 217, "flows": [flow]},
+            "receiver_drops": {"top": [{"host": 92, "lbsim": 186, "htsim": 3_169, "largest_flow": flow}],
+                               "rest": {"ports": 125, "lbsim": 61_276, "htsim": 61_700}},
+            "reordered_segments": 0}
+
+
+def flat(text: str) -> str:
+    """A rendered block with its line breaks undone (prose is wrapped)."""
+    return " ".join(text.split())
+
+
+def test_htsim_fidelity_blocks_render_each_reading_from_its_record(tmp_path):
+    def put(name, rec):
+        (tmp_path / f"{name}_2026-01-01.json").write_text(json.dumps(rec))
+
+    put("htsim_k8", htsim_record(lbsim={"drops": 101_000}))
+    put("htsim_k8_seed2", htsim_record(seed=2, lbsim={"drops": 95_000}))
+    put("htsim_k8_seed3", htsim_record(seed=3, lbsim={"drops": 108_000}))
+    put("htsim_k8_rfc", htsim_record(lbsim={"drops": 120_000}, htsim={"drops": 119_000}))
+    put("htsim_k8_defaults", htsim_record(lbsim={"drops": 120_000}))
+    put("htsim_k8_notick", htsim_record(lbsim={"fast recoveries": 4_500}))
+    put("htsim_k8_hostnic", htsim_record(lbsim={"drops": 60_000, "retransmits": 100_000, "timeouts": 500,
+                                                "fast recoveries": 10_000, "mean FCT ms": 75.0}))
+    put("htsim_inrack", htsim_record(lbsim={"drops": 63_550}, htsim={"drops": 72_490}))
+    put("htsim_inrack_rfc", htsim_record())
+    seeds = flat(peer_tables.htsim_seeds(tmp_path))
+    assert "| drops | 101,000 / 95,000 / 108,000 | 100,000 | 0.95-1.08 |" in seeds
+    assert "within 8 % of htsim's in every seed" in seeds
+    within = flat(peer_tables.htsim_within(tmp_path))
+    assert "within 8 % of htsim's" in within and "seeds 1, 2, 3" in within
+    d = flat(peer_tables.htsim_defaults(tmp_path))
+    assert "| lbsim's RFC defaults | 120,000 (1.20) |" in d and "4,500 (0.90)" in d
+    inrack = flat(peer_tables.htsim_inrack(tmp_path))
+    assert "| drops | 63,550 / 72,490 | 0.88 |" in inrack
+    assert "toward host 92, 186 against 3,169" in inrack and "`.cm` id 869 (29.0 MB): 217 against 0" in inrack
+    assert "(2,983 of the 8,940 difference)" in inrack
+    assert "| 87 / 120 | 78 % / 82 % |" in flat(peer_tables.htsim_handshakes(tmp_path))
+    flows = flat(peer_tables.htsim_flows(tmp_path))
+    assert "(75 % of the web-search list" in flows and "60 time out in lbsim only, 90 in" in flows
+    host = flat(peer_tables.htsim_hostnic(tmp_path))
+    assert "give 60,000 drops" in host and "factors of 0.50 to 2.00" in host
+    put("htsim_k8_seed2", htsim_record(seed=2, htsim={"drops": 1}))
+    with pytest.raises(SystemExit, match="another htsim run"):
+        peer_tables.htsim_seeds(tmp_path)

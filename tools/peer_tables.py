@@ -29,7 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 #: The files that quote peer comparisons.
-FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "hpcc" / "README.md"]
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "bench" / "hpcc" / "README.md",
+         ROOT / "bench" / "htsim" / "README.md"]
 BLOCK = re.compile(r"(<!-- peer-table ([\w-]+) -->\n)(.*?)(<!-- /peer-table -->)", re.S)
 
 
@@ -213,6 +214,185 @@ def htsim_readme(results: Path = RESULTS) -> str:
                  f"{lb['wall_s']:,.1f} s and {lb['max_rss_mb']:,.0f} MB where htsim took {hs['wall_s']:,.1f} s and "
                  f"{hs['max_rss_mb']:,.0f} MB (record `{path}`, {rec['date']}, lbsim at commit {rec['commit'][:7]}; "
                  "docs/fidelity.md compares their results).") + "\n"
+
+
+def _htsim_source(rec: dict) -> str:
+    """Where a record's htsim side comes from."""
+    h = rec["htsim"]
+    if "command" not in h:
+        return "htsim's results read from a directory"
+    commit = f" at commit {h['commit'][:7]}" if h.get("commit") else ""
+    return f"htsim{commit} run by the same command"
+
+
+def _htsim_provenance(path: str, rec: dict) -> str:
+    m = rec["machine"]
+    sets = f" with `{' '.join(rec['lbsim_sets'])}`" if rec["lbsim_sets"] else ""
+    side = f"; {_htsim_source(rec)}" if "htsim" in rec else ""
+    return (f"Record `{path}` ({rec['date']}): lbsim seed {rec['seed']} at commit {rec['commit'][:7]}{sets}{side}, "
+            f"{m['cores']}-core {m['cpu']}; `{rec['command']}`.")
+
+
+_COUNTS = ["drops", "retransmits", "timeouts", "fast recoveries", "mean FCT ms"]
+
+
+def _fmt(v) -> str:
+    return f"{v:,.1f}" if isinstance(v, float) else f"{v:,}"
+
+
+def htsim_seeds(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: lbsim's seeds (ECMP salts) against one htsim run."""
+    recs = [latest(r"htsim_k8_\d", results)]
+    seeds = sorted({int(p.name.split("_seed")[1].split("_")[0]) for p in results.glob("htsim_k8_seed*_*.json")})
+    recs += [latest(rf"htsim_k8_seed{s}_\d", results) for s in seeds]
+    hs = recs[0][1]["htsim"]["counts"]
+    for path, rec in recs[1:]:
+        if rec["htsim"]["counts"] != hs:
+            raise SystemExit(f"{path}: another htsim run than {recs[0][0]}'s (rerun it with --htsim OUT/htsim)")
+    names = " / ".join(str(r["seed"]) for _, r in recs)
+    out = [f"| count | lbsim seed {names} | htsim | lbsim / htsim |", "|---|---|---|---|"]
+    for k in _COUNTS:
+        vals = [r["lbsim"]["counts"][k] for _, r in recs]
+        lo, hi = min(vals) / hs[k], max(vals) / hs[k]
+        out.append(f"| {k} | {' / '.join(_fmt(v) for v in vals)} | {_fmt(hs[k])} | {lo:.2f}-{hi:.2f} |")
+    worst = max(abs(r["lbsim"]["counts"][k] / hs[k] - 1) for _, r in recs for k in _COUNTS if k != "mean FCT ms")
+    out += ["", _para(f"Every count is within {worst * 100:.0f} % of htsim's in every seed. Records: "
+                      + ", ".join(f"`{p}` ({r['date']}, commit {r['commit'][:7]})" for p, r in recs) + ".")]
+    return "\n".join(out) + "\n"
+
+
+def _ratios(a: dict, b: dict, keys=_COUNTS) -> str:
+    return ", ".join(f"{k} {a[k] / b[k]:.2f}" for k in keys)
+
+
+def htsim_defaults(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: lbsim's RFC defaults and htsim's rules one by one."""
+    pd_, d = latest(r"htsim_k8_defaults_\d", results)
+    pn, n = latest(r"htsim_k8_notick_\d", results)
+    pr, r = latest(r"htsim_k8_rfc_\d", results)
+    lb, hs = d["lbsim"]["counts"], d["htsim"]["counts"]
+    nt = n["lbsim"]["counts"]
+    rl, rh = r["lbsim"]["counts"], r["htsim"]["counts"]
+    out = [
+        "| lbsim run against htsim (its rules) | " + " | ".join(_COUNTS) + " |",
+        "|---" * (len(_COUNTS) + 1) + "|",
+        "| lbsim's RFC defaults | " + " | ".join(f"{_fmt(lb[k])} ({lb[k] / hs[k]:.2f})" for k in _COUNTS) + " |",
+        "| htsim's four loss-response rules, no timer scan | "
+        + " | ".join(f"{_fmt(nt[k])} ({nt[k] / n['htsim']['counts'][k]:.2f})" for k in _COUNTS) + " |",
+        "",
+        _para(f"Against htsim built with `--rfc` (record `{pr}`), lbsim's defaults with its 10 ms timer scan give "
+              f"{_ratios(rl, rh)}; against htsim's own rules, lbsim's defaults give {_ratios(lb, hs)}: the gap is the "
+              f"TCP's loss response, not the fabric or the host model. {_htsim_provenance(pd_, d)} "
+              f"{_htsim_provenance(pn, n)}"),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def htsim_inrack(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: the in-rack list, both rule sets, the flows with
+    the most extra fast recoveries and the ports whose drops differ."""
+    p1, a = latest(r"htsim_inrack_\d", results)
+    p2, b = latest(r"htsim_inrack_rfc_\d", results)
+    out = ["| count | htsim's rules: lbsim / htsim | ratio | RFC rules: lbsim / htsim | ratio |", "|---|---|---|---|---|"]
+    for k in _COUNTS:
+        x, y = a["lbsim"]["counts"][k], a["htsim"]["counts"][k]
+        u, v = b["lbsim"]["counts"][k], b["htsim"]["counts"][k]
+        out.append(f"| {k} | {_fmt(x)} / {_fmt(y)} | {x / y:.2f} | {_fmt(u)} / {_fmt(v)} | {u / v:.2f} |")
+    ex = a["fast_recovery_excess"]
+    flows = "; ".join(f"`.cm` id {f['cm_id']} ({f['size_bytes'] / 1e6:.1f} MB): {f['lbsim']['fast_recoveries']} against "
+                      f"{f['htsim']['fast_recoveries']}, retransmits {f['lbsim']['retransmits']:,} against "
+                      f"{f['htsim']['retransmits']:,}" for f in ex["flows"])
+    rd = a["receiver_drops"]
+    ports = "; ".join(f"toward host {r['host']}, {r['lbsim']:,} against {r['htsim']:,}"
+                      + (f" (its largest flow, `.cm` id {r['largest_flow']['cm_id']} of {r['largest_flow']['size_bytes'] / 1e6:.1f} MB: "
+                         f"{r['largest_flow']['lbsim']['retransmits']:,} retransmits and {r['largest_flow']['lbsim']['timeouts']} "
+                         f"timeouts in lbsim, {r['largest_flow']['htsim']['retransmits']:,} and "
+                         f"{r['largest_flow']['htsim']['timeouts']} in htsim)" if r["largest_flow"] else "")
+                      for r in rd["top"])
+    top_diff = sum(r["htsim"] - r["lbsim"] for r in rd["top"])
+    all_diff = a["htsim"]["counts"]["drops"] - a["lbsim"]["counts"]["drops"]
+    rest = rd["rest"]
+    out += [
+        "",
+        _para(f"With htsim's rules, lbsim has {ex['total']:,} more fast recoveries; the {len(ex['flows'])} flows with the most "
+              f"extra account for {ex['of_top']:,}: {flows}. The drops differ most at {len(rd['top'])} ToR -> host ports "
+              f"({top_diff:,} of the {all_diff:,} difference): {ports}. At the other {rest['ports']} ports: "
+              f"{rest['lbsim']:,} against {rest['htsim']:,} ({rest['lbsim'] / rest['htsim']:.2f})."),
+        "",
+        _para(f"{_htsim_provenance(p1, a)} {_htsim_provenance(p2, b)}"),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def htsim_handshakes(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: how many flows lost a handshake, and what that does to the mean."""
+    rows = [("in-rack, RFC rules", *latest(r"htsim_inrack_rfc_\d", results)),
+            ("in-rack, htsim's rules", *latest(r"htsim_inrack_\d", results)),
+            ("web search, htsim's rules", *latest(r"htsim_k8_\d", results))]
+    out = ["| list, rules | flows over 3 s: lbsim / htsim | their share of all FCT | mean FCT: lbsim / htsim | the others' mean FCT |",
+           "|---|---|---|---|---|"]
+    for name, path, rec in rows:
+        h, c = rec["lost_handshakes"], (rec["lbsim"]["counts"], rec["htsim"]["counts"])
+        out.append(f"| {name} | {h['lbsim']['flows']:,} / {h['htsim']['flows']:,} | {h['lbsim']['fct_share'] * 100:.0f} % / "
+                   f"{h['htsim']['fct_share'] * 100:.0f} % | {c[0]['mean FCT ms']:.1f} / {c[1]['mean FCT ms']:.1f} ms "
+                   f"| {h['lbsim']['others_mean_fct_ms']:.1f} / {h['htsim']['others_mean_fct_ms']:.1f} ms |")
+    out += ["", _para("Records: " + ", ".join(f"`{p}` ({r['date']}, commit {r['commit'][:7]})" for _, p, r in rows) + ".")]
+    return "\n".join(out) + "\n"
+
+
+def htsim_flows(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: flow by flow on the web-search list."""
+    path, rec = latest(r"htsim_k8_\d", results)
+    bf = rec["by_flow"]
+    ne, n = bf["no timeout in either"], bf["all"]["flows"]
+    cell = lambda k, f="{:,}": f"{f.format(ne['lbsim'][k])} / {f.format(ne['htsim'][k])}"  # noqa: E731
+    return _para(
+        f"Flows without a timeout in either simulator ({ne['flows'] / n * 100:.0f} % of the web-search list; lbsim with "
+        f"htsim's rules, seed {rec['seed']}): retransmits {cell('retransmits')}, fast recoveries {cell('fast_recoveries')}, "
+        f"mean FCT {cell('mean_fct_ms', '{:.1f}')} ms. Which flows time out differs "
+        f"({bf['timeout in lbsim only']['flows']:,} time out in lbsim only, {bf['timeout in htsim only']['flows']:,} in "
+        f"htsim only): path choice differs, and a timeout is a threshold event. Per-flow ECMP reorders nothing: "
+        f"`reordered_segments` sums to {rec['reordered_segments']:,} over the {n:,} flows. Record `{path}` "
+        f"({rec['date']}, commit {rec['commit'][:7]}).") + "\n"
+
+
+def htsim_hostnic(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: Linux-like hosts against the unbounded NIC FIFO."""
+    ph, h = latest(r"htsim_k8_hostnic_\d", results)
+    pd_, d = latest(r"htsim_k8_defaults_\d", results)
+    a, b = h["lbsim"]["counts"], d["lbsim"]["counts"]
+    factors = [b[k] / a[k] for k in _COUNTS if a[k]]
+    return _para(
+        f"The same flows with Linux-like hosts (`--set network.host_nic=backpressure --set network.host_buffer_pkts=100`: "
+        f"TCP waits instead of queueing thousands of packets in the NIC; RFC rules) give {a['drops']:,} drops, "
+        f"{a['retransmits']:,} retransmits, {a['timeouts']:,} timeouts, {a['fast recoveries']:,} fast recoveries and a "
+        f"mean FCT of {a['mean FCT ms']:.1f} ms, against {b['drops']:,}, {b['retransmits']:,}, {b['timeouts']:,}, "
+        f"{b['fast recoveries']:,} and {b['mean FCT ms']:.1f} ms with the unbounded NIC FIFO both simulators use: the "
+        f"host queue model moves the counts by factors of {min(factors):.2f} to {max(factors):.2f}. "
+        f"{_htsim_provenance(ph, h)}") + "\n"
+
+
+def htsim_within(results: Path = RESULTS) -> str:
+    """README: how close lbsim with htsim's rules comes, over the seeds recorded."""
+    recs = [latest(r"htsim_k8_\d", results)]
+    seeds = sorted({int(p.name.split("_seed")[1].split("_")[0]) for p in results.glob("htsim_k8_seed*_*.json")})
+    recs += [latest(rf"htsim_k8_seed{s}_\d", results) for s in seeds]
+    worst = max(abs(r["lbsim"]["counts"][k] / r["htsim"]["counts"][k] - 1) for _, r in recs for k in _COUNTS)
+    return _para(f"with them, lbsim's drops, retransmits, timeouts, fast recoveries and mean FCT are within "
+                 f"{worst * 100:.0f} % of htsim's on its 10,000-flow reference in each of lbsim's seeds "
+                 f"{', '.join(str(r['seed']) for _, r in recs)} (records "
+                 + ", ".join(f"`{p}`" for p, _ in recs) + f", {recs[0][1]['date']}).") + "\n"
+
+
+def htsim_check(results: Path = RESULTS) -> str:
+    """bench/htsim/README.md: the driver's totals on the in-rack list."""
+    p1, a = latest(r"htsim_inrack_\d", results)
+    p2, b = latest(r"htsim_inrack_rfc_\d", results)
+    tot = lambda r: ", ".join(f"{k} {_fmt(r['htsim']['counts'][k])}" for k in _COUNTS[:4])  # noqa: E731
+    return _para(
+        f"On the in-rack list (the first 2,000 web-search flows with each destination in its source's rack, one path "
+        f"per flow, so path choice plays no part) the driver gives {tot(a)} ({_htsim_source(a)}; record `{p1}`, "
+        f"{a['date']}), and with `--rfc` {tot(b)} (record `{p2}`, {b['date']}).") + "\n"
 
 
 # RDMA against the HPCC project's simulator (bench/hpcc/): docs/rdma.md,
@@ -505,7 +685,9 @@ def hpcc_reference(results: Path = RESULTS) -> str:
 
 #: Block name -> the function that writes it.
 BLOCKS = {"b1": b1_readme, "b1-rules": b1_rules, "b1-speed": b1_speed, "htsim-readme": htsim_readme, "htsim-k8": htsim_k8,
-          "htsim-speed": htsim_speed,
+          "htsim-speed": htsim_speed, "htsim-seeds": htsim_seeds, "htsim-defaults": htsim_defaults,
+          "htsim-inrack": htsim_inrack, "htsim-handshakes": htsim_handshakes, "htsim-flows": htsim_flows,
+          "htsim-hostnic": htsim_hostnic, "htsim-check": htsim_check, "htsim-within": htsim_within,
           "rdma-hpcc": rdma_hpcc, "rdma-incast": rdma_incast, "rdma-speed": rdma_speed, "rdma-readme": rdma_readme,
           "hpcc-reference": hpcc_reference}
 

@@ -96,4 +96,6 @@ fi
 src=$out/sim
 make -s -C "$src" -j"${JOBS:-2}" libhtsim.a >"$out/make.log" 2>&1 || { tail -20 "$out/make.log" >&2; exit 1; }
 ${CXX:-g++} -O3 -std=c++17 -I"$src" "$here/k8_driver.cpp" "$src/libhtsim.a" -o "$out/htsim_k8"
+# the checkout's commit beside the driver, for compare.py's record
+git -C "$checkout" rev-parse HEAD >"$out/htsim_commit.txt" 2>/dev/null || rm -f "$out/htsim_commit.txt"
 echo "$out/htsim_k8"

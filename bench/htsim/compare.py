@@ -18,7 +18,12 @@ connection matrix given with `--cm`), runs bench/htsim/k8.toml on it with
 It prints totals with their ratio, then the flows split by size and by
 whether a flow timed out in either simulator, and drops per ToR -> host
 port where htsim's `queue_drops.txt` is there. `--record FILE.json` writes
-the totals, times, commands, commit and machine (bench/results/).
+the totals, times, commands, commits (lbsim's; htsim's where build.sh left
+it beside the driver) and machine, and the flow-level readings
+docs/fidelity.md quotes: counts by size and by where a flow timed out,
+flows that lost their handshake, the flows with the most fast recoveries
+beyond htsim's, and the ToR -> host ports whose drops differ most with
+each one's largest flow (bench/results/, rendered by tools/peer_tables.py).
 
     bench/htsim/build.sh CHECKOUT [--rfc]     # prints the driver's path
     python bench/htsim/compare.py --htsim-bin bench/htsim/build/htsim/htsim_k8
@@ -158,6 +163,8 @@ def main() -> None:
     if "htsim" in times:
         record["htsim"]["time"] = times["htsim"]
         record["htsim"]["command"] = "htsim_k8 FLOWS.cm OUT --seed " + str(a.seed)
+        commit = a.htsim_bin.resolve().parent / "htsim_commit.txt"  # written by build.sh
+        record["htsim"]["commit"] = commit.read_text().strip() if commit.exists() else None
         print("| run | wall s | CPU s | peak RSS MB | events |")
         print("|---|---|---|---|---|")
         for name, ev in (("lbsim", s.get("events")), ("htsim", record["htsim"]["events"])):
@@ -172,29 +179,64 @@ def main() -> None:
         ratio = v / theirs[k] if theirs[k] else math.nan
         mark = "" if abs(ratio - 1) <= 0.1 else " (off by more than 10 %)"
         print(f"| {k} | {v:,.1f} | {theirs[k]:,.1f} | {ratio:.3f}{mark} |" if isinstance(v, float) else f"| {k} | {v:,} | {theirs[k]:,} | {ratio:.3f}{mark} |")
-    # a lost SYN or SYN-ACK costs the 3 s initial RTO (k8.toml, as htsim):
-    # a few such flows dominate the mean FCT
-    hs, hs_h = m["fct_us"] >= 3e6, m["fct_us_h"] >= 3e6
-    print(f"\nflows whose handshake timed out (FCT >= the 3 s initial RTO): lbsim {int(hs.sum()):,}, htsim {int(hs_h.sum()):,}; "
-          f"mean FCT of the others {m['fct_us'][~hs].mean() / 1e3:.1f} / {m['fct_us_h'][~hs_h].mean() / 1e3:.1f} ms")
-    keys = ["retransmits", "timeouts", "fast_recoveries"]
-
-    def row(name: str, x: pd.DataFrame) -> None:
-        cells = [f"{int(x[k].sum()):,} / {int(x[k + '_h'].sum()):,}" for k in keys]
-        print(f"| {name} | {len(x):,} | " + " | ".join(cells) + f" | {x['fct_us'].mean() / 1e3:.1f} / {x['fct_us_h'].mean() / 1e3:.1f} |")
-
+    record.update(flow_readings(m, f))
+    hs = record["lost_handshakes"]
+    print(f"\nflows whose handshake timed out (FCT >= the 3 s initial RTO): lbsim {hs['lbsim']['flows']:,}, "
+          f"htsim {hs['htsim']['flows']:,}; mean FCT of the others {hs['lbsim']['others_mean_fct_ms']:.1f} / "
+          f"{hs['htsim']['others_mean_fct_ms']:.1f} ms")
     print("\n| flows | n | retransmits (lbsim / htsim) | timeouts | fast recoveries | mean FCT ms |")
     print("|---|---|---|---|---|---|")
-    row("all", m)
-    for lo, hi, name in [(0, 1e5, "< 100 KB"), (1e5, 1e7, "100 KB-10 MB"), (1e7, math.inf, "> 10 MB")]:
-        row(name, m[(m["size_bytes"] >= lo) & (m["size_bytes"] < hi)])
-    lt, ht = m["timeouts"] > 0, m["timeouts_h"] > 0
-    row("no timeout in either", m[~lt & ~ht])
-    row("timeout in lbsim only", m[lt & ~ht])
-    row("timeout in htsim only", m[~lt & ht])
-    row("timeout in both", m[lt & ht])
-    receiver_drops(ports, a.htsim / "queue_drops.txt")
+    for name, r in record["by_flow"].items():
+        cells = [f"{r['lbsim'][k]:,} / {r['htsim'][k]:,}" for k in ("retransmits", "timeouts", "fast_recoveries")]
+        print(f"| {name} | {r['flows']:,} | " + " | ".join(cells) + f" | {r['lbsim']['mean_fct_ms']:.1f} / {r['htsim']['mean_fct_ms']:.1f} |")
+    print("\n| flow (cm id) | size | fast recoveries (lbsim / htsim) | retransmits | timeouts |")
+    print("|---|---|---|---|---|")
+    for r in record["fast_recovery_excess"]["flows"]:
+        print(f"| {r['cm_id']} | {r['size_bytes']:,} | {r['lbsim']['fast_recoveries']} / {r['htsim']['fast_recoveries']} "
+              f"| {r['lbsim']['retransmits']:,} / {r['htsim']['retransmits']:,} | {r['lbsim']['timeouts']} / {r['htsim']['timeouts']} |")
+    record["receiver_drops"] = receiver_drops(ports, a.htsim / "queue_drops.txt", m)
     write_record(a.record, record)
+
+
+def _side(x: pd.DataFrame, suffix: str) -> dict:
+    """One simulator's counts over the flows x (suffix "" lbsim, "_h" htsim)."""
+    return {"retransmits": int(x["retransmits" + suffix].sum()), "timeouts": int(x["timeouts" + suffix].sum()),
+            "fast_recoveries": int(x["fast_recoveries" + suffix].sum()),
+            "mean_fct_ms": float(x["fct_us" + suffix].mean() / 1e3) if len(x) else None}
+
+
+def _flow(r: pd.Series) -> dict:
+    keys = ("retransmits", "timeouts", "fast_recoveries")
+    return {"cm_id": int(r["cm_id"]), "size_bytes": int(r["size_bytes"]),
+            "lbsim": {k: int(r[k]) for k in keys}, "htsim": {k: int(r[k + "_h"]) for k in keys}}
+
+
+def flow_readings(m: pd.DataFrame, f: pd.DataFrame, top: int = 3) -> dict:
+    """What the record keeps flow by flow (m: lbsim's flows merged with
+    htsim's, htsim's columns suffixed _h): counts by size and by where a
+    flow timed out, the flows whose handshake timed out, and the flows with
+    the most fast recoveries beyond htsim's."""
+    lt, ht = m["timeouts"] > 0, m["timeouts_h"] > 0
+    groups = {"all": m}
+    for lo, hi, name in [(0, 1e5, "< 100 KB"), (1e5, 1e7, "100 KB-10 MB"), (1e7, math.inf, "> 10 MB")]:
+        groups[name] = m[(m["size_bytes"] >= lo) & (m["size_bytes"] < hi)]
+    groups.update({"no timeout in either": m[~lt & ~ht], "timeout in lbsim only": m[lt & ~ht],
+                   "timeout in htsim only": m[~lt & ht], "timeout in both": m[lt & ht]})
+    by_flow = {name: {"flows": len(x), "lbsim": _side(x, ""), "htsim": _side(x, "_h")} for name, x in groups.items()}
+
+    def handshakes(col: str) -> dict:
+        # a lost SYN or SYN-ACK costs the 3 s initial RTO (k8.toml, as htsim)
+        slow = m[col] >= 3e6
+        return {"flows": int(slow.sum()), "fct_share": float(m[col][slow].sum() / m[col].sum()),
+                "others_mean_fct_ms": float(m[col][~slow].mean() / 1e3)}
+
+    excess = (m["fast_recoveries"] - m["fast_recoveries_h"]).sort_values(ascending=False)
+    extra = int(m["fast_recoveries"].sum() - m["fast_recoveries_h"].sum())
+    return {"by_flow": by_flow,
+            "lost_handshakes": {"lbsim": handshakes("fct_us"), "htsim": handshakes("fct_us_h")},
+            "fast_recovery_excess": {"total": extra, "flows": [_flow(m.loc[i]) for i in excess.index[:top]],
+                                     "of_top": int(excess.iloc[:top].sum())},
+            "reordered_segments": int(f["reordered_segments"].sum())}
 
 
 def write_record(path: Path | None, record: dict) -> None:
@@ -205,13 +247,13 @@ def write_record(path: Path | None, record: dict) -> None:
     print(f"wrote {path}")
 
 
-def receiver_drops(ports: pd.DataFrame, queue_drops: Path, top: int = 5) -> None:
+def receiver_drops(ports: pd.DataFrame, queue_drops: Path, m: pd.DataFrame, top: int = 3) -> dict | None:
     """Drops per ToR -> host port side by side (htsim names them
     `LS<tor>->DST<host>(0)` in queue_drops.txt), the ports that differ most
-    first: a drop difference that sits at a few receivers comes from a few
-    flows, not from the model."""
+    first, each with the largest flow it receives: a drop difference that
+    sits at a few receivers comes from a few flows, not from the model."""
     if not queue_drops.exists():
-        return
+        return None
     theirs = {}
     for line in queue_drops.read_text().splitlines():
         name, _, n = line.rpartition(" ")
@@ -220,13 +262,24 @@ def receiver_drops(ports: pd.DataFrame, queue_drops: Path, top: int = 5) -> None
     to_host = ports[ports.port.str.contains(r"->H\d+#", regex=True)]
     ours = dict(zip(to_host.port.str.extract(r"->H(\d+)#")[0].astype(int), to_host.drops))
     hosts = sorted(set(ours) | set(theirs), key=lambda h: -abs(ours.get(h, 0) - theirs.get(h, 0)))
-    print("\n| ToR -> host port | drops (lbsim / htsim) |")
-    print("|---|---|")
+    dropping = [h for h in hosts if ours.get(h, 0) or theirs.get(h, 0)]
+    rows = []
     for h in hosts[:top]:
-        print(f"| -> H{h} | {ours.get(h, 0):,} / {theirs.get(h, 0):,} |")
+        to_h = m[m["dst"].astype(int) == h]
+        largest = _flow(to_h.loc[to_h["size_bytes"].idxmax()]) if len(to_h) else None
+        rows.append({"host": h, "lbsim": int(ours.get(h, 0)), "htsim": int(theirs.get(h, 0)), "largest_flow": largest})
     rest = hosts[top:]
-    print(f"| the other {len(rest)} | {sum(ours.get(h, 0) for h in rest):,} / {sum(theirs.get(h, 0) for h in rest):,} |")
-
+    out = {"ports_dropping": {"lbsim": sum(1 for h in dropping if ours.get(h, 0)), "htsim": sum(1 for h in dropping if theirs.get(h, 0))},
+           "top": rows, "rest": {"ports": len(rest), "lbsim": int(sum(ours.get(h, 0) for h in rest)),
+                                 "htsim": int(sum(theirs.get(h, 0) for h in rest))}}
+    print("\n| ToR -> host port | drops (lbsim / htsim) | its largest flow (cm id, size) |")
+    print("|---|---|---|")
+    for r in rows:
+        fl = r["largest_flow"]
+        print(f"| -> H{r['host']} | {r['lbsim']:,} / {r['htsim']:,} | {fl['cm_id']}, {fl['size_bytes']:,} B |" if fl else
+              f"| -> H{r['host']} | {r['lbsim']:,} / {r['htsim']:,} | |")
+    print(f"| the other {out['rest']['ports']} | {out['rest']['lbsim']:,} / {out['rest']['htsim']:,} | |")
+    return out
 
 if __name__ == "__main__":
     main()
