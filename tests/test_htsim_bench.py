@@ -100,17 +100,19 @@ def test_flow_readings_split_flows_and_find_the_excess_where_it_sits():
     assert r["reordered_segments"] == 3
 
 
-def test_receiver_drops_name_the_ports_that_differ_and_their_largest_flow(tmp_path):
+def test_receiver_drops_name_the_ports_that_differ_and_the_flow_behind_it(tmp_path):
     import pandas as pd
 
     qd = tmp_path / "queue_drops.txt"
     qd.write_text("# queue drops\nLS1->DST5(0) 3000\nLS1->DST6(0) 10\nUS0->CS1(0) 99\n")
     ports = pd.DataFrame({"port": ["T1->H5#0", "T1->H6#0", "T1->H7#0", "S0->T1#0"], "drops": [100, 12, 0, 7]})
-    m = pd.DataFrame({"cm_id": [1, 2, 3], "dst": [5, 5, 6], "size_bytes": [1_000, 9_000_000, 5_000],
-                      "retransmits": [0, 40, 0], "timeouts": [0, 0, 0], "fast_recoveries": [0, 1, 0],
-                      "retransmits_h": [0, 3_000, 0], "timeouts_h": [0, 2, 0], "fast_recoveries_h": [0, 0, 0]})
+    # toward host 5 (htsim drops more): the largest flow (4) retransmits alike in both; flow 2 is where they differ,
+    # and flow 5 differs as much the other way (more in lbsim), which does not explain htsim's drops
+    m = pd.DataFrame({"cm_id": [1, 2, 3, 4, 5], "dst": [5, 5, 6, 5, 5], "size_bytes": [1_000, 9_000_000, 5_000, 20_000_000, 6_000_000],
+                      "retransmits": [0, 40, 0, 500, 4_000], "timeouts": [0, 0, 0, 1, 1], "fast_recoveries": [0, 1, 0, 3, 80],
+                      "retransmits_h": [0, 3_000, 0, 510, 900], "timeouts_h": [0, 2, 0, 1, 1], "fast_recoveries_h": [0, 0, 0, 3, 1]})
     r = compare.receiver_drops(ports, qd, m, top=1)
     assert r["top"][0]["host"] == 5 and (r["top"][0]["lbsim"], r["top"][0]["htsim"]) == (100, 3000)
-    assert r["top"][0]["largest_flow"]["cm_id"] == 2 and r["top"][0]["largest_flow"]["htsim"]["timeouts"] == 2
+    assert r["top"][0]["flow"]["cm_id"] == 2 and r["top"][0]["flow"]["htsim"]["timeouts"] == 2
     assert r["rest"] == {"ports": 2, "lbsim": 12, "htsim": 10}, "switch-to-switch queues are not receivers"
     assert compare.receiver_drops(ports, tmp_path / "missing.txt", m) is None

@@ -23,7 +23,7 @@ it beside the driver) and machine, and the flow-level readings
 docs/fidelity.md quotes: counts by size and by where a flow timed out,
 flows that lost their handshake, the flows with the most fast recoveries
 beyond htsim's, and the ToR -> host ports whose drops differ most with
-each one's largest flow (bench/results/, rendered by tools/peer_tables.py).
+the flow toward each whose retransmits differ most the same way (bench/results/, rendered by tools/peer_tables.py).
 
     bench/htsim/build.sh CHECKOUT [--rfc]     # prints the driver's path
     python bench/htsim/compare.py --htsim-bin bench/htsim/build/htsim/htsim_k8
@@ -250,7 +250,8 @@ def write_record(path: Path | None, record: dict) -> None:
 def receiver_drops(ports: pd.DataFrame, queue_drops: Path, m: pd.DataFrame, top: int = 3) -> dict | None:
     """Drops per ToR -> host port side by side (htsim names them
     `LS<tor>->DST<host>(0)` in queue_drops.txt), the ports that differ most
-    first, each with the largest flow it receives: a drop difference that
+    first, each with the flow toward it whose retransmits differ most the
+    same way (more in the simulator that drops more there): a drop difference that
     sits at a few receivers comes from a few flows, not from the model."""
     if not queue_drops.exists():
         return None
@@ -266,16 +267,19 @@ def receiver_drops(ports: pd.DataFrame, queue_drops: Path, m: pd.DataFrame, top:
     rows = []
     for h in hosts[:top]:
         to_h = m[m["dst"].astype(int) == h]
-        largest = _flow(to_h.loc[to_h["size_bytes"].idxmax()]) if len(to_h) else None
-        rows.append({"host": h, "lbsim": int(ours.get(h, 0)), "htsim": int(theirs.get(h, 0)), "largest_flow": largest})
+        # the flow whose retransmits differ most in the direction the port's drops do
+        sign = 1 if theirs.get(h, 0) >= ours.get(h, 0) else -1
+        gap = sign * (to_h["retransmits_h"] - to_h["retransmits"])
+        flow = _flow(to_h.loc[gap.idxmax()]) if len(to_h) else None
+        rows.append({"host": h, "lbsim": int(ours.get(h, 0)), "htsim": int(theirs.get(h, 0)), "flow": flow})
     rest = hosts[top:]
     out = {"ports_dropping": {"lbsim": sum(1 for h in dropping if ours.get(h, 0)), "htsim": sum(1 for h in dropping if theirs.get(h, 0))},
            "top": rows, "rest": {"ports": len(rest), "lbsim": int(sum(ours.get(h, 0) for h in rest)),
                                  "htsim": int(sum(theirs.get(h, 0) for h in rest))}}
-    print("\n| ToR -> host port | drops (lbsim / htsim) | its largest flow (cm id, size) |")
+    print("\n| ToR -> host port | drops (lbsim / htsim) | flow toward it whose retransmits differ most the same way (cm id, size) |")
     print("|---|---|---|")
     for r in rows:
-        fl = r["largest_flow"]
+        fl = r["flow"]
         print(f"| -> H{r['host']} | {r['lbsim']:,} / {r['htsim']:,} | {fl['cm_id']}, {fl['size_bytes']:,} B |" if fl else
               f"| -> H{r['host']} | {r['lbsim']:,} / {r['htsim']:,} | |")
     print(f"| the other {out['rest']['ports']} | {out['rest']['lbsim']:,} / {out['rest']['htsim']:,} | |")
