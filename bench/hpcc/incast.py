@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -35,20 +34,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"hpcc_{name}", HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-compare = _load("compare")
-fct_stats = compare.fct_stats
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(HERE), str(ROOT / "bench")]
+import compare  # noqa: E402  (bench/hpcc/compare.py, beside this file)
 from measure import machine, repo_commit  # noqa: E402
+
+fct_stats = compare.fct_stats
 
 SENDERS = range(1, 16)
 RECEIVER = 0
