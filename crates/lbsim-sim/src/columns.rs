@@ -145,7 +145,7 @@ flow_counters! {
     duplicates => "duplicate_segments", "segments",
         "Data segments the receiver already had (spurious retransmissions).";
     fast_recoveries => "fast_recoveries", "episodes",
-        "Entries into fast recovery (three duplicate ACKs or SACK loss detection, RFC 5681/6675), whatever set them off.";
+        "Entries into fast recovery (three duplicate ACKs or SACK loss detection, RFC 5681/6675), whatever set them off, by the flow's connection until the flow completed (its last byte in order at the receiver); those its sender enters later, before the last ACK reaches it, count only in summary.json's total.";
     fr_reorder => "fast_recoveries_reordering", "episodes",
         "Fast recoveries whose first retransmitted segment (at snd.una) had not been dropped and was overtaken by a later-sent segment (simulator truth: set off by reordering).";
     fr_loss => "fast_recoveries_loss", "episodes",
