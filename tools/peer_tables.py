@@ -219,9 +219,9 @@ def htsim_readme(results: Path = RESULTS) -> str:
 def _htsim_source(rec: dict) -> str:
     """Where a record's htsim side comes from."""
     h = rec["htsim"]
+    commit = f" at commit {h['commit'][:7]}" if h.get("commit") else " (commit not recorded)"
     if "command" not in h:
-        return "htsim's results read from a directory"
-    commit = f" at commit {h['commit'][:7]}" if h.get("commit") else ""
+        return f"htsim's results{commit} read from an earlier run's directory"
     return f"htsim{commit} run by the same command"
 
 
@@ -229,7 +229,11 @@ def _htsim_provenance(path: str, rec: dict) -> str:
     m = rec["machine"]
     sets = f" with `{' '.join(rec['lbsim_sets'])}`" if rec["lbsim_sets"] else ""
     side = f"; {_htsim_source(rec)}" if "htsim" in rec else ""
-    return (f"Record `{path}` ({rec['date']}): lbsim seed {rec['seed']} at commit {rec['commit'][:7]}{sets}{side}, "
+    built = re.search(r"commit ([0-9a-f]{7,40})", rec.get("lbsim_version", ""))
+    at = f"at commit {rec['commit'][:7]}"
+    if built and not rec["commit"].startswith(built[1][:7]):
+        at = f"built at commit {built[1][:7]} (the scripts at {rec['commit'][:7]})"
+    return (f"Record `{path}` ({rec['date']}): lbsim seed {rec['seed']} {at}{sets}{side}, "
             f"{m['cores']}-core {m['cpu']}; `{rec['command']}`.")
 
 
@@ -240,23 +244,39 @@ def _fmt(v) -> str:
     return f"{v:,.1f}" if isinstance(v, float) else f"{v:,}"
 
 
-def htsim_seeds(results: Path = RESULTS) -> str:
-    """docs/fidelity.md: lbsim's seeds (ECMP salts) against one htsim run."""
-    recs = [latest(r"htsim_k8_\d", results)]
-    seeds = sorted({int(p.name.split("_seed")[1].split("_")[0]) for p in results.glob("htsim_k8_seed*_*.json")})
-    recs += [latest(rf"htsim_k8_seed{s}_\d", results) for s in seeds]
+def _same_htsim(recs: list[tuple[str, dict]]) -> None:
+    """Refuses records whose htsim side is not the first record's run."""
     hs = recs[0][1]["htsim"]["counts"]
     for path, rec in recs[1:]:
         if rec["htsim"]["counts"] != hs:
             raise SystemExit(f"{path}: another htsim run than {recs[0][0]}'s (rerun it with --htsim OUT/htsim)")
+
+
+def _seed_records(results: Path) -> list[tuple[str, dict]]:
+    """The web-search record (htsim's rules) and those of lbsim's other seeds."""
+    seeds = sorted({int(p.name.split("_seed")[1].split("_")[0]) for p in results.glob("htsim_k8_seed*_*.json")})
+    recs = [latest(r"htsim_k8_\d", results)] + [latest(rf"htsim_k8_seed{s}_\d", results) for s in seeds]
+    _same_htsim(recs)
+    return recs
+
+
+def _worst(recs: list[tuple[str, dict]], keys: list[str]) -> int:
+    """The whole per cent every lbsim / htsim ratio of ``keys`` is within."""
+    return _within(max(abs(r["lbsim"]["counts"][k] / r["htsim"]["counts"][k] - 1) for _, r in recs for k in keys))
+
+
+def htsim_seeds(results: Path = RESULTS) -> str:
+    """docs/fidelity.md: lbsim's seeds (ECMP salts) against one htsim run."""
+    recs = _seed_records(results)
+    hs = recs[0][1]["htsim"]["counts"]
     names = " / ".join(str(r["seed"]) for _, r in recs)
     out = [f"| count | lbsim seed {names} | htsim | lbsim / htsim |", "|---|---|---|---|"]
     for k in _COUNTS:
         vals = [r["lbsim"]["counts"][k] for _, r in recs]
         lo, hi = min(vals) / hs[k], max(vals) / hs[k]
         out.append(f"| {k} | {' / '.join(_fmt(v) for v in vals)} | {_fmt(hs[k])} | {lo:.2f}-{hi:.2f} |")
-    worst = max(abs(r["lbsim"]["counts"][k] / hs[k] - 1) for _, r in recs for k in _COUNTS if k != "mean FCT ms")
-    out += ["", _para(f"Every count is within {worst * 100:.0f} % of htsim's in every seed. Records: "
+    out += ["", _para(f"Drops, retransmits, timeouts and fast recoveries are within {_worst(recs, _COUNTS[:4])} % of "
+                      f"htsim's in every seed, the mean FCT within {_worst(recs, _COUNTS[4:])} %. Records: "
                       + ", ".join(f"`{p}` ({r['date']}, commit {r['commit'][:7]})" for p, r in recs) + ".")]
     return "\n".join(out) + "\n"
 
@@ -265,25 +285,42 @@ def _ratios(a: dict, b: dict, keys=_COUNTS) -> str:
     return ", ".join(f"{k} {a[k] / b[k]:.2f}" for k in keys)
 
 
+#: htsim's departures as lbsim's transport options, in the order of
+#: docs/fidelity.md's table, and the value that puts each back to lbsim's default.
+HTSIM_RULES = {"fr_ssthresh": "flight_size", "rto_ssthresh": "flight_size", "recovery_exit": "ssthresh",
+               "recover": "snd_max", "rto_tick_ms": "0"}
+
+
 def htsim_defaults(results: Path = RESULTS) -> str:
-    """docs/fidelity.md: lbsim's RFC defaults and htsim's rules one by one."""
-    pd_, d = latest(r"htsim_k8_defaults_\d", results)
-    pn, n = latest(r"htsim_k8_notick_\d", results)
+    """docs/fidelity.md: htsim's rules put back to lbsim's defaults, all
+    together and one at a time, each against htsim's own rules."""
+    k8 = latest(r"htsim_k8_\d", results)
+    d = latest(r"htsim_k8_defaults_\d", results)
+    one = [(rule, latest(rf"htsim_k8_without_{rule}_\d", results)) for rule in HTSIM_RULES]
+    _same_htsim([k8, d, *(r for _, r in one)])
     pr, r = latest(r"htsim_k8_rfc_\d", results)
-    lb, hs = d["lbsim"]["counts"], d["htsim"]["counts"]
-    nt = n["lbsim"]["counts"]
-    rl, rh = r["lbsim"]["counts"], r["htsim"]["counts"]
+    hs = k8[1]["htsim"]["counts"]
+
+    def row(label: str, rec: dict) -> str:
+        c = rec["lbsim"]["counts"]
+        return f"| {label} | " + " | ".join(f"{_fmt(c[k])} ({c[k] / hs[k]:.2f})" for k in _COUNTS) + " |"
+
+    fr = {rule: rec["lbsim"]["counts"]["fast recoveries"] for rule, (_, rec) in one}
+    most = max(fr, key=lambda rule: abs(fr[rule] - k8[1]["lbsim"]["counts"]["fast recoveries"]))
     out = [
-        "| lbsim run against htsim (its rules) | " + " | ".join(_COUNTS) + " |",
+        "| lbsim run (ratio to htsim with its rules) | " + " | ".join(_COUNTS) + " |",
         "|---" * (len(_COUNTS) + 1) + "|",
-        "| lbsim's RFC defaults | " + " | ".join(f"{_fmt(lb[k])} ({lb[k] / hs[k]:.2f})" for k in _COUNTS) + " |",
-        "| htsim's four loss-response rules, no timer scan | "
-        + " | ".join(f"{_fmt(nt[k])} ({nt[k] / n['htsim']['counts'][k]:.2f})" for k in _COUNTS) + " |",
+        row("all of htsim's rules (bench/htsim/k8.toml)", k8[1]),
+        *(row(f"`{rule}` back to lbsim's default", rec) for rule, (_, rec) in one),
+        row("none: lbsim's RFC defaults", d[1]),
         "",
-        _para(f"Against htsim built with `--rfc` (record `{pr}`), lbsim with the same RFC rules and htsim's 10 ms timer scan gives "
-              f"{_ratios(rl, rh)}; against htsim's own rules, lbsim's defaults give {_ratios(lb, hs)}: the gap is the "
-              f"TCP's loss response, not the fabric or the host model. {_htsim_provenance(pd_, d)} "
-              f"{_htsim_provenance(pn, n)}"),
+        _para(f"Of the five, `{most}` alone moves lbsim's fast recoveries most ({k8[1]['lbsim']['counts']['fast recoveries']:,} "
+              f"with all five, {fr[most]:,} without it). Against htsim built with `--rfc` (record `{pr}`), lbsim with the "
+              f"same RFC rules and htsim's 10 ms timer scan gives {_ratios(r['lbsim']['counts'], r['htsim']['counts'])}: "
+              "with the loss response the same in both, the counts agree again, so the gap in the last row is the TCP's "
+              "loss response, not the fabric or the host model. Records (lbsim seed 1, each against the htsim run of "
+              f"`{k8[0]}`): " + ", ".join(f"`{p}`" for p, _ in [d, *(x for _, x in one)])
+              + f", {d[1]['date']}, commit {d[1]['commit'][:7]}; `{d[1]['command']}` and the like."),
     ]
     return "\n".join(out) + "\n"
 
@@ -299,6 +336,7 @@ def htsim_inrack(results: Path = RESULTS) -> str:
         u, v = b["lbsim"]["counts"][k], b["htsim"]["counts"][k]
         out.append(f"| {k} | {_fmt(x)} / {_fmt(y)} | {x / y:.2f} | {_fmt(u)} / {_fmt(v)} | {u / v:.2f} |")
     ex = a["fast_recovery_excess"]
+    extra = a["lbsim"]["counts"]["fast recoveries"] - a["htsim"]["counts"]["fast recoveries"]
     flows = "; ".join(f"`.cm` id {f['cm_id']} ({f['size_bytes'] / 1e6:.1f} MB): {f['lbsim']['fast_recoveries']} against "
                       f"{f['htsim']['fast_recoveries']}, retransmits {f['lbsim']['retransmits']:,} against "
                       f"{f['htsim']['retransmits']:,}" for f in ex["flows"])
@@ -315,7 +353,7 @@ def htsim_inrack(results: Path = RESULTS) -> str:
     rest = rd["rest"]
     out += [
         "",
-        _para(f"With htsim's rules, lbsim has {ex['total']:,} more fast recoveries; the {len(ex['flows'])} flows with the most "
+        _para(f"With htsim's rules, lbsim has {extra:,} more fast recoveries; the {len(ex['flows'])} flows with the most "
               f"extra account for {ex['of_top']:,}: {flows}. The drops differ most at {len(rd['top'])} ToR -> host ports "
               f"({top_diff:,} of the {all_diff:,} difference), each named with the flow toward it whose retransmits "
               f"differ most the same way: {ports}. At the other {rest['ports']} ports: "
@@ -363,28 +401,22 @@ def htsim_hostnic(results: Path = RESULTS) -> str:
     ph, h = latest(r"htsim_k8_hostnic_\d", results)
     pd_, d = latest(r"htsim_k8_defaults_\d", results)
     a, b = h["lbsim"]["counts"], d["lbsim"]["counts"]
-    factors = [b[k] / a[k] for k in _COUNTS if a[k]]
+    factors = ", ".join(f"{k} {a[k] / b[k]:.2f}x" for k in _COUNTS)
     return _para(
         f"The same flows with Linux-like hosts (`--set network.host_nic=backpressure --set network.host_buffer_pkts=100`: "
-        f"TCP waits instead of queueing thousands of packets in the NIC; RFC rules) give {a['drops']:,} drops, "
+        f"TCP waits instead of queueing thousands of packets in the NIC; lbsim's RFC defaults) give {a['drops']:,} drops, "
         f"{a['retransmits']:,} retransmits, {a['timeouts']:,} timeouts, {a['fast recoveries']:,} fast recoveries and a "
         f"mean FCT of {a['mean FCT ms']:.1f} ms, against {b['drops']:,}, {b['retransmits']:,}, {b['timeouts']:,}, "
-        f"{b['fast recoveries']:,} and {b['mean FCT ms']:.1f} ms with the unbounded NIC FIFO both simulators use: the "
-        f"host queue model moves the counts by factors of {min(factors):.2f} to {max(factors):.2f}. "
-        f"{_htsim_provenance(ph, h)}") + "\n"
+        f"{b['fast recoveries']:,} and {b['mean FCT ms']:.1f} ms with the unbounded NIC FIFO both simulators use "
+        f"(record `{pd_}`): {factors} of those. {_htsim_provenance(ph, h)}") + "\n"
 
 
 def htsim_within(results: Path = RESULTS) -> str:
     """README: how close lbsim with htsim's rules comes, over the seeds recorded."""
-    recs = [latest(r"htsim_k8_\d", results)]
-    seeds = sorted({int(p.name.split("_seed")[1].split("_")[0]) for p in results.glob("htsim_k8_seed*_*.json")})
-    recs += [latest(rf"htsim_k8_seed{s}_\d", results) for s in seeds]
-    def worst(keys) -> float:
-        return max(abs(r["lbsim"]["counts"][k] / r["htsim"]["counts"][k] - 1) for _, r in recs for k in keys) * 100
-
+    recs = _seed_records(results)
     return _para(f"with them, lbsim's drops, retransmits, timeouts and fast recoveries are within "
-                 f"{worst(_COUNTS[:4]):.0f} % of htsim's on its 10,000-flow reference in each of lbsim's seeds "
-                 f"{', '.join(str(r['seed']) for _, r in recs)}, and its mean FCT within {worst(_COUNTS[4:]):.0f} % "
+                 f"{_worst(recs, _COUNTS[:4])} % of htsim's on its 10,000-flow reference in each of lbsim's seeds "
+                 f"{', '.join(str(r['seed']) for _, r in recs)}, and its mean FCT within {_worst(recs, _COUNTS[4:])} % "
                  f"(how many handshakes a burst hits decides it; docs/fidelity.md) (records "
                  + ", ".join(f"`{p}`" for p, _ in recs) + f", {recs[0][1]['date']}).") + "\n"
 
@@ -593,8 +625,11 @@ def rdma_speed(results: Path = RESULTS) -> str:
     rd, tc = c["rdma"], c["tcp"]
     h, lb, lt = crec["hpcc"]["time"], crec["lbsim"]["time"], crec["lbsim_tcp"]["time"]
     where = "on the same machine" if _rdma_when(crec)["machine"] == _rdma_when(rec)["machine"] else "on another machine"
+    started = [r["hpcc"]["time"].get("started_utc") for _, r in runs]
+    when = (" (started " + " and ".join(s.replace("T", " ")[:16] + " UTC" for s in started) + ")") if all(started) else ""
     out = [
-        _para("The comparison's runs above, one after the other: the reference took "
+        _para(f"The comparison's runs above: the reference's runs were read from its own run directories{when}, "
+              "not timed beside lbsim's; they took "
               + " and ".join(f"{hp['cpu_s']:,.0f} s" for hp, _ in t) + f" of CPU ({loads}) and "
               + " / ".join(f"{hp['max_rss_mb']:,.0f}" for hp, _ in t) + " MB; lbsim "
               + " and ".join(f"{l['cpu_s']:.1f} s" for _, l in t) + " of CPU and "
@@ -603,7 +638,8 @@ def rdma_speed(results: Path = RESULTS) -> str:
               + (f", short of the {RDMA_SPEED_TARGET}x aimed for" if all(hp["cpu_s"] / l["cpu_s"] < RDMA_SPEED_TARGET for hp, l in t)
                  else "") + f". {rdma_provenance(path, rec)}"),
         "",
-        _para(f"The {_load_label(crec['flows'])} case again, {where}, with lbsim's TCP on the same flows and fabric: "
+        _para(f"The {_load_label(crec['flows'])} case again, {where}, both simulators run one after the other by one "
+              "command, with lbsim's TCP on the same flows and fabric: "
               f"the reference {h['cpu_s']:,.0f} s of CPU, lbsim {lb['cpu_s']:.1f} s ({h['cpu_s'] / lb['cpu_s']:.1f}x), "
               f"lbsim's TCP {lt['cpu_s']:.1f} s. {rdma_provenance(cpath, crec)}"),
         "",

@@ -128,6 +128,9 @@ def main() -> None:
         a.htsim = a.out / "htsim"
         a.htsim.mkdir(parents=True, exist_ok=True)
         times["htsim"] = timed([str(a.htsim_bin.resolve()), str(cm), str(a.htsim), "--seed", str(a.seed)], a.htsim, "htsim")
+        commit = a.htsim_bin.resolve().parent / "htsim_commit.txt"  # written by build.sh
+        if commit.exists():  # kept with the results, for a later --htsim DIR
+            shutil.copy(commit, a.htsim / "htsim_commit.txt")
     exe = shutil.which("lbsim") or sys.exit("lbsim is not installed (pip install .)")
     cmd = [exe, "run", str(HERE / "k8.toml"), "--seed", str(a.seed), "--set", f"workload.flow_list={flow_list}"]
     for kv in sets:
@@ -144,6 +147,7 @@ def main() -> None:
     record = {"date": datetime.date.today().isoformat(),
               "command": " ".join(["bench/htsim/compare.py", *(Path(x).name if "/" in x else x for x in sys.argv[1:])]),
               "commit": repo_commit(), "machine": machine(),
+              "lbsim_version": subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.strip(),
               "flows": (a.cm.name if a.cm else "bench/scale/ws_10000.csv"), "seed": a.seed, "lbsim_sets": sets,
               "lbsim": {"time": times["lbsim"], "counts": ours, "events": s.get("events")}}
     if a.htsim is None:
@@ -159,12 +163,12 @@ def main() -> None:
     summary = dict(x.split("=", 1) for x in (a.htsim / "summary.txt").read_text().split() if "=" in x)
     theirs = {"drops": int(summary["drops_switch"]), "retransmits": int(h.retransmits.sum()), "timeouts": int(h.timeouts.sum()),
               "fast recoveries": int(h.fast_recoveries.sum()), "mean FCT ms": h.fct_us.mean() / 1e3}
-    record["htsim"] = {"counts": theirs, "completed": int(h.fct_us.notna().sum()), "events": int(summary["events"]) if "events" in summary else None}
+    commit = a.htsim / "htsim_commit.txt"  # the build's, copied here when compare.py ran htsim
+    record["htsim"] = {"counts": theirs, "completed": int(h.fct_us.notna().sum()), "events": int(summary["events"]) if "events" in summary else None,
+                       "commit": commit.read_text().strip() if commit.exists() else None}
     if "htsim" in times:
         record["htsim"]["time"] = times["htsim"]
         record["htsim"]["command"] = "htsim_k8 FLOWS.cm OUT --seed " + str(a.seed)
-        commit = a.htsim_bin.resolve().parent / "htsim_commit.txt"  # written by build.sh
-        record["htsim"]["commit"] = commit.read_text().strip() if commit.exists() else None
         print("| run | wall s | CPU s | peak RSS MB | events |")
         print("|---|---|---|---|---|")
         for name, ev in (("lbsim", s.get("events")), ("htsim", record["htsim"]["events"])):
