@@ -57,6 +57,8 @@ def test_every_quoted_record_says_when_and_how():
         assert re.match(r"(python3 |bash )?bench/\S+", command), f"{path.name}: the command that wrote it"
     for path in b1:
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", json.loads(path.read_text())["ns3"]["date"]), f"{path.name}: ns-3's run date"
+    for path in htsim:
+        assert re.fullmatch(r"[0-9a-f]{40}", json.loads(path.read_text())["htsim"]["commit"] or ""), f"{path.name}: htsim's commit"
     for path in [p for ps in rdma.values() for p in ps]:
         assert re.fullmatch(r"[0-9a-f]{40}", peer_tables._hpcc_commit(json.loads(path.read_text()))), f"{path.name}: HPCC's commit"
 
