@@ -115,4 +115,5 @@ def test_receiver_drops_name_the_ports_that_differ_and_the_flow_behind_it(tmp_pa
     assert r["top"][0]["host"] == 5 and (r["top"][0]["lbsim"], r["top"][0]["htsim"]) == (100, 3000)
     assert r["top"][0]["flow"]["cm_id"] == 2 and r["top"][0]["flow"]["htsim"]["timeouts"] == 2
     assert r["rest"] == {"ports": 2, "lbsim": 12, "htsim": 10}, "switch-to-switch queues are not receivers"
+    assert r["ports_dropping"] == {"lbsim": 2, "htsim": 2}, "H7 dropped nothing in either"
     assert compare.receiver_drops(ports, tmp_path / "missing.txt", m) is None

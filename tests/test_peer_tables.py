@@ -111,7 +111,8 @@ def test_the_b1_ablation_is_written_per_rule_and_refused_without_one(tmp_path):
 def test_a_stale_block_is_found_and_an_unknown_one_refused(tmp_path):
     (tmp_path / "b1_vs_ns3_2026-01-02.json").write_text(json.dumps(record("2026-01-02", 4.5)))
     doc = "<!-- peer-table b1-speed -->\n<!-- /peer-table -->\n"
-    assert peer_tables.render(doc, tmp_path) != doc
+    out = peer_tables.render(doc, tmp_path)
+    assert "| B1, 5,000 flows, simulation loop | 4.00 s (25.0 M events) | 900 s | 1/225 |" in out, "the empty block is filled"
     with pytest.raises(SystemExit, match="unknown peer-table block `nope`"):
         peer_tables.render("<!-- peer-table nope -->\n<!-- /peer-table -->\n", tmp_path)
 
