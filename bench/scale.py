@@ -6,7 +6,8 @@ builds side by side in one invocation.
 
     python3 bench/scale.py                        # this tree's release build
     python3 bench/scale.py --old-rev 3d804a5      # + that commit, built in a worktree
-    python3 bench/scale.py --bin old=/tmp/old/lbsim-run --bin new=target/release/lbsim-run --only k8,b1 --repeat 3
+    python3 bench/scale.py --bin old=OLD/lbsim-run --bin new=target/release/lbsim-run --only k8,b1 --repeat 3
+    python3 bench/scale.py --repeat 2 --record bench/results/scale_DATE.json   # the standings README quotes
 
 `wall s` is the whole process timed from outside; `setup s` is its share
 before the first event (scenario, topology, routes, scheme tables) as the
@@ -25,16 +26,15 @@ two can be, and the table says "(identical; no digest)".
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
-from measure import run_timed  # noqa: E402
+from measure import machine, repo_commit, run_timed  # noqa: E402
 
 SCENARIOS = {
     # name: (scenario file, overrides, what it is)
@@ -74,6 +74,7 @@ def main() -> None:
     ap.add_argument("--only", help=f"comma-separated scenarios (default {','.join(DEFAULT)}; all: {','.join(SCENARIOS)})")
     ap.add_argument("--repeat", type=int, default=1, help="runs per (scenario, build); the fastest is shown")
     ap.add_argument("--json", help="also write every run's numbers here")
+    ap.add_argument("--record", type=Path, help="write the table as a dated record (date, commit, machine, command; bench/results/)")
     a = ap.parse_args()
 
     bins: list[tuple[str, Path]] = []
@@ -92,11 +93,11 @@ def main() -> None:
         if n not in SCENARIOS:
             raise SystemExit(f"--only: unknown scenario {n!r}; choose from {', '.join(SCENARIOS)}")
 
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print(f"# machine: {os.cpu_count()} CPUs, {cpu}; {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    mach = machine()
+    print(f"# machine: {mach['cores']} CPUs, {mach['cpu']}; {datetime.datetime.now():%Y-%m-%d %H:%M}", flush=True)
     print("| scenario | build | wall s | setup s | events | M events/s | M pkts/s | peak RSS MB | mean FCT us | flows_digest |")
     print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
-    records = []
+    records, rows = [], []
     for n in names:
         scen, ov, _ = SCENARIOS[n]
         best: dict[str, dict] = {}
@@ -128,10 +129,21 @@ def main() -> None:
             ref = ref or key
             setup = s.get("setup_wall_s")
             setup = f"{setup:.2f}" if setup is not None else "-"
+            rows.append({"scenario": n, "what": SCENARIOS[n][2], "build": bname, "wall_s": round(r["wall_s"], 3),
+                         "setup_s": s.get("setup_wall_s"), "events": ev, "events_per_s": ev / sim_wall,
+                         "packets_per_s": pk / sim_wall, "peak_rss_mb": round(r["rss_mb"], 1), "mean_fct_us": s["fct_us"]["mean"],
+                         "flows_digest": s.get("flows_digest"), "same_as_first_build": same.strip(" ()") or None})
             print(f"| {n} | {bname} | {r['wall_s']:.2f} | {setup} | {ev:,} | {ev / sim_wall / 1e6:.2f} | {pk / sim_wall / 1e6:.2f} | "
                   f"{r['rss_mb']:.0f} | {s['fct_us']['mean']:.1f} | {s.get('flows_digest', '-')}{same} |", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(records, indent=1))
+    if a.record:
+        builds = {name: repo_commit(path.parent.parent.parent) if path.is_relative_to(ROOT) else str(path.name) for name, path in bins}
+        rec = {"date": datetime.date.today().isoformat(), "commit": repo_commit(), "machine": machine(),
+               "command": " ".join(["python3 bench/scale.py", *(Path(x).name if "/" in x else x for x in sys.argv[1:])]),
+               "repeat": a.repeat, "builds": builds, "rows": rows}
+        a.record.write_text(json.dumps(rec, indent=2) + "\n")
+        print(f"wrote {a.record}")
 
 
 if __name__ == "__main__":
