@@ -40,10 +40,11 @@ def test_every_quoted_record_says_when_and_how():
     results = ROOT / "bench" / "results"
     b1 = sorted(results.glob("b1_vs_ns3_*.json"))
     htsim = sorted(results.glob("htsim_*.json"))
+    scale = sorted(results.glob("scale_*.json"))
     rdma = {pattern: sorted(results.glob(pattern)) for pattern in RDMA_RECORDS}
-    assert b1 and htsim, "README.md quotes a B1 and an htsim record"
+    assert b1 and htsim and scale, "README.md quotes a B1, an htsim and a scale record"
     assert all(rdma.values()), f"README.md and docs/rdma.md quote each of {RDMA_RECORDS}"
-    for path in b1 + htsim + [p for ps in rdma.values() for p in ps]:
+    for path in b1 + htsim + scale + [p for ps in rdma.values() for p in ps]:
         rec = json.loads(path.read_text())
         # rdma_vs_hpcc keeps the date, commit and machine per run
         for when in [rec] if "date" in rec or "runs" not in rec else rec["runs"].values():
@@ -316,3 +317,22 @@ def test_htsim_fidelity_blocks_render_each_reading_from_its_record(tmp_path):
     put("htsim_k8_seed2", htsim_record(seed=2, htsim={"drops": 1}))
     with pytest.raises(SystemExit, match="another htsim run"):
         peer_tables.htsim_seeds(tmp_path)
+
+
+def test_lbsim_standings_come_from_the_latest_scale_record(tmp_path):
+    def rec(date, b1_eps):
+        row = lambda n, what, eps, rss: {"scenario": n, "what": what, "build": "new (this tree)", "wall_s": 2.0,  # noqa: E731
+                                         "setup_s": 0.0, "events": 25_000_000, "events_per_s": eps, "packets_per_s": 3e6,
+                                         "peak_rss_mb": rss, "mean_fct_us": 5000.0, "flows_digest": "ab" * 8}
+        return {"date": date, "commit": "e" * 40, "machine": {"cores": 2, "cpu": "CPU"}, "repeat": 2,
+                "command": "python3 bench/scale.py --repeat 2", "builds": {"new (this tree)": "e" * 40},
+                "rows": [row("b1", "B1: 32 hosts", b1_eps, 15.0), row("k8", "k=8 fat-tree (128 hosts), 10,000 flows", 7e6, 18.0),
+                         row("k24", "k=24 fat-tree (3,456 hosts), 2,000 x 1 MB", 3.5e6, 67.0)]}
+
+    (tmp_path / "scale_2026-01-01.json").write_text(json.dumps(rec("2026-01-01", 9e6)))
+    (tmp_path / "scale_2026-02-01.json").write_text(json.dumps(rec("2026-02-01", 12.9e6)))
+    speed = flat(peer_tables.lbsim_speed(tmp_path))
+    assert "runs B1 at 12.9 M events/s in 15 MB, and a k=24 fat-tree (3,456 hosts) at 3.5 M events/s in 67 MB" in speed
+    assert "scale_2026-02-01.json` (2026-02-01)" in speed and "9.0 M" not in speed
+    table = peer_tables.lbsim_standings(tmp_path)
+    assert "| k8 | k=8 fat-tree (128 hosts), 10,000 flows | 25,000,000 | 7.00 | 3.00 | 2.00 s | 18 MB |" in table

@@ -731,13 +731,46 @@ def hpcc_reference(results: Path = RESULTS) -> str:
     return "\n".join(out) + "\n"
 
 
+def _scale_rows(results: Path) -> tuple[str, dict, dict]:
+    path, rec = latest(r"scale_\d", results)
+    rows = {r["scenario"]: r for r in rec["rows"] if r["build"] == next(iter(rec["builds"]))}
+    return path, rec, rows
+
+
+def _scale_provenance(path: str, rec: dict) -> str:
+    m = rec["machine"]
+    return (f"Record `{path}` ({rec['date']}): lbsim at commit {rec['commit'][:7]}, the `lbsim-run` release binary, "
+            f"fastest of {rec['repeat']} run(s), {m['cores']}-core {m['cpu']}; `{rec['command']}`.")
+
+
+def lbsim_speed(results: Path = RESULTS) -> str:
+    """README: lbsim's own speed on B1 and the largest fabric, from bench/scale.py's latest record."""
+    path, rec, rows = _scale_rows(results)
+    b1, big = rows["b1"], rows[max((n for n in rows if n.startswith("k")), key=lambda n: int(n[1:].split("x")[0]))]
+    return _para(f"On the run loop alone, lbsim runs B1 at {b1['events_per_s'] / 1e6:.1f} M events/s in "
+                 f"{b1['peak_rss_mb']:.0f} MB, and a {big['what'].split(', ')[0]} at {big['events_per_s'] / 1e6:.1f} M "
+                 f"events/s in {big['peak_rss_mb']:.0f} MB. {_scale_provenance(path, rec)} The same build's speed varies "
+                 "between days on these shared VMs: compare builds within one invocation (bench/README.md).") + "\n"
+
+
+def lbsim_standings(results: Path = RESULTS) -> str:
+    """docs/performance.md: bench/scale.py's latest record as a table."""
+    path, rec, rows = _scale_rows(results)
+    out = ["| run | what | events | M events/s (loop) | M packets/s (loop) | wall | peak RSS | flows_digest |",
+           "|---|---|---|---|---|---|---|---|"]
+    for n, r in rows.items():
+        out.append(f"| {n} | {r['what']} | {r['events']:,} | {r['events_per_s'] / 1e6:.2f} | {r['packets_per_s'] / 1e6:.2f} "
+                   f"| {_secs(r['wall_s'])} | {r['peak_rss_mb']:.0f} MB | `{r['flows_digest']}` |")
+    return "\n".join(out + ["", _para(_scale_provenance(path, rec))]) + "\n"
+
+
 #: Block name -> the function that writes it.
 BLOCKS = {"b1": b1_readme, "b1-rules": b1_rules, "b1-speed": b1_speed, "htsim-readme": htsim_readme, "htsim-k8": htsim_k8,
           "htsim-speed": htsim_speed, "htsim-seeds": htsim_seeds, "htsim-defaults": htsim_defaults,
           "htsim-inrack": htsim_inrack, "htsim-handshakes": htsim_handshakes, "htsim-flows": htsim_flows,
           "htsim-hostnic": htsim_hostnic, "htsim-check": htsim_check, "htsim-within": htsim_within,
           "rdma-hpcc": rdma_hpcc, "rdma-incast": rdma_incast, "rdma-speed": rdma_speed, "rdma-readme": rdma_readme,
-          "hpcc-reference": hpcc_reference}
+          "hpcc-reference": hpcc_reference, "lbsim-speed": lbsim_speed, "lbsim-standings": lbsim_standings}
 
 
 def render(text: str, results: Path = RESULTS) -> str:
