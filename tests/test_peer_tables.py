@@ -336,3 +336,23 @@ def test_lbsim_standings_come_from_the_latest_scale_record(tmp_path):
     assert "scale_2026-02-01.json` (2026-02-01)" in speed and "9.0 M" not in speed
     table = peer_tables.lbsim_standings(tmp_path)
     assert "| k8 | k=8 fat-tree (128 hosts), 10,000 flows | 25,000,000 | 7.00 | 3.00 | 2.00 s | 18 MB |" in table
+
+
+def test_scheme_verdicts_are_compares_own_and_name_their_run(tmp_path):
+    prov = {"git_commit": "f" * 40, "git_dirty": False, "cpu_model": "CPU", "runs_started_utc": ["2026-01-02T10:00:00Z"],
+            "written_utc": "2026-01-02T10:07:00Z", "command_line": "lbsim compare examples/rdma_dcqcn.toml --out OUT"}
+    row = lambda arm, metric, verdict: {"scheme": arm, "baseline": "ecmp", "metric": metric, "seeds": 3,  # noqa: E731
+                                        "verdict": verdict, "provenance": prov}
+    rows = [row("letflow", "fct_mean", "letflow vs ecmp on mean FCT: no difference detectable with 3 seeds (0.94-1.05)"),
+            row("conga", "fct_mean", "conga vs ecmp on mean FCT: no difference detectable with 3 seeds (0.87-1.00)"),
+            row("conga", "fct_p50", "conga is 1.19x faster than ecmp on median FCT (1.06-1.35)"),
+            row("drill", "drops", "drill vs ecmp on drops: no difference detectable: both are 0 in all 3 seeds"),
+            row("drill", "fct_mean", "drill is 62.55x slower than ecmp on mean FCT (58.72-66.63)")]
+    (tmp_path / "compare_rdma_dcqcn_2026-01-02.json").write_text(json.dumps(rows))
+    out = peer_tables.rdma_schemes(tmp_path)
+    assert "- letflow: no difference from ecmp detectable with 3 seeds on any of the 1 metrics" in out
+    assert "- conga is 1.19x faster than ecmp on median FCT (1.06-1.35)\n- drill is 62.55x" in out
+    assert "no difference detectable: both are 0" not in out and "(0.87-1.00)" not in out, "only differences are listed"
+    assert "lbsim at commit fffffff, CPU, runs from 10:00 to 10:07 UTC" in flat(out)
+    readme = flat(peer_tables.rdma_schemes_readme(tmp_path))
+    assert "letflow: no difference from ecmp detectable; conga is 1.19x faster" in readme and "2026-01-02" in readme

@@ -764,13 +764,64 @@ def lbsim_standings(results: Path = RESULTS) -> str:
     return "\n".join(out + ["", _para(_scale_provenance(path, rec))]) + "\n"
 
 
+def _compare_record(results: Path, pattern: str) -> tuple[str, list[dict], dict]:
+    """The newest `lbsim compare` output (compare.json, its out folder
+    written OUT) matching ``pattern``: (path, rows, provenance)."""
+    found = sorted(p for p in results.glob("*.json") if re.match(pattern, p.name))
+    if not found:
+        raise SystemExit(f"no record matching {pattern} under {results}")
+    rows = json.loads(found[-1].read_text())
+    return f"bench/results/{found[-1].name}", rows, rows[0]["provenance"]
+
+
+def _compare_provenance(path: str, prov: dict) -> str:
+    start, end = prov["runs_started_utc"][0], prov["written_utc"]
+    return (f"Record `{path}` ({end[:10]}): lbsim at commit {prov['git_commit'][:7]}"
+            + (" with local changes" if prov.get("git_dirty") else "") + f", {prov['cpu_model']}, runs from "
+            f"{start[11:16]} to {end[11:16]} UTC; `{prov['command_line']}`.")
+
+
+def _arm_findings(rows: list[dict]) -> dict[str, list[str]]:
+    """Per arm, the verdicts that found a difference (compare's own sentences)."""
+    out: dict[str, list[str]] = {}
+    for r in rows:
+        found = out.setdefault(r["scheme"], [])
+        if not r["verdict"].split(": ", 1)[-1].startswith("no difference detectable"):
+            found.append(r["verdict"])
+    return out
+
+
+def rdma_schemes(results: Path = RESULTS) -> str:
+    """docs/rdma.md: the schemes compared on the RDMA example, from the
+    latest committed compare.json."""
+    path, rows, prov = _compare_record(results, r"compare_rdma_dcqcn_\d")
+    seeds = max(r["seeds"] for r in rows)
+    out = []
+    for arm, found in _arm_findings(rows).items():
+        metrics = sum(r["scheme"] == arm for r in rows)
+        out += [f"- {v}" for v in found] or [f"- {arm}: no difference from {rows[0]['baseline']} detectable with {seeds} "
+                                             f"seeds on any of the {metrics} metrics"]
+    return "\n".join(out + ["", _para(_compare_provenance(path, prov))]) + "\n"
+
+
+def rdma_schemes_readme(results: Path = RESULTS) -> str:
+    """README: one line per arm of the same record, the first difference found."""
+    path, rows, prov = _compare_record(results, r"compare_rdma_dcqcn_\d")
+    parts = []
+    for arm, found in _arm_findings(rows).items():
+        parts.append(found[0] if found else f"{arm}: no difference from {rows[0]['baseline']} detectable")
+    return _para(f"Over {max(r['seeds'] for r in rows)} seeds on the k = 8 example: " + "; ".join(parts)
+                 + f" (record `{path}`, {prov['written_utc'][:10]}, lbsim at commit {prov['git_commit'][:7]}; docs/rdma.md).") + "\n"
+
+
 #: Block name -> the function that writes it.
 BLOCKS = {"b1": b1_readme, "b1-rules": b1_rules, "b1-speed": b1_speed, "htsim-readme": htsim_readme, "htsim-k8": htsim_k8,
           "htsim-speed": htsim_speed, "htsim-seeds": htsim_seeds, "htsim-defaults": htsim_defaults,
           "htsim-inrack": htsim_inrack, "htsim-handshakes": htsim_handshakes, "htsim-flows": htsim_flows,
           "htsim-hostnic": htsim_hostnic, "htsim-check": htsim_check, "htsim-within": htsim_within,
           "rdma-hpcc": rdma_hpcc, "rdma-incast": rdma_incast, "rdma-speed": rdma_speed, "rdma-readme": rdma_readme,
-          "hpcc-reference": hpcc_reference, "lbsim-speed": lbsim_speed, "lbsim-standings": lbsim_standings}
+          "hpcc-reference": hpcc_reference, "lbsim-speed": lbsim_speed, "lbsim-standings": lbsim_standings,
+          "rdma-schemes": rdma_schemes, "rdma-schemes-readme": rdma_schemes_readme}
 
 
 def render(text: str, results: Path = RESULTS) -> str:
