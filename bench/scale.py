@@ -138,7 +138,7 @@ def main() -> None:
     if a.json:
         Path(a.json).write_text(json.dumps(records, indent=1))
     if a.record:
-        builds = {name: repo_commit(path.parent.parent.parent) if path.is_relative_to(ROOT) else str(path.name) for name, path in bins}
+        builds = {name: repo_commit() if path == ROOT / "target/release/lbsim-run" else path.name for name, path in bins}
         rec = {"date": datetime.date.today().isoformat(), "commit": repo_commit(), "machine": machine(),
                "command": " ".join(["python3 bench/scale.py", *(Path(x).name if "/" in x else x for x in sys.argv[1:])]),
                "repeat": a.repeat, "builds": builds, "rows": rows}

@@ -34,14 +34,41 @@ FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benc
 BLOCK = re.compile(r"(<!-- peer-table ([\w-]+) -->\n)(.*?)(<!-- /peer-table -->)", re.S)
 
 
-def latest(pattern: str, results: Path = RESULTS) -> tuple[str, dict]:
+def latest(pattern: str, results: Path = RESULTS) -> tuple[str, dict | list]:
     """The newest record whose file name matches the regular expression
-    ``pattern``: (its path relative to the repository, its contents)."""
+    ``pattern`` (by its date, `_when`, then its name): (its path relative to
+    the repository, its contents)."""
     found = [(json.loads(p.read_text()), p) for p in sorted(results.glob("*.json")) if re.match(pattern, p.name)]
     if not found:
         raise SystemExit(f"no record matching {pattern} under {results}")
-    rec, path = max(found, key=lambda rp: (rp[0]["date"], rp[1].name))
+    rec, path = max(found, key=lambda rp: (_when(rp[0])["date"], rp[1].name))
     return f"bench/results/{path.name}", rec
+
+
+def _when(rec: dict | list) -> dict:
+    """A record's date, lbsim commit and machine: its own; those its runs
+    share (rdma_vs_hpcc keeps them per run); or, for an `lbsim compare`
+    output (compare.json, a list of rows), its provenance's. None where not
+    recorded."""
+    if isinstance(rec, list):
+        prov = rec[0]["provenance"]
+        return {"date": prov["written_utc"][:10], "commit": prov["git_commit"], "machine": {"cpu": prov["cpu_model"]}}
+    if "date" in rec or "runs" not in rec:
+        return {k: rec.get(k) for k in ("date", "commit", "machine")}
+    runs = list(rec["runs"].values())
+    when = {k: runs[0].get(k) for k in ("date", "commit", "machine")}
+    if any(r.get(k) != v for r in runs for k, v in when.items()):
+        raise SystemExit("the runs of an RDMA record differ in date, commit or machine: quote them one by one")
+    return when
+
+
+def _lbsim_at(commit: str, version: str = "") -> str:
+    """"lbsim at commit C", or, when the lbsim that ran (its `--version`)
+    was built from another commit than the scripts', both."""
+    built = re.search(r"commit ([0-9a-f]{7,40})", version)
+    if built and not commit.startswith(built[1][:7]):
+        return f"lbsim built at commit {built[1][:7]}, the scripts at {commit[:7]}"
+    return f"lbsim at commit {commit[:7]}"
 
 
 def _num(v: float, digits: int = 0) -> str:
@@ -236,11 +263,8 @@ def _htsim_provenance(path: str, rec: dict) -> str:
     m = rec["machine"]
     sets = f" with `{' '.join(rec['lbsim_sets'])}`" if rec["lbsim_sets"] else ""
     side = f"; {_htsim_source(rec)}" if "htsim" in rec else ""
-    built = re.search(r"commit ([0-9a-f]{7,40})", rec.get("lbsim_version", ""))
-    at = f"at commit {rec['commit'][:7]}"
-    if built and not rec["commit"].startswith(built[1][:7]):
-        at = f"built at commit {built[1][:7]} (the scripts at {rec['commit'][:7]})"
-    return (f"Record `{path}` ({rec['date']}): lbsim seed {rec['seed']} {at}{sets}{side}, "
+    return (f"Record `{path}` ({rec['date']}): lbsim seed {rec['seed']}{sets}; "
+            f"{_lbsim_at(rec['commit'], rec.get('lbsim_version', ''))}{side}, "
             f"{m['cores']}-core {m['cpu']}; `{rec['command']}`.")
 
 
@@ -293,9 +317,8 @@ def _ratios(a: dict, b: dict, keys=_COUNTS) -> str:
 
 
 #: htsim's departures as lbsim's transport options, in the order of
-#: docs/fidelity.md's table, and the value that puts each back to lbsim's default.
-HTSIM_RULES = {"fr_ssthresh": "flight_size", "rto_ssthresh": "flight_size", "recovery_exit": "ssthresh",
-               "recover": "snd_max", "rto_tick_ms": "0"}
+#: docs/fidelity.md's table (records htsim_k8_without_<option>_DATE.json).
+HTSIM_RULES = ("fr_ssthresh", "rto_ssthresh", "recovery_exit", "recover", "rto_tick_ms")
 
 
 def htsim_defaults(results: Path = RESULTS) -> str:
@@ -448,27 +471,6 @@ RDMA_SPEED_TARGET = 30
 HPCC_BUCKETS = {"<10KB": "< 10 KB", "10-100KB": "10-100 KB", "100KB-1MB": "100 KB-1 MB", ">1MB": "> 1 MB"}
 
 
-def _rdma_when(rec: dict) -> dict:
-    """A record's date, lbsim commit and machine: its own, or those its runs
-    share (rdma_vs_hpcc keeps them per run). None where not recorded."""
-    if "date" in rec or "runs" not in rec:
-        return {k: rec.get(k) for k in ("date", "commit", "machine")}
-    runs = list(rec["runs"].values())
-    when = {k: runs[0].get(k) for k in ("date", "commit", "machine")}
-    if any(r.get(k) != v for r in runs for k, v in when.items()):
-        raise SystemExit("the runs of an RDMA record differ in date, commit or machine: quote them one by one")
-    return when
-
-
-def _rdma_latest(pattern: str, results: Path) -> tuple[str, dict]:
-    """latest() for RDMA records, whose date may be their runs'."""
-    found = [(json.loads(p.read_text()), p) for p in sorted(results.glob("*.json")) if re.match(pattern, p.name)]
-    if not found:
-        raise SystemExit(f"no record matching {pattern} under {results}")
-    rec, path = max(found, key=lambda rp: (_rdma_when(rp[0])["date"], rp[1].name))
-    return f"bench/results/{path.name}", rec
-
-
 def _hpcc_commit(rec: dict) -> str | None:
     """The HPCC checkout's commit, wherever the record keeps it."""
     if rec.get("hpcc_commit"):
@@ -488,11 +490,8 @@ def _rdma_machine(m: dict | None) -> str:
 
 def rdma_provenance(path: str, rec: dict) -> str:
     """Record, date, lbsim commit, HPCC commit, machine and command."""
-    w = _rdma_when(rec)
-    commit = f"lbsim at commit {w['commit'][:7]}" if w["commit"] else "lbsim commit not recorded"
-    built = re.search(r"commit ([0-9a-f]{7,40})", rec.get("lbsim_version", ""))
-    if built and w["commit"] and not w["commit"].startswith(built[1][:7]):
-        commit = f"lbsim built at commit {built[1][:7]}, the scripts at {w['commit'][:7]}"
+    w = _when(rec)
+    commit = _lbsim_at(w["commit"], rec.get("lbsim_version", "")) if w["commit"] else "lbsim commit not recorded"
     hpcc = _hpcc_commit(rec)
     hpcc = f"HPCC at commit {hpcc[:7]}" if hpcc else "HPCC commit not recorded"
     cmd = rec.get("command") or rec.get("reproduce")
@@ -533,7 +532,7 @@ def rdma_gaps(rec: dict) -> dict:
 def rdma_hpcc(results: Path = RESULTS) -> str:
     """docs/rdma.md: slowdown per bucket against the HPCC simulator, the
     largest gaps, the flows below the standalone FCT and the PFC frames."""
-    path, rec = _rdma_latest(r"rdma_vs_hpcc_\d", results)
+    path, rec = latest(r"rdma_vs_hpcc_\d", results)
     runs = rec["runs"]
     out = ["| load | bucket | flows | median | p99 |", "|---|---|---|---|---|"]
     for run, r in runs.items():
@@ -574,7 +573,7 @@ def rdma_hpcc(results: Path = RESULTS) -> str:
 
 def rdma_incast(results: Path = RESULTS) -> str:
     """docs/rdma.md: PFC on the incast against the HPCC simulator."""
-    path, rec = _rdma_latest(r"rdma_pfc_incast_vs_hpcc_\d", results)
+    path, rec = latest(r"rdma_pfc_incast_vs_hpcc_\d", results)
     h, lb = rec["ecn_off"]["hpcc"], rec["ecn_off"]["lbsim"]
     drops = "with no drop" if lb["ingress_drops"] == 0 else f"with {lb['ingress_drops']:,} drops"
     sw = h.get("pause_frames_received_by_switches", 0)
@@ -623,15 +622,15 @@ def _event_cost(ns_rdma: float, ns_tcp: float) -> str:
 def rdma_speed(results: Path = RESULTS) -> str:
     """docs/rdma.md "Speed": CPU and memory against the HPCC simulator, the
     event mix against lbsim's TCP, and the floor it sets."""
-    path, rec = _rdma_latest(r"rdma_vs_hpcc_\d", results)
-    cpath, crec = _rdma_latest(r"rdma_cost_vs_tcp_hpcc_\d", results)
+    path, rec = latest(r"rdma_vs_hpcc_\d", results)
+    cpath, crec = latest(r"rdma_cost_vs_tcp_hpcc_\d", results)
     runs = list(rec["runs"].items())
     loads = " and ".join(_load_label(r) for r, _ in runs)
     t = [(r["hpcc"]["time"], r["lbsim"]["time"]) for _, r in runs]
     c = rdma_cost(crec)
     rd, tc = c["rdma"], c["tcp"]
     h, lb, lt = crec["hpcc"]["time"], crec["lbsim"]["time"], crec["lbsim_tcp"]["time"]
-    where = "on the same machine" if _rdma_when(crec)["machine"] == _rdma_when(rec)["machine"] else "on another machine"
+    where = "on the same machine" if _when(crec)["machine"] == _when(rec)["machine"] else "on another machine"
     started = [r["hpcc"]["time"].get("started_utc") for _, r in runs]
     when = (" (started " + " and ".join(s.replace("T", " ")[:16] + " UTC" for s in started) + ")") if all(started) else ""
     out = [
@@ -673,8 +672,8 @@ def rdma_speed(results: Path = RESULTS) -> str:
 
 def rdma_readme(results: Path = RESULTS) -> str:
     """README's paragraph on the HPCC comparison: agreement, speed, the cap."""
-    path, rec = _rdma_latest(r"rdma_vs_hpcc_\d", results)
-    cpath, crec = _rdma_latest(r"rdma_cost_vs_tcp_hpcc_\d", results)
+    path, rec = latest(r"rdma_vs_hpcc_\d", results)
+    cpath, crec = latest(r"rdma_cost_vs_tcp_hpcc_\d", results)
     gaps = rdma_gaps(rec)
     gm, gp = (max(abs(g) for g, _, _ in gaps[k]) for k in ("median", "p99"))
     (r1, first), *rest = rec["runs"].items()
@@ -683,7 +682,7 @@ def rdma_readme(results: Path = RESULTS) -> str:
     others = ", ".join(f"{r['hpcc']['time']['cpu_s'] / r['lbsim']['time']['cpu_s']:.1f}x at {_load_label(run)}"
                        for run, r in rest)
     c = rdma_cost(crec)
-    w = _rdma_when(rec)
+    w = _when(rec)
     return _para(
         f"Against that simulator on its 320-host fat-tree with {nflows:,} web-search flows, DCQCN at "
         + " and ".join(_load_label(r) for r in rec["runs"]) + " load, every size bucket's median slowdown agrees "
@@ -694,13 +693,13 @@ def rdma_readme(results: Path = RESULTS) -> str:
         f"{RDMA_SPEED_TARGET}x aimed for (record `{path}`, {w['date']}, lbsim at commit {w['commit'][:7]}, "
         f"{_rdma_machine(w['machine'])}). An RDMA event {_event_cost(c['rdma']['ns'], c['tcp']['ns'])}, but 1000-byte "
         f"packets each with its own ACK make {c['arrive_x']:.2f}x TCP's packet arrivals, which caps a per-packet model "
-        f"at about {c['hpcc_over_floor']:.0f}x (record `{cpath}`, {_rdma_when(crec)['date']}, lbsim at commit "
-        f"{_rdma_when(crec)['commit'][:7]}, {_rdma_machine(_rdma_when(crec)['machine'])}; docs/rdma.md, \"Speed\").") + "\n"
+        f"at about {c['hpcc_over_floor']:.0f}x (record `{cpath}`, {_when(crec)['date']}, lbsim at commit "
+        f"{_when(crec)['commit'][:7]}, {_rdma_machine(_when(crec)['machine'])}; docs/rdma.md, \"Speed\").") + "\n"
 
 
 def hpcc_reference(results: Path = RESULTS) -> str:
     """bench/hpcc/README.md: the reference runs, time, memory, slowdown, PFC."""
-    path, rec = _rdma_latest(r"hpcc_reference_\d", results)
+    path, rec = latest(r"hpcc_reference_\d", results)
     m = rec["machine"]
     nice = {re.search(r"nice -n (\d+)", r["time"]["command"])[1] for r in rec["runs"].values() if "nice -n" in r["time"]["command"]}
     head = (f"HPCC commit `{rec['hpcc_commit']}`, built by `build.sh` with {m.get('compiler', 'a compiler not recorded')}, "
@@ -767,11 +766,8 @@ def lbsim_standings(results: Path = RESULTS) -> str:
 def _compare_record(results: Path, pattern: str) -> tuple[str, list[dict], dict]:
     """The newest `lbsim compare` output (compare.json, its out folder
     written OUT) matching ``pattern``: (path, rows, provenance)."""
-    found = sorted(p for p in results.glob("*.json") if re.match(pattern, p.name))
-    if not found:
-        raise SystemExit(f"no record matching {pattern} under {results}")
-    rows = json.loads(found[-1].read_text())
-    return f"bench/results/{found[-1].name}", rows, rows[0]["provenance"]
+    path, rows = latest(pattern, results)
+    return path, rows, rows[0]["provenance"]
 
 
 def _compare_provenance(path: str, prov: dict) -> str:
